@@ -1,0 +1,50 @@
+import type { Outcome } from './outcome.ts';
+import type { Usage } from '../providers/types.ts';
+
+interface Base {
+  runId: string;
+  seq: number;
+  /** ISO-8601 time the event was emitted. */
+  time: string;
+}
+
+export type EventBody =
+  | {
+      type: 'run.started';
+      provider: string;
+      model: string;
+      /** 'restricted' | 'unrestricted' */
+      mode: 'restricted' | 'unrestricted';
+      sandbox: string;
+      tools: string[];
+    }
+  | { type: 'model.started'; turn: number }
+  | { type: 'model.retry'; turn: number; attempt: number; delayMs: number; reason: string }
+  | { type: 'text.delta'; text: string }
+  | { type: 'tool.started'; callId: string; name: string; args: unknown }
+  | { type: 'tool.updated'; callId: string; name: string; text: string }
+  | {
+      type: 'tool.finished';
+      callId: string;
+      name: string;
+      isError: boolean;
+      truncated: boolean;
+      durationMs: number;
+      /** Text sent to the model. */
+      output: string;
+      details?: Record<string, unknown>;
+    }
+  | { type: 'model.finished'; turn: number; stopReason: string; usage: Usage }
+  | { type: 'run.finished'; outcome: Outcome };
+
+export type RunEvent = Base & EventBody;
+export type EventType = EventBody['type'];
+
+export interface EventSink {
+  emit(event: RunEvent): void;
+}
+
+/** Fan one event stream out to several sinks (renderer + trace file, say). */
+export function teeSinks(...sinks: EventSink[]): EventSink {
+  return { emit: (e) => { for (const s of sinks) s.emit(e); } };
+}

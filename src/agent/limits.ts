@@ -1,0 +1,37 @@
+/** Every limit has a name, a default, a flag and a config key (config: limits.<name>). */
+export interface Limits {
+  /** Run deadline in ms. Flag --timeout (seconds or 30s/5m/1h). */
+  deadline_ms: number;
+  /** Model calls per run; 0 = unlimited. Flag --max-turns. */
+  model_calls: number;
+  /** Tool calls per run; 0 = unlimited. Flag --max-tool-calls. */
+  tool_calls: number;
+  /** Bytes of one tool call's JSON arguments. */
+  tool_argument_bytes: number;
+  /** Bytes of one tool result after JSON serialization. */
+  tool_result_bytes: number;
+  /** Bytes of the serialized request context sent to the model. */
+  context_bytes: number;
+  /** Bytes of model output (text + tool arguments) over the run. */
+  model_output_bytes: number;
+  /** Default bash/exec timeout in ms, and its maximum. */
+  tool_timeout_ms: number;
+  tool_timeout_max_ms: number;
+  /** Bytes of command output shown to the model (head + tail). */
+  shell_output_bytes: number;
+}
+
+export const DEFAULT_LIMITS: Limits = {
+  deadline_ms: 60 * 60 * 1000,
+  model_calls: 0,
+  tool_calls: 0,
+  tool_argument_bytes: 1024 * 1024,
+  tool_result_bytes: 8 * 1024 * 1024,
+  context_bytes: 32 * 1024 * 1024,
+  model_output_bytes: 4 * 1024 * 1024,
+  tool_timeout_ms: 120_000,
+  tool_timeout_max_ms: 15 * 60 * 1000,
+  shell_output_bytes: 50 * 1024,
+};
+
+export const LIMIT_NAMES = Object.keys(DEFAULT_LIMITS) as (keyof Limits)[];

@@ -1,0 +1,78 @@
+import type { Usage } from '../providers/types.ts';
+
+/** The six ways a run can end. Exactly one per run. */
+export type OutcomeStatus =
+  | 'completed'
+  | 'cancelled'
+  | 'timed_out'
+  | 'policy_denied'
+  | 'limit_exceeded'
+  | 'failed';
+
+/** Closed set of failure codes for `failed` outcomes. */
+export const FAILURE_CODES = [
+  'provider_auth',
+  'provider_unavailable',
+  'provider_protocol',
+  'provider_rejected',
+  'config_invalid',
+  'sandbox_unavailable',
+  'tool_cleanup',
+  'internal',
+] as const;
+export type FailureCode = (typeof FAILURE_CODES)[number];
+
+export interface RunCounts {
+  modelCalls: number;
+  toolCalls: number;
+  toolErrors: number;
+}
+
+export interface Outcome {
+  status: OutcomeStatus;
+  /** The model's final answer text (what was streamed to stdout), possibly partial. */
+  output: string;
+  /** Provider stop reason of the last model call, when there was one. */
+  stopReason: string | null;
+  usage: Usage;
+  counts: RunCounts;
+  durationMs: number;
+  /** Human-readable reason for every status but `completed`. */
+  message?: string;
+  /** For `failed`. */
+  code?: FailureCode;
+  /** For `limit_exceeded`: the limit's name (see limits.ts). */
+  limit?: string;
+  /** For `policy_denied`: the id of the deciding rule. */
+  rule?: string;
+}
+
+/** Documented, distinct exit codes (README "Exit codes"). */
+export const EXIT_CODES = {
+  completed: 0,
+  failed: 1,
+  setup_error: 2,
+  policy_denied: 3,
+  limit_exceeded: 4,
+  timed_out: 124,
+  cancelled: 130,
+} as const;
+
+export function exitCodeFor(status: OutcomeStatus): number {
+  return EXIT_CODES[status];
+}
+
+export function emptyUsage(): Usage {
+  return { inputTokens: null, outputTokens: null, cacheReadTokens: null, cacheWriteTokens: null };
+}
+
+/** Sum usage figures; unknown + known stays known only when every part was reported. */
+export function addUsage(a: Usage, b: Usage): Usage {
+  const add = (x: number | null, y: number | null) => (x === null || y === null ? (x ?? y) : x + y);
+  return {
+    inputTokens: add(a.inputTokens, b.inputTokens),
+    outputTokens: add(a.outputTokens, b.outputTokens),
+    cacheReadTokens: add(a.cacheReadTokens, b.cacheReadTokens),
+    cacheWriteTokens: add(a.cacheWriteTokens, b.cacheWriteTokens),
+  };
+}

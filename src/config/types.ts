@@ -1,0 +1,91 @@
+// The resolved configuration every consumer (CLI, ACP, embedding API) hands to the run.
+// Produced by config/load.ts from: defaults → ~/.config/conch/config.json → ./.conch/config.json
+// → policy file (--policy) → environment → flags. Later layers narrow policy, never widen it.
+import type { Limits } from '../agent/limits.ts';
+import type { ProviderConfig } from '../providers/types.ts';
+import type { SandboxSettings } from '../sandbox/index.ts';
+
+/** Flags as the CLI parsed them; every field optional. Names match the long flags. */
+export interface CliFlags {
+  model?: string;
+  baseUrl?: string;
+  maxTurns?: number;
+  maxToolCalls?: number;
+  timeout?: string | number;
+  unrestricted?: boolean;
+  network?: boolean; // --no-network sets false
+  shell?: boolean; // --no-shell sets false
+  filesystem?: boolean; // --no-filesystem sets false
+  plugins?: boolean; // --no-plugins sets false
+  readOnly?: boolean;
+  tools?: string; // --tools a,b,c
+  toolsDir?: string[]; // --tools-dir (repeatable)
+  plugin?: string[]; // --plugin NAME (first-party, repeatable)
+  projectTools?: boolean;
+  policy?: string;
+  env?: string[]; // --env NAME=VALUE (CONCH_TASK_* only)
+  allowWrite?: string[]; // --allow-write DIR (extra writable root)
+  profile?: string; // sandbox profile
+}
+
+export interface ToolsPolicy {
+  /** --tools a,b,c: exactly this catalog (null = no restriction). */
+  only: string[] | null;
+  /** Tools denied by policy, with the id of the rule that denied each. */
+  denied: { name: string; rule: string }[];
+  /** --no-shell / policy: no bash and ctx.exec refuses. */
+  shell: boolean;
+  /** --no-filesystem: no read/write/edit. */
+  filesystem: boolean;
+  /** --read-only: no write/edit; bash under the read-only profile. */
+  readOnly: boolean;
+}
+
+export interface PluginSettings {
+  enabled: boolean;
+  /** Extra folders (--tools-dir), absolute. */
+  dirs: string[];
+  /** First-party plugins from plugins/ switched on (--plugin NAME, config plugins: [...]). */
+  firstParty: string[];
+  /** --project-tools: load ./.conch/tools/ without trust. */
+  projectTools: boolean;
+  /** Tool names a plugin may override (config plugins.allowOverride). */
+  allowOverride: string[];
+}
+
+export interface Config {
+  /** The config files that were read, in order (for messages). */
+  files: string[];
+  /** The config directory ($XDG_CONFIG_HOME/conch or ~/.config/conch). */
+  configDir: string;
+  /** null when no model is configured; running a task then fails with a setup error. */
+  provider: ProviderConfig | null;
+  limits: Limits;
+  unrestricted: boolean;
+  sandbox: SandboxSettings;
+  workspace: {
+    protectedGlobs: string[];
+    writableRoots: string[];
+    readRoots: string[] | null;
+    readDeny: string[];
+    denySecretFiles: boolean;
+  };
+  tools: ToolsPolicy;
+  plugins: PluginSettings;
+  /** Command rules for the shell (null = no rules: every command allowed, sandbox still applies). */
+  shellRules: unknown | null;
+  /** CONCH_TASK_* variables passed to commands. */
+  env: Record<string, string>;
+}
+
+/** A user-caused configuration problem: names the file, the key and the fix. */
+export class ConfigError extends Error {
+  constructor(
+    message: string,
+    readonly file?: string,
+    readonly key?: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}

@@ -1,0 +1,112 @@
+/**
+ * The one provider interface. A provider turns a provider-neutral conversation into one streamed
+ * model call through an official SDK and returns the assistant turn. It never runs tools.
+ */
+
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  /** base64 data, e.g. mediaType 'image/png' */
+  | { type: 'image'; mediaType: string; data: string };
+
+export interface ToolCall {
+  id: string;
+  name: string;
+  /** The raw JSON text of the arguments exactly as the model produced it (may be malformed). */
+  arguments: string;
+}
+
+export interface ToolResultMessage {
+  callId: string;
+  name: string;
+  content: ContentBlock[];
+  isError: boolean;
+}
+
+export type Message =
+  | { role: 'user'; content: ContentBlock[] }
+  | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
+  | { role: 'tool'; results: ToolResultMessage[] };
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+export interface ModelRequest {
+  system: string;
+  messages: Message[];
+  tools: ToolSpec[];
+  maxOutputTokens?: number;
+}
+
+/** Token figures as reported by the provider; a figure not reported is null, never 0. */
+export interface Usage {
+  inputTokens: number | null;
+  outputTokens: number | null;
+  cacheReadTokens: number | null;
+  cacheWriteTokens: number | null;
+}
+
+export interface ModelResponse {
+  text: string;
+  toolCalls: ToolCall[];
+  /** Normalised: 'end_turn' | 'tool_use' | 'max_tokens' | other provider string. */
+  stopReason: string;
+  usage: Usage;
+}
+
+export interface StreamHooks {
+  /** Called for every text delta as it arrives. */
+  onText(delta: string): void;
+  /** Called as tool-call argument bytes arrive (for the model-output limit). */
+  onToolArgumentDelta?(callIndex: number, delta: string): void;
+  /** Called before a retry sleep. */
+  onRetry?(info: { attempt: number; delayMs: number; reason: string }): void;
+}
+
+export type ProviderErrorCode = 'provider_auth' | 'provider_unavailable' | 'provider_protocol' | 'provider_rejected';
+
+/** Thrown by providers for failures the user can act on; anything else is a bug. */
+export class ProviderError extends Error {
+  constructor(
+    readonly code: ProviderErrorCode,
+    message: string,
+    readonly status?: number,
+  ) {
+    super(message);
+    this.name = 'ProviderError';
+  }
+}
+
+export interface RetryPolicy {
+  /** Retries after the first attempt. */
+  maxRetries: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface ProviderConfig {
+  type: 'anthropic' | 'openai';
+  /** Display name, e.g. 'anthropic' or a named provider from config. */
+  name: string;
+  model: string;
+  baseUrl?: string;
+  apiKey?: string;
+  retry: RetryPolicy;
+  /** Per-request timeout (ms) for the HTTP call; the run deadline applies on top. */
+  requestTimeoutMs?: number;
+  maxOutputTokens?: number;
+}
+
+export interface Provider {
+  readonly name: string;
+  readonly model: string;
+  /**
+   * One streamed model call. Honours `signal` (abort stops the HTTP stream and rejects with an
+   * AbortError-like error). Retries transient failures itself per the RetryPolicy, but never after
+   * any output has been streamed to hooks.
+   */
+  stream(request: ModelRequest, hooks: StreamHooks, signal: AbortSignal): Promise<ModelResponse>;
+}
