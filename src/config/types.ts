@@ -26,6 +26,7 @@ export interface CliFlags {
   env?: string[]; // --env NAME=VALUE (CONCH_TASK_* only)
   allowWrite?: string[]; // --allow-write DIR (extra writable root)
   profile?: string; // sandbox profile
+  stopOnDeny?: boolean; // --stop-on-deny: a policy denial ends the run as policy_denied
 }
 
 export interface ToolsPolicy {
@@ -74,6 +75,12 @@ export interface Config {
   plugins: PluginSettings;
   /** Command rules for the shell (null = no rules: every command allowed, sandbox still applies). */
   shellRules: unknown | null;
+  policy: {
+    /** A denial ends the run with outcome policy_denied instead of only informing the model. */
+    stopOnDeny: boolean;
+    /** The --policy file, when one was given (absolute). */
+    file: string | null;
+  };
   /** CONCH_TASK_* variables passed to commands. */
   env: Record<string, string>;
 }
