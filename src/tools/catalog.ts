@@ -1,0 +1,143 @@
+// The run's tool catalog: what the model is offered, and the gate every call passes before dispatch.
+import { Compile } from 'typebox/compile';
+import type { Tool } from './define.ts';
+import type { ToolSpec } from '../providers/types.ts';
+
+export const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+export const KERNEL_TOOLS = ['bash', 'read', 'write', 'edit'] as const;
+
+type Validator = ReturnType<typeof Compile>;
+
+interface Entry {
+  tool: Tool;
+  spec: ToolSpec;
+  validator: Validator;
+}
+
+export type DefinitionCheck = { ok: true; tool: Tool } | { ok: false; reason: string };
+
+/**
+ * Check an untrusted tool definition (plugins hand us anything). The schema is closed here: unknown
+ * keys are rejected whatever the author wrote, because a silently ignored argument is a wrong answer.
+ */
+export function checkToolDefinition(value: unknown, source: string): DefinitionCheck {
+  if (!value || typeof value !== 'object') return { ok: false, reason: 'not a tool definition (expected an object from defineTool({...}))' };
+  const def = value as Record<string, unknown>;
+  if (typeof def.name !== 'string' || !TOOL_NAME.test(def.name)) {
+    return { ok: false, reason: `invalid name ${JSON.stringify(def.name)}: must match ${TOOL_NAME.source}` };
+  }
+  if (typeof def.description !== 'string' || def.description.trim() === '') {
+    return { ok: false, reason: `tool '${def.name}': description must be a non-empty string` };
+  }
+  if (typeof def.execute !== 'function') return { ok: false, reason: `tool '${def.name}': execute must be a function` };
+  const schema = def.parameters;
+  if (!schema || typeof schema !== 'object' || (schema as { type?: unknown }).type !== 'object') {
+    return { ok: false, reason: `tool '${def.name}': parameters must be an object schema (Type.Object or { type: 'object', … })` };
+  }
+  try {
+    Compile(closeSchema(schema as Record<string, unknown>) as never);
+  } catch (error) {
+    return { ok: false, reason: `tool '${def.name}': invalid parameters schema: ${(error as Error).message}` };
+  }
+  if (def.timeoutMs !== undefined && (typeof def.timeoutMs !== 'number' || !(def.timeoutMs > 0))) {
+    return { ok: false, reason: `tool '${def.name}': timeoutMs must be a positive number of milliseconds` };
+  }
+  return { ok: true, tool: { ...(def as unknown as Tool), source } };
+}
+
+/** A JSON copy of the schema (TypeBox symbols dropped) with every object schema closed. */
+export function closeSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  const copy = JSON.parse(JSON.stringify(schema)) as Record<string, unknown>;
+  const visit = (node: unknown): void => {
+    if (!node || typeof node !== 'object') return;
+    if (Array.isArray(node)) return node.forEach(visit);
+    const obj = node as Record<string, unknown>;
+    if (obj.type === 'object' && obj.properties && obj.additionalProperties !== false) obj.additionalProperties = false;
+    for (const value of Object.values(obj)) visit(value);
+  };
+  visit(copy);
+  return copy;
+}
+
+export type Validation = { ok: true; args: Record<string, unknown> } | { ok: false; message: string };
+
+export class Catalog {
+  private readonly entries = new Map<string, Entry>();
+
+  /** Register a checked tool. Returns an error message when the name is taken and not overridable. */
+  register(tool: Tool, options: { override?: boolean } = {}): string | null {
+    const existing = this.entries.get(tool.name);
+    if (existing && !options.override) {
+      return `tool '${tool.name}' from ${tool.source} collides with '${tool.name}' from ${existing.tool.source}; rename it, or allow the override in config (plugins.allowOverride)`;
+    }
+    const parameters = closeSchema(tool.parameters as Record<string, unknown>);
+    this.entries.set(tool.name, {
+      tool,
+      spec: { name: tool.name, description: tool.description, parameters },
+      validator: Compile(parameters as never),
+    });
+    return null;
+  }
+
+  has(name: string): boolean {
+    return this.entries.has(name);
+  }
+
+  get(name: string): Tool | undefined {
+    return this.entries.get(name)?.tool;
+  }
+
+  names(): string[] {
+    return [...this.entries.keys()];
+  }
+
+  tools(): Tool[] {
+    return [...this.entries.values()].map((e) => e.tool);
+  }
+
+  specs(): ToolSpec[] {
+    return [...this.entries.values()].map((e) => e.spec);
+  }
+
+  /** Keep only the tools `keep` accepts (policy can only narrow the catalog). */
+  narrow(keep: (tool: Tool) => boolean): void {
+    for (const [name, entry] of this.entries) if (!keep(entry.tool)) this.entries.delete(name);
+  }
+
+  /** Parse and validate raw JSON arguments against the tool's closed schema. */
+  validate(name: string, rawArguments: string): Validation {
+    const entry = this.entries.get(name);
+    if (!entry) {
+      const names = this.names();
+      return { ok: false, message: `unknown tool '${name}'. Available tools: ${names.length ? names.join(', ') : '(none)'}` };
+    }
+    let args: unknown;
+    try {
+      args = rawArguments.trim() === '' ? {} : JSON.parse(rawArguments);
+    } catch (error) {
+      return { ok: false, message: `arguments for '${name}' are not valid JSON (${(error as Error).message}); send a JSON object matching the tool's schema` };
+    }
+    if (!args || typeof args !== 'object' || Array.isArray(args)) {
+      return { ok: false, message: `arguments for '${name}' must be a JSON object` };
+    }
+    if (entry.validator.Check(args)) return { ok: true, args: args as Record<string, unknown> };
+    return { ok: false, message: `invalid arguments for '${name}': ${describeErrors(entry.validator, args)}` };
+  }
+}
+
+function describeErrors(validator: Validator, value: unknown): string {
+  const seen = new Set<string>();
+  for (const error of validator.Errors(value)) {
+    const field = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
+    let text: string;
+    if (error.keyword === 'additionalProperties') continue; // reported per key below via the 'boolean' error
+    if (error.keyword === 'boolean' && error.schemaPath.endsWith('additionalProperties')) text = `unknown field '${field}'`;
+    else if (error.keyword === 'required') {
+      const missing = (error.params as { requiredProperties?: string[] }).requiredProperties ?? [];
+      text = missing.length ? missing.map((m) => `missing required field '${field ? `${field}.` : ''}${m}'`).join('; ') : error.message;
+    } else text = field ? `field '${field}' ${error.message}` : error.message;
+    seen.add(text);
+    if (seen.size >= 5) break;
+  }
+  return seen.size ? [...seen].join('; ') : 'arguments do not match the schema';
+}
