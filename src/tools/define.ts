@@ -23,6 +23,11 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Called with output chunks as they arrive (already decoded, may be partial lines). */
   onOutput?: (chunk: string) => void;
+  /**
+   * Cancels this command instead of the tool call's signal, so a background command (the jobs plugin)
+   * can outlive the call that started it. The run's own end and cancellation still stop it.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ExecResult {
@@ -68,6 +73,11 @@ export interface ToolContext {
   update(text: string): void;
   /** Id of this tool call (stable within a run). */
   callId: string;
+  /**
+   * Aborted when the run that made this call ends, however it ends. Lets a tool tie state that
+   * outlives one call (background jobs) to the run. Absent only in hosts that predate it.
+   */
+  runSignal?: AbortSignal;
 }
 
 export interface ToolDefinition<S extends TSchema | JsonSchema = TSchema | JsonSchema> {
