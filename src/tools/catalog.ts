@@ -63,6 +63,8 @@ export type Validation = { ok: true; args: Record<string, unknown> } | { ok: fal
 
 export class Catalog {
   private readonly entries = new Map<string, Entry>();
+  /** Tools taken out by flags or policy, with why: a call to one is refused with that reason. */
+  private readonly removed = new Map<string, string>();
 
   /** Register a checked tool. Returns an error message when the name is taken and not overridable. */
   register(tool: Tool, options: { override?: boolean } = {}): string | null {
@@ -99,15 +101,17 @@ export class Catalog {
     return [...this.entries.values()].map((e) => e.spec);
   }
 
-  /** Keep only the tools `keep` accepts (policy can only narrow the catalog). */
-  narrow(keep: (tool: Tool) => boolean): void {
-    for (const [name, entry] of this.entries) if (!keep(entry.tool)) this.entries.delete(name);
+  /** Take a tool out of the run (policy can only narrow the catalog); `reason` is told to a model that calls it anyway. */
+  remove(name: string, reason: string): void {
+    if (this.entries.delete(name)) this.removed.set(name, reason);
   }
 
   /** Parse and validate raw JSON arguments against the tool's closed schema. */
   validate(name: string, rawArguments: string): Validation {
     const entry = this.entries.get(name);
     if (!entry) {
+      const reason = this.removed.get(name);
+      if (reason) return { ok: false, message: `tool '${name}' is not available in this run: ${reason}` };
       const names = this.names();
       return { ok: false, message: `unknown tool '${name}'. Available tools: ${names.length ? names.join(', ') : '(none)'}` };
     }

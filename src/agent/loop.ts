@@ -1,0 +1,238 @@
+// The agent loop: one conversation, one provider, tools run sequentially in the order the model gave.
+// Everything arrives as arguments so the CLI, the embedding API and ACP share this one loop.
+import type { ContentBlock, Message, ModelResponse, Provider, ToolCall, ToolResultMessage } from '../providers/types.ts';
+import { ProviderError } from '../providers/types.ts';
+import type { Catalog } from '../tools/catalog.ts';
+import type { EventBody, EventSink } from './events.ts';
+import type { Limits } from './limits.ts';
+import { addUsage, emptyUsage, type FailureCode, type Outcome, type OutcomeStatus } from './outcome.ts';
+import { dispatchCall, type ContextFactory } from './dispatch.ts';
+import { resultText } from '../tools/truncate.ts';
+
+export interface RunSpec {
+  runId: string;
+  /** The user's task (text, optionally with images). */
+  task: ContentBlock[];
+  /** The conversation so far; the loop appends this run's messages to it in place (ACP sessions). */
+  conversation: Message[];
+  system: string;
+  catalog: Catalog;
+  limits: Limits;
+  makeContext: ContextFactory;
+  /** A policy denial ends the run as policy_denied. */
+  stopOnDeny: boolean;
+  /** Facts for run.started. */
+  header: { mode: 'restricted' | 'unrestricted'; sandbox: string };
+}
+
+const encoder = new TextEncoder();
+
+class Stop extends Error {
+  constructor(readonly status: OutcomeStatus, message: string, readonly extra: Partial<Outcome> = {}) {
+    super(message);
+  }
+}
+
+export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink, signal: AbortSignal): Promise<Outcome> {
+  const started = performance.now();
+  let seq = 0;
+  const emit = (body: EventBody) => sink.emit({ ...body, runId: spec.runId, seq: seq++, time: new Date().toISOString() } as never);
+  const { limits } = spec;
+
+  // One signal for everything below: user cancellation or the run deadline.
+  const controller = new AbortController();
+  // Aborted when the run ends however it ends, so tools can stop work that outlived its call.
+  const runEnd = new AbortController();
+  let timedOut = false;
+  const onCancel = () => controller.abort(signal.reason);
+  if (signal.aborted) onCancel();
+  else signal.addEventListener('abort', onCancel, { once: true });
+  const deadline = setTimeout(() => {
+    timedOut = true;
+    controller.abort(new Error('run deadline'));
+  }, limits.deadline_ms);
+
+  let usage = emptyUsage();
+  const counts = { modelCalls: 0, toolCalls: 0, toolErrors: 0 };
+  let output = '';
+  let stopReason: string | null = null;
+  let outputBytes = 0;
+
+  emit({ type: 'run.started', provider: provider.name, model: provider.model, mode: spec.header.mode, sandbox: spec.header.sandbox, tools: spec.catalog.names() });
+  spec.conversation.push({ role: 'user', content: spec.task });
+
+  const finish = (status: OutcomeStatus, message?: string, extra: Partial<Outcome> = {}): Outcome => {
+    const outcome: Outcome = {
+      status,
+      output,
+      stopReason,
+      usage,
+      counts: { ...counts },
+      durationMs: Math.round(performance.now() - started),
+      ...(message ? { message } : {}),
+      ...extra,
+    };
+    emit({ type: 'run.finished', outcome });
+    return outcome;
+  };
+  const interrupted = () =>
+    timedOut
+      ? new Stop('timed_out', `the run deadline of ${limits.deadline_ms} ms passed (limit deadline_ms; flag --timeout)`)
+      : new Stop('cancelled', 'cancelled by the user');
+
+  try {
+    for (let turn = 1; ; turn++) {
+      if (controller.signal.aborted) throw interrupted();
+      if (limits.model_calls > 0 && counts.modelCalls >= limits.model_calls) {
+        throw new Stop('limit_exceeded', `the model-call limit of ${limits.model_calls} was reached (limit model_calls; flag --max-turns)`, { limit: 'model_calls' });
+      }
+      const request = { system: spec.system, messages: spec.conversation, tools: spec.catalog.specs() };
+      const contextBytes = encoder.encode(JSON.stringify(request)).length;
+      if (contextBytes > limits.context_bytes) {
+        throw new Stop('limit_exceeded', `the request context grew to ${contextBytes} bytes, over the limit of ${limits.context_bytes} (limit context_bytes)`, { limit: 'context_bytes' });
+      }
+
+      emit({ type: 'model.started', turn });
+      counts.modelCalls++;
+      const streamAbort = new AbortController();
+      const onAbort = () => streamAbort.abort(controller.signal.reason);
+      controller.signal.addEventListener('abort', onAbort, { once: true });
+      let overflow = false;
+      const countOutput = (text: string) => {
+        outputBytes += encoder.encode(text).length;
+        if (outputBytes > limits.model_output_bytes && !overflow) {
+          overflow = true;
+          streamAbort.abort(new Error('model output limit'));
+        }
+      };
+      let response: ModelResponse;
+      let turnText = '';
+      try {
+        response = await provider.stream(
+          request,
+          {
+            onText: (delta) => {
+              if (overflow) return;
+              countOutput(delta);
+              if (overflow) return;
+              turnText += delta;
+              emit({ type: 'text.delta', text: delta });
+            },
+            onToolArgumentDelta: (_index, delta) => countOutput(delta),
+            onRetry: (info) => emit({ type: 'model.retry', turn, ...info }),
+          },
+          streamAbort.signal,
+        );
+      } catch (error) {
+        output = turnText || output;
+        if (overflow) {
+          throw new Stop('limit_exceeded', `the model produced more than ${limits.model_output_bytes} bytes of output (limit model_output_bytes)`, { limit: 'model_output_bytes' });
+        }
+        if (controller.signal.aborted) throw interrupted();
+        if (error instanceof ProviderError) throw new Stop('failed', error.message, { code: error.code as FailureCode });
+        throw error;
+      } finally {
+        controller.signal.removeEventListener('abort', onAbort);
+      }
+
+      usage = addUsage(usage, response.usage);
+      stopReason = response.stopReason;
+      output = response.text;
+      spec.conversation.push({ role: 'assistant', text: response.text, toolCalls: response.toolCalls });
+      emit({ type: 'model.finished', turn, stopReason: response.stopReason, usage: response.usage });
+
+      if (response.toolCalls.length === 0) {
+        return finish('completed');
+      }
+      // Never start a tool whose result no model call is left to read.
+      if (limits.model_calls > 0 && counts.modelCalls >= limits.model_calls) {
+        throw new Stop('limit_exceeded', `the model-call limit of ${limits.model_calls} was reached with ${response.toolCalls.length} tool call(s) pending (limit model_calls; flag --max-turns)`, { limit: 'model_calls' });
+      }
+      const results: ToolResultMessage[] = [];
+      spec.conversation.push({ role: 'tool', results });
+      for (const call of response.toolCalls) {
+        if (controller.signal.aborted) throw interrupted();
+        results.push(await runCall(call));
+      }
+    }
+  } catch (error) {
+    sealConversation(spec.conversation, error instanceof Error ? error.message : String(error));
+    if (error instanceof Stop) return finish(error.status, error.message, error.extra);
+    return finish('failed', `internal error: ${error instanceof Error ? error.message : String(error)}`, { code: 'internal' });
+  } finally {
+    clearTimeout(deadline);
+    signal.removeEventListener('abort', onCancel);
+    runEnd.abort(new Error('run ended'));
+  }
+
+  async function runCall(call: ToolCall): Promise<ToolResultMessage> {
+    if (limits.tool_calls > 0 && counts.toolCalls >= limits.tool_calls) {
+      throw new Stop('limit_exceeded', `the tool-call limit of ${limits.tool_calls} was reached (limit tool_calls; flag --max-tool-calls)`, { limit: 'tool_calls' });
+    }
+    const argBytes = encoder.encode(call.arguments).length;
+    if (argBytes > limits.tool_argument_bytes) {
+      throw new Stop('limit_exceeded', `a '${call.name}' call carried ${argBytes} bytes of arguments, over the limit of ${limits.tool_argument_bytes} (limit tool_argument_bytes)`, { limit: 'tool_argument_bytes' });
+    }
+    counts.toolCalls++;
+    const startedAt = performance.now();
+    const validation = spec.catalog.validate(call.name, call.arguments);
+    const tool = spec.catalog.get(call.name);
+    emit({ type: 'tool.started', callId: call.id, name: call.name, args: validation.ok ? validation.args : call.arguments });
+    let outcome;
+    if (!validation.ok || !tool) {
+      const text = validation.ok ? `unknown tool '${call.name}'` : validation.message;
+      outcome = { result: { content: [{ type: 'text' as const, text }], isError: true }, isError: true, truncated: false, abandoned: false };
+    } else {
+      outcome = await dispatchCall(tool, validation.args, call.id, wrapContext(call), limits, controller.signal, runEnd.signal);
+    }
+    if (outcome.isError) counts.toolErrors++;
+    emit({
+      type: 'tool.finished',
+      callId: call.id,
+      name: call.name,
+      isError: outcome.isError,
+      truncated: outcome.truncated,
+      durationMs: Math.round(performance.now() - startedAt),
+      output: resultText(outcome.result),
+      ...(outcome.result.details ? { details: outcome.result.details } : {}),
+    });
+    const message: ToolResultMessage = { callId: call.id, name: call.name, content: outcome.result.content, isError: outcome.isError };
+    if ('cleanupError' in outcome && outcome.cleanupError) {
+      throw new Stop('failed', `'${call.name}' could not prove its processes were cleaned up: ${outcome.cleanupError}`, { code: 'tool_cleanup' });
+    }
+    if (controller.signal.aborted) throw interrupted();
+    if ('policyRule' in outcome && outcome.policyRule && spec.stopOnDeny) {
+      throw new Stop('policy_denied', resultText(outcome.result), { rule: outcome.policyRule });
+    }
+    return message;
+  }
+
+  function wrapContext(call: ToolCall): ContextFactory {
+    return (callId, toolSignal, runSignal) => {
+      const ctx = spec.makeContext(callId, toolSignal, runSignal);
+      return { ...ctx, update: (text: string) => { emit({ type: 'tool.updated', callId, name: call.name, text }); ctx.update(text); } };
+    };
+  }
+}
+
+/**
+ * A run can stop between an assistant's tool calls and their results. Providers reject a history
+ * with unanswered calls, so a conversation that continues (ACP) gets an error result for each.
+ */
+function sealConversation(conversation: Message[], reason: string): void {
+  const last = conversation[conversation.length - 1];
+  const prev = conversation[conversation.length - 2];
+  let results: ToolResultMessage[];
+  let calls: ToolCall[];
+  if (last?.role === 'tool' && prev?.role === 'assistant') {
+    results = last.results;
+    calls = prev.toolCalls;
+  } else if (last?.role === 'assistant' && last.toolCalls.length > 0) {
+    results = [];
+    calls = last.toolCalls;
+    conversation.push({ role: 'tool', results });
+  } else return;
+  for (const call of calls.slice(results.length)) {
+    results.push({ callId: call.id, name: call.name, content: [{ type: 'text', text: `not run: the run stopped (${reason})` }], isError: true });
+  }
+}

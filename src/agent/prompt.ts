@@ -1,0 +1,57 @@
+// The system prompt: short and true. It states the tools, where paths are relative to, the policy in
+// force, and the user's AGENTS.md guidance (bounded, so a huge file cannot eat the context).
+import { readFile } from 'node:fs/promises';
+import { join, basename } from 'node:path';
+
+export const AGENTS_MD_MAX_BYTES = 32 * 1024;
+
+export interface PromptFacts {
+  workspaceRoot: string;
+  tools: string[];
+  unrestricted: boolean;
+  sandbox: string;
+  network: boolean;
+  readOnly: boolean;
+  /** AGENTS.md texts, in order of precedence (user-wide first, then the workspace's). */
+  guidance: { label: string; text: string }[];
+}
+
+export function systemPrompt(facts: PromptFacts): string {
+  const lines = [
+    'You are conch, a coding agent working in a terminal on a single task. Work through the task with the tools, then reply with a concise final answer.',
+    `Tools: ${facts.tools.length ? facts.tools.join(', ') : '(none)'}.`,
+    `Workspace: the directory "${basename(facts.workspaceRoot)}"; give paths relative to it.`,
+  ];
+  if (facts.unrestricted) {
+    lines.push('Policy: unrestricted. The user disabled the workspace checks and the process sandbox; act with care.');
+  } else {
+    const writes = facts.readOnly ? 'The workspace is read-only.' : 'Writes are allowed inside the workspace only; .git, .conch and .env files are read-only.';
+    lines.push(`Policy: restricted. ${writes} Shell commands run in a sandbox (${facts.sandbox}) with network ${facts.network ? 'on' : 'off'}.`);
+    lines.push('A tool error that names a rule is a policy decision: adapt instead of retrying the same action.');
+  }
+  if (facts.tools.includes('write') || facts.tools.includes('edit')) {
+    lines.push('Read a file before changing it; write and edit check the revision you saw.');
+  }
+  for (const g of facts.guidance) lines.push('', `# Guidance from ${g.label}`, g.text.trim());
+  return lines.join('\n');
+}
+
+/** Load AGENTS.md from the config dir and the workspace root, each bounded. Missing files are fine. */
+export async function loadGuidance(configDir: string, workspaceRoot: string): Promise<{ label: string; text: string }[]> {
+  const found: { label: string; text: string }[] = [];
+  for (const [label, path] of [
+    ['~/.config/conch/AGENTS.md', join(configDir, 'AGENTS.md')],
+    ['AGENTS.md', join(workspaceRoot, 'AGENTS.md')],
+  ] as const) {
+    let bytes: Buffer;
+    try {
+      bytes = await readFile(path);
+    } catch {
+      continue;
+    }
+    let text = bytes.subarray(0, AGENTS_MD_MAX_BYTES).toString('utf8').replace(/\uFFFD$/, '');
+    if (bytes.length > AGENTS_MD_MAX_BYTES) text += `\n[AGENTS.md truncated at ${AGENTS_MD_MAX_BYTES} bytes]`;
+    found.push({ label, text });
+  }
+  return found;
+}

@@ -1,0 +1,163 @@
+// Assemble what one run needs from a resolved Config: workspace, executor, kernel + plugin tools,
+// the narrowed catalog, the system prompt and the provider. The CLI and ACP both start here.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Config } from '../config/types.ts';
+import { Catalog, KERNEL_TOOLS } from '../tools/catalog.ts';
+import type { Tool, ToolContext } from '../tools/define.ts';
+import { Workspace } from '../workspace/paths.ts';
+import { RevisionTracker } from '../workspace/revision.ts';
+import { createReadTool } from '../tools/read.ts';
+import { createWriteTool } from '../tools/write.ts';
+import { createEditTool } from '../tools/edit.ts';
+import { createBashTool } from '../tools/bash.ts';
+import { createExecutor, type CommandDecision, type Executor } from '../tools/exec.ts';
+import { probeSandbox } from '../sandbox/index.ts';
+import { loadGuidance, systemPrompt } from './prompt.ts';
+import type { ContextFactory } from './dispatch.ts';
+
+export interface PluginReport {
+  path: string;
+  status: 'loaded' | 'skipped' | 'failed';
+  tools: string[];
+  reason?: string;
+}
+
+export interface SessionOptions {
+  cwd: string;
+  /** Command-rule guard built from config (policy layer); absent = no rules. */
+  guard?: (command: string, cwd: string) => Promise<CommandDecision>;
+  /** Load plugins (absent = none); returns plugin tools and per-file reports. */
+  loadPlugins?: (reserved: Map<string, string>, workspaceRoot: string) => Promise<{ tools: Tool[]; reports: PluginReport[] }>;
+}
+
+export interface Session {
+  workspace: Workspace;
+  catalog: Catalog;
+  system: string;
+  makeContext: ContextFactory;
+  executor: Executor;
+  header: { mode: 'restricted' | 'unrestricted'; sandbox: string };
+  /** Warnings for the user (stderr): unusable sandbox, plugin failures. */
+  warnings: string[];
+  plugins: PluginReport[];
+  dispose(): Promise<void>;
+}
+
+export class SetupError extends Error {
+  override name = 'SetupError';
+}
+
+export async function openSession(config: Config, options: SessionOptions): Promise<Session> {
+  const workspace = await Workspace.open({
+    root: options.cwd,
+    unrestricted: config.unrestricted,
+    protectedGlobs: config.workspace.protectedGlobs,
+    writableRoots: config.workspace.writableRoots,
+    readRoots: config.workspace.readRoots ?? undefined,
+    readDeny: config.workspace.readDeny,
+    denySecretFiles: config.workspace.denySecretFiles,
+  });
+  const tmpDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  const revisions = new RevisionTracker();
+  const sandbox = config.tools.readOnly ? { ...config.sandbox, profile: 'read-only' as const } : config.sandbox;
+  const executor = createExecutor({
+    workspace,
+    unrestricted: config.unrestricted,
+    sandbox,
+    limits: config.limits,
+    env: config.env,
+    shellEnabled: config.tools.shell,
+    guard: options.guard,
+    tmpDir,
+  });
+
+  const catalog = new Catalog();
+  const kernel: Tool[] = [
+    createBashTool({ exec: executor, limits: config.limits }),
+    createReadTool({ workspace, revisions }),
+    createWriteTool({ workspace, revisions }),
+    createEditTool({ workspace, revisions }),
+  ];
+  for (const tool of kernel) catalog.register(tool);
+
+  const warnings: string[] = [];
+  let plugins: PluginReport[] = [];
+  if (options.loadPlugins && config.plugins.enabled) {
+    const reserved = new Map(kernel.map((t) => [t.name, t.source] as [string, string]));
+    const loaded = await options.loadPlugins(reserved, workspace.root);
+    plugins = loaded.reports;
+    for (const tool of loaded.tools) {
+      const problem = catalog.register(tool, { override: config.plugins.allowOverride.includes(tool.name) });
+      if (problem) warnings.push(problem);
+    }
+    for (const r of plugins) if (r.status === 'failed') warnings.push(`plugin ${r.path}: ${r.reason ?? 'failed to load'}`);
+  }
+
+  narrowCatalog(catalog, config);
+
+  let sandboxLabel = 'none (unrestricted)';
+  if (!config.unrestricted && catalog.has('bash')) {
+    const status = await probeSandbox();
+    sandboxLabel = status.ok ? status.backend : `unavailable (${status.backend})`;
+    if (!status.ok) warnings.push(`no usable sandbox: ${status.detail}${status.fix ? ` ${status.fix}` : ''} Shell commands will be refused.`);
+  } else if (!config.unrestricted) sandboxLabel = 'not needed (no shell)';
+
+  const guidance = await loadGuidance(config.configDir, workspace.root);
+  const system = systemPrompt({
+    workspaceRoot: workspace.root,
+    tools: catalog.names(),
+    unrestricted: config.unrestricted,
+    sandbox: sandboxLabel,
+    network: config.sandbox.network,
+    readOnly: config.tools.readOnly,
+    guidance,
+  });
+
+  const makeContext: ContextFactory = (callId, signal, runSignal): ToolContext => ({
+    cwd: workspace.root,
+    signal,
+    runSignal,
+    workspace,
+    callId,
+    update: () => {},
+    // A command given its own signal may outlive the call (background jobs), never the run.
+    exec: (command, opts = {}) =>
+      executor(command, { ...opts, signal: opts.signal ? AbortSignal.any([opts.signal, runSignal]) : signal }),
+  });
+
+  return {
+    workspace,
+    catalog,
+    system,
+    makeContext,
+    executor,
+    header: { mode: config.unrestricted ? 'unrestricted' : 'restricted', sandbox: sandboxLabel },
+    warnings,
+    plugins,
+    async dispose() {
+      for (const tool of catalog.tools()) {
+        const dispose = (tool as { dispose?: () => unknown }).dispose;
+        if (typeof dispose === 'function') await Promise.resolve(dispose.call(tool)).catch(() => {});
+      }
+      await rm(tmpDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Flags and policy take tools out; they never add one that is not registered. */
+function narrowCatalog(catalog: Catalog, config: Config): void {
+  const t = config.tools;
+  if (!t.filesystem) for (const name of ['read', 'write', 'edit']) catalog.remove(name, 'filesystem tools are off (--no-filesystem)');
+  if (t.readOnly) for (const name of ['write', 'edit']) catalog.remove(name, 'the run is read-only (--read-only)');
+  if (!t.shell) catalog.remove('bash', 'the shell is off (--no-shell)');
+  for (const { name, rule } of t.denied) catalog.remove(name, `denied by policy rule '${rule}'`);
+  if (t.only) {
+    const unknown = t.only.filter((name) => !catalog.has(name) && !KERNEL_TOOLS.includes(name as never));
+    if (unknown.length) {
+      throw new SetupError(`--tools names tools that are not registered: ${unknown.join(', ')}. Available: ${catalog.names().join(', ')}`);
+    }
+    for (const name of catalog.names()) if (!t.only.includes(name)) catalog.remove(name, 'not in --tools');
+  }
+}

@@ -1,0 +1,132 @@
+// Entry point. Answers --version, --help and the bare command without loading anything heavy;
+// every subcommand imports its code lazily so a run pays only for what it uses.
+import cac from 'cac';
+import pkg from '../../package.json' with { type: 'json' };
+import type { CliFlags } from '../config/types.ts';
+import { EXIT_CODES } from '../agent/outcome.ts';
+
+const argv = process.argv.slice(2);
+
+function globalOptions(command: ReturnType<ReturnType<typeof cac>['command']>) {
+  return command
+    .option('-m, --model <provider/model>', 'Model to use, e.g. anthropic/claude-sonnet-4-5 or openai/gpt-5')
+    .option('--base-url <url>', 'Base URL of the provider (a local OpenAI-compatible server: Ollama, vLLM, llama.cpp)')
+    .option('--max-turns <n>', 'Limit on model calls (0 = unlimited)')
+    .option('--max-tool-calls <n>', 'Limit on tool calls (0 = unlimited)')
+    .option('--timeout <duration>', 'Run deadline: seconds, or 30s / 5m / 1h (default 1h)')
+    .option('--unrestricted', 'Disable the workspace checks and the process sandbox, on purpose')
+    .option('--no-network', 'Shell commands get no network (loopback only)')
+    .option('--no-shell', 'No bash tool; plugins cannot run commands')
+    .option('--no-filesystem', 'No read, write or edit tools')
+    .option('--read-only', 'No write or edit; shell commands run under the read-only sandbox profile')
+    .option('--tools <list>', 'Exactly these tools, comma-separated')
+    .option('--no-plugins', 'Load no plugins')
+    .option('--tools-dir <dir>', 'Also load plugins from DIR (repeatable)')
+    .option('--plugin <name>', 'Enable a first-party plugin from plugins/ (repeatable)')
+    .option('--project-tools', "Load this workspace's .conch/tools without `conch trust`")
+    .option('--policy <file>', 'Static policy file: narrows tools, paths, commands and the sandbox')
+    .option('--stop-on-deny', 'End the run as policy_denied at the first policy denial')
+    .option('--allow-write <dir>', 'Extra writable root outside the workspace (repeatable)')
+    .option('--profile <name>', 'Sandbox profile: workspace-write (default) or read-only')
+    .option('--env <NAME=VALUE>', 'Pass a CONCH_TASK_* variable to shell commands (repeatable)');
+}
+
+const cli = cac('conch');
+globalOptions(cli.command('[...task]', 'Run a task (the default command)'))
+  .option('--json', 'Print exactly one JSON document on stdout when the run ends')
+  .option('--trace <file>', 'Write every event as a JSON line to FILE')
+  .option('--trace-content', 'Include arguments, paths and output in the trace')
+  .action((task: string[], options: Record<string, unknown>) => runCommand(task, options));
+globalOptions(cli.command('run [...task]', 'Run a task (same as the default command)'))
+  .option('--json', 'Print exactly one JSON document on stdout when the run ends')
+  .option('--trace <file>', 'Write every event as a JSON line to FILE')
+  .option('--trace-content', 'Include arguments, paths and output in the trace')
+  .action((task: string[], options: Record<string, unknown>) => runCommand(task, options));
+globalOptions(cli.command('tools [action] [name]', 'List the tool catalog as the model sees it; `tools new NAME` writes a starter plugin'))
+  .option('--json', 'Print the catalog as JSON')
+  .action(async (action: string | undefined, name: string | undefined, options: Record<string, unknown>) => {
+    const { toolsCommand } = await import('./commands.ts');
+    process.exitCode = await toolsCommand(action, name, toFlags(options), Boolean(options.json));
+  });
+cli.command('trust', "Trust this workspace's .conch/tools plugins (records the folder's hash)").action(async () => {
+  const { trust } = await import('./commands.ts');
+  process.exitCode = await trust();
+});
+cli
+  .command('sandbox [action]', 'Inspect the sandbox: `sandbox check`, or `sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`')
+  .option('--no-network', 'Run without network')
+  .option('--profile <name>', 'Sandbox profile: workspace-write or read-only')
+  .action(async (action: string | undefined, options: Record<string, unknown>) => {
+    const { sandboxCommand } = await import('./commands.ts');
+    process.exitCode = await sandboxCommand(action, (options['--'] as string[] | undefined) ?? [], {
+      network: !argv.includes('--no-network'),
+      profile: typeof options.profile === 'string' ? options.profile : 'workspace-write',
+    });
+  });
+globalOptions(cli.command('acp', 'Serve the Agent Client Protocol on stdio (for editors)')).action(async (options: Record<string, unknown>) => {
+  const { serveAcp } = await import('../acp/server.ts');
+  await serveAcp(toFlags(options));
+});
+cli.help();
+cli.version(pkg.version);
+
+/** Only flags the user actually gave: cac fills negated options with `true`, which must not widen config. */
+function toFlags(o: Record<string, unknown>): CliFlags {
+  const list = (v: unknown) => (v === undefined ? undefined : (Array.isArray(v) ? v : [v]).map(String));
+  const given = (flag: string) => argv.includes(flag);
+  const num = (v: unknown, flag: string) => {
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) usageError(`${flag} takes a whole number (0 = unlimited), got '${v}'`);
+    return n;
+  };
+  return {
+    model: o.model as string | undefined,
+    baseUrl: o.baseUrl as string | undefined,
+    maxTurns: num(o.maxTurns, '--max-turns'),
+    maxToolCalls: num(o.maxToolCalls, '--max-tool-calls'),
+    timeout: o.timeout as string | undefined,
+    unrestricted: o.unrestricted ? true : undefined,
+    network: given('--no-network') ? false : undefined,
+    shell: given('--no-shell') ? false : undefined,
+    filesystem: given('--no-filesystem') ? false : undefined,
+    plugins: given('--no-plugins') ? false : undefined,
+    readOnly: o.readOnly ? true : undefined,
+    tools: o.tools === undefined ? undefined : String(o.tools),
+    toolsDir: list(o.toolsDir),
+    plugin: list(o.plugin),
+    projectTools: o.projectTools ? true : undefined,
+    policy: o.policy as string | undefined,
+    stopOnDeny: o.stopOnDeny ? true : undefined,
+    allowWrite: list(o.allowWrite),
+    profile: o.profile as string | undefined,
+    env: list(o.env),
+  };
+}
+
+async function runCommand(task: string[], options: Record<string, unknown>) {
+  const { runCli } = await import('./run.ts');
+  process.exitCode = await runCli(task.join(' '), toFlags(options), {
+    json: Boolean(options.json),
+    trace: typeof options.trace === 'string' ? options.trace : undefined,
+    traceContent: Boolean(options.traceContent),
+  });
+}
+
+function usageError(message: string): never {
+  process.stderr.write(`conch: ${message}\nRun 'conch --help' for usage.\n`);
+  process.exit(EXIT_CODES.setup_error);
+}
+
+if (argv.length === 0 && process.stdin.isTTY) {
+  cli.outputHelp();
+} else {
+  try {
+    cli.parse(process.argv, { run: false });
+    await cli.runMatchedCommand();
+  } catch (error) {
+    // cac reports unknown options and missing values by throwing; those are usage errors, not bugs.
+    if (error instanceof Error && error.name === 'CACError') usageError(error.message);
+    throw error;
+  }
+}

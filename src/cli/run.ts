@@ -1,0 +1,114 @@
+// `conch "task"`: config → session → provider → runTask → output and exit code.
+import { randomUUID } from 'node:crypto';
+import type { CliFlags, Config } from '../config/types.ts';
+import { ConfigError } from '../config/types.ts';
+import { EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outcome.ts';
+import { teeSinks, type EventSink } from '../agent/events.ts';
+import { runTask } from '../agent/loop.ts';
+import { openSession, SetupError, type Session } from '../agent/session.ts';
+import { humanSink } from './render.ts';
+import { envelope, envelopeSink } from './envelope.ts';
+import { traceSink } from './trace.ts';
+import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure } from './setup.ts';
+
+export interface RunOutput {
+  json: boolean;
+  trace?: string;
+  traceContent: boolean;
+}
+
+/** Stdin is part of the task when it is piped: `git diff | conch "review this"`. */
+async function readTask(taskArg: string): Promise<string> {
+  let piped = '';
+  if (!process.stdin.isTTY) {
+    try {
+      piped = await Bun.stdin.text();
+    } catch {
+      piped = '';
+    }
+  }
+  if (!piped.trim()) return taskArg.trim();
+  if (!taskArg.trim()) return piped;
+  return `${taskArg.trim()}\n\n<stdin>\n${piped.replace(/\n$/, '')}\n</stdin>`;
+}
+
+export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): Promise<number> {
+  const runId = randomUUID();
+  const task = await readTask(taskArg);
+  if (!task) {
+    process.stderr.write("conch: no task given. Usage: conch \"what to do\"  (or pipe text in: git diff | conch \"review this\")\n");
+    return EXIT_CODES.setup_error;
+  }
+
+  let config: Config;
+  let session: Session | undefined;
+  try {
+    config = await loadCliConfig(flags);
+    if (!config.provider) {
+      const { noModelMessage } = await import('../config/load.ts');
+      throw new SetupError(noModelMessage());
+    }
+    const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY) && !out.json;
+    session = await openSession(config, {
+      cwd: process.cwd(),
+      guard: buildGuard(config, interactive),
+      loadPlugins: buildPluginLoader(config),
+    });
+  } catch (error) {
+    return setupFailure(error, out.json, runId);
+  }
+  for (const warning of session.warnings) process.stderr.write(`conch: ${warning}\n`);
+
+  const { createProvider } = await import('../providers/index.ts');
+  const provider = await createProvider(config.provider!);
+
+  const interactive = Boolean(process.stderr.isTTY) && !out.json;
+  const color = interactive && !process.env.NO_COLOR;
+  const sinks: EventSink[] = [];
+  const facts = envelopeSink();
+  if (out.json) sinks.push(facts);
+  else sinks.push(humanSink({ stdout: process.stdout, stderr: process.stderr }, { color, interactive }));
+  if (out.trace) sinks.push(traceSink(out.trace, out.traceContent));
+
+  // First Ctrl-C cancels through the one AbortSignal; a second one exits at once.
+  const controller = new AbortController();
+  let interrupts = 0;
+  const onSigint = () => {
+    interrupts++;
+    if (interrupts === 1) {
+      controller.abort(new Error('cancelled'));
+      if (!out.json) process.stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
+    } else process.exit(EXIT_CODES.cancelled);
+  };
+  process.on('SIGINT', onSigint);
+  process.on('SIGTERM', onSigint);
+
+  let outcome: Outcome;
+  try {
+    outcome = await runTask(
+      {
+        runId,
+        task: [{ type: 'text', text: task }],
+        conversation: [],
+        system: session.system,
+        catalog: session.catalog,
+        limits: config.limits,
+        makeContext: session.makeContext,
+        stopOnDeny: config.policy.stopOnDeny,
+        header: session.header,
+      },
+      provider,
+      teeSinks(...sinks),
+      controller.signal,
+    );
+  } finally {
+    process.off('SIGINT', onSigint);
+    process.off('SIGTERM', onSigint);
+    await session.dispose();
+  }
+  const code = exitCodeFor(outcome.status);
+  if (out.json) process.stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);
+  return code;
+}
+
+export { ConfigError };

@@ -1,0 +1,75 @@
+// Normalise whatever a tool returned into a ToolResult, and bound it by its JSON-serialized size
+// (the size the provider will actually send: escaping must not smuggle a result past the limit).
+import type { ToolResult, ToolReturn } from './define.ts';
+import type { ContentBlock } from '../providers/types.ts';
+
+const encoder = new TextEncoder();
+
+export function normalizeResult(value: ToolReturn): ToolResult {
+  if (value === undefined || value === null) return { content: [{ type: 'text', text: '(no output)' }] };
+  if (typeof value === 'string') return { content: [{ type: 'text', text: value }] };
+  if (isToolResult(value)) return value;
+  return { content: [{ type: 'text', text: JSON.stringify(value) }] };
+}
+
+function isToolResult(value: unknown): value is ToolResult {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
+  const content = (value as { content?: unknown }).content;
+  return (
+    Array.isArray(content) &&
+    content.length > 0 &&
+    content.every(
+      (b) =>
+        b && typeof b === 'object' &&
+        ((b.type === 'text' && typeof b.text === 'string') ||
+          (b.type === 'image' && typeof b.data === 'string' && typeof b.mediaType === 'string')),
+    )
+  );
+}
+
+export function serializedBytes(content: ContentBlock[]): number {
+  return encoder.encode(JSON.stringify(content)).length;
+}
+
+/** Bound a result to maxBytes of serialized content; the cut is marked so the model knows. */
+export function boundResult(result: ToolResult, maxBytes: number): { result: ToolResult; truncated: boolean } {
+  const total = serializedBytes(result.content);
+  if (total <= maxBytes) return { result, truncated: false };
+  const marker = (omitted: number) => `\n[truncated: ${omitted} bytes of tool output omitted to fit the ${maxBytes}-byte result limit]`;
+  // Images cannot be cut meaningfully: keep text, drop images that do not fit.
+  const blocks: ContentBlock[] = [];
+  let budget = maxBytes - 64 - encoder.encode(marker(total)).length;
+  for (const block of result.content) {
+    const size = serializedBytes([block]);
+    if (size <= budget) {
+      blocks.push(block);
+      budget -= size;
+    } else if (block.type === 'text' && budget > 0) {
+      blocks.push({ type: 'text', text: cutToSerializedBytes(block.text, budget) });
+      budget = 0;
+    }
+  }
+  const kept = serializedBytes(blocks);
+  blocks.push({ type: 'text', text: marker(Math.max(0, total - kept)) });
+  return { result: { ...result, content: blocks }, truncated: true };
+}
+
+/** The longest prefix of text whose JSON string form fits in maxBytes, never splitting a surrogate pair. */
+function cutToSerializedBytes(text: string, maxBytes: number): string {
+  let lo = 0;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (encoder.encode(JSON.stringify(text.slice(0, mid))).length <= maxBytes) lo = mid;
+    else hi = mid - 1;
+  }
+  let end = lo;
+  const code = text.charCodeAt(end - 1);
+  if (end > 0 && code >= 0xd800 && code <= 0xdbff) end -= 1;
+  return text.slice(0, end);
+}
+
+/** Text of a result for events and traces. */
+export function resultText(result: ToolResult): string {
+  return result.content.map((b) => (b.type === 'text' ? b.text : `[image ${b.mediaType}]`)).join('\n');
+}
