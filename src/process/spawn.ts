@@ -1,4 +1,10 @@
-// STUB: interface fixed; implementation owned by the process work (issue 3, bash).
+// Process lifecycle for every command conch runs: its own session and process group, stdin closed,
+// a clean environment, bounded output, a deadline, and a teardown that kills the whole group and
+// proves it (or says it could not).
+import { tmpdir } from 'node:os';
+import { BoundedOutput } from './output.ts';
+import { groupAlive, killGroup, killPids, pipeHolders, processAlive, stdoutPipeOf } from './group.ts';
+
 export interface SpawnOptions {
   /** Full argv; argv[0] absolute or found on env.PATH. */
   argv: string[];
@@ -29,13 +35,171 @@ export interface ProcessResult {
   cancelled: boolean;
   cleanupError?: string;
   durationMs: number;
+  /** Set when the process could not be started at all (exitCode and signal are then null). */
+  startError?: string;
 }
+
+export const DEFAULT_KILL_GRACE_MS = 2000;
+// Once the group is dead only bytes already in the pipe remain; reading them takes far less.
+const DRAIN_MS = 250;
+const ESCAPEE_WAIT_MS = 1000;
+
+// stdout and stderr share one pipe so their interleaving is exactly the order of the writes; the
+// shell dups it onto fd 2 and execs, so the command itself becomes the group leader.
+const MERGE_STDERR = ['/bin/sh', '-c', 'exec "$@" 2>&1', 'sh'];
 
 export async function runProcess(options: SpawnOptions): Promise<ProcessResult> {
-  throw new Error('not implemented');
+  if (options.argv.length === 0) throw new Error('runProcess: empty argv');
+  const started = performance.now();
+  const elapsed = () => Math.round(performance.now() - started);
+  const notStarted = (message: string, cancelled = false): ProcessResult => ({
+    exitCode: null,
+    signal: null,
+    output: message,
+    truncated: false,
+    totalBytes: 0,
+    logPath: null,
+    timedOut: false,
+    cancelled,
+    durationMs: elapsed(),
+    ...(cancelled ? {} : { startError: message }),
+  });
+  if (options.signal?.aborted) return notStarted('cancelled before the command started', true);
+
+  let proc: Bun.Subprocess<'ignore', 'pipe', 'ignore'>;
+  try {
+    proc = Bun.spawn({
+      cmd: [...MERGE_STDERR, ...options.argv],
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'ignore', ...(options.extraFds ?? [])],
+    });
+  } catch (error) {
+    return notStarted(`could not start ${options.argv[0]} in ${options.cwd}: ${(error as Error).message}`);
+  }
+  const pgid = proc.pid;
+  const pipe = stdoutPipeOf(pgid);
+  const sink = new BoundedOutput(options.maxShownBytes, options.logDir, options.onOutput);
+  const reader = proc.stdout.getReader();
+  const reading = (async () => {
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return;
+        sink.push(value);
+      }
+    } catch {
+      // Cancelled by us after the drain window, or the pipe broke: what we have is the output.
+    }
+  })();
+
+  const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+  // Mutated from callbacks; an object keeps TypeScript from narrowing it to its initial value.
+  const state: { stopReason: 'timeout' | 'cancel' | null; killing: Promise<string | null> | null } = {
+    stopReason: null,
+    killing: null,
+  };
+  let leaderWait!: () => void;
+  const leaderDone = new Promise<void>((resolve) => (leaderWait = resolve));
+  void proc.exited.then(() => leaderWait());
+  const stop = (why: 'timeout' | 'cancel') => {
+    if (state.stopReason) return;
+    state.stopReason = why;
+    state.killing = killGroup(pgid, graceMs);
+    // A leader that survives SIGKILL (uninterruptible sleep) must not hang the call.
+    void state.killing.then((failure) => failure && leaderWait());
+  };
+  const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+  const onAbort = () => stop('cancel');
+  options.signal?.addEventListener('abort', onAbort, { once: true });
+  await leaderDone;
+  clearTimeout(timer);
+  options.signal?.removeEventListener('abort', onAbort);
+
+  // The command is over: whatever it left running in its group goes too.
+  const problems: string[] = [];
+  const groupFailure = await (state.killing ?? killGroup(pgid, graceMs));
+  if (groupFailure) problems.push(groupFailure);
+  const escape = await drain(reading, reader, pipe);
+  if (escape) problems.push(escape);
+
+  const captured = sink.finish();
+  const leaderExited = proc.exitCode !== null || proc.signalCode !== null;
+  return {
+    exitCode: proc.exitCode,
+    signal: proc.signalCode === null ? null : String(proc.signalCode),
+    output: captured.output,
+    truncated: captured.truncated,
+    totalBytes: captured.totalBytes,
+    logPath: captured.logPath,
+    timedOut: state.stopReason === 'timeout',
+    cancelled: state.stopReason === 'cancel',
+    durationMs: elapsed(),
+    ...(problems.length || !leaderExited
+      ? { cleanupError: [...(leaderExited ? [] : [`process ${pgid} did not exit after SIGKILL`]), ...problems].join('; ') }
+      : {}),
+  };
 }
 
-/** The small clean environment for commands: PATH, HOME, LANG, TERM=dumb, TMPDIR… plus CONCH_TASK_* extras. */
-export function cleanEnv(parent: Record<string, string | undefined>, extra: Record<string, string>): Record<string, string> {
-  throw new Error('not implemented');
+/**
+ * Wait for EOF on the output. With the group dead, a writer still holding the pipe has left the
+ * group (setsid or setpgid): find it, kill it, and report it, because it escaped our teardown.
+ */
+async function drain(
+  reading: Promise<void>,
+  reader: { cancel(): Promise<void> },
+  pipe: string | null,
+): Promise<string | null> {
+  const eof = (ms: number) => Promise.race([reading.then(() => true), Bun.sleep(ms).then(() => false)]);
+  if (await eof(DRAIN_MS)) return null;
+  let holders = pipe ? pipeHolders(pipe) : [];
+  // Known pipe and nobody else holds it: EOF is only slow in arriving (a loaded machine).
+  if (pipe && holders.length === 0 && (await eof(ESCAPEE_WAIT_MS))) return null;
+  killPids(holders);
+  await Bun.sleep(50);
+  holders = holders.filter(processAlive);
+  await reader.cancel().catch(() => {});
+  await reading;
+  if (!pipe) return 'the output stayed open after the process group was killed: a process left the group (setsid?) and may still be running';
+  const killed = holders.length === 0 ? 'conch killed them' : `still alive after SIGKILL: ${holders.join(', ')}`;
+  return `processes left the process group (setsid?) and kept the output open; ${killed}`;
+}
+
+/** true if the group has no live member (exported for tests and diagnostics). */
+export function processGroupGone(pgid: number): boolean {
+  return !groupAlive(pgid);
+}
+
+const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+const PASSED_THROUGH = ['HOME', 'USER', 'LOGNAME'] as const;
+export const TASK_ENV_PREFIX = 'CONCH_TASK_';
+
+/**
+ * The small clean environment for commands: PATH, HOME, USER, LOGNAME, LANG/LC_ALL, TERM=dumb,
+ * TMPDIR, SHELL=/bin/sh, plus CONCH_TASK_* extras. Nothing else is inherited: credentials and
+ * shell customisation in the parent's environment never reach a command.
+ */
+export function cleanEnv(
+  parent: Record<string, string | undefined>,
+  extra: Record<string, string>,
+  options: { tmpDir?: string } = {},
+): Record<string, string> {
+  const env: Record<string, string> = { PATH: parent.PATH || DEFAULT_PATH };
+  for (const name of PASSED_THROUGH) {
+    const value = parent[name];
+    if (value) env[name] = value;
+  }
+  if (parent.LANG) env.LANG = parent.LANG;
+  if (parent.LC_ALL) env.LC_ALL = parent.LC_ALL;
+  if (!parent.LANG && !parent.LC_ALL) env.LANG = 'C.UTF-8';
+  env.TERM = 'dumb';
+  env.TMPDIR = options.tmpDir ?? (parent.TMPDIR || tmpdir());
+  env.SHELL = '/bin/sh';
+  for (const [name, value] of Object.entries(extra)) {
+    // The config layer rejects other names with a message; reaching here with one is a bug.
+    if (!name.startsWith(TASK_ENV_PREFIX)) throw new Error(`cleanEnv: ${name} is not a ${TASK_ENV_PREFIX}* variable`);
+    env[name] = value;
+  }
+  return env;
 }

@@ -1,9 +1,12 @@
-// STUB: interface fixed; implementation owned by the process work (issue 3, bash).
-// The one path every shell command takes: command rules → sandbox → process.
-import type { ExecOptions, ExecResult } from './define.ts';
+// The one path every shell command takes (the bash tool and plugins' ctx.exec):
+// capability → cwd containment → timeout → command rules → sandbox → process.
+import { stat } from 'node:fs/promises';
+import { isAbsolute, join, relative } from 'node:path';
+import { PolicyError, type ExecOptions, type ExecResult } from './define.ts';
 import type { Workspace } from '../workspace/paths.ts';
-import type { SandboxSettings } from '../sandbox/index.ts';
+import { prepareSandboxed, SandboxUnavailableError, type PreparedCommand, type SandboxSettings } from '../sandbox/index.ts';
 import type { Limits } from '../agent/limits.ts';
+import { cleanEnv, runProcess } from '../process/spawn.ts';
 
 export type CommandDecision = { allowed: true } | { allowed: false; rule: string; message: string };
 
@@ -25,5 +28,120 @@ export interface ExecutorSettings {
 export type Executor = (command: string, options: ExecOptions & { signal: AbortSignal }) => Promise<ExecResult>;
 
 export function createExecutor(settings: ExecutorSettings): Executor {
-  throw new Error('not implemented');
+  // Built once: the environment does not change during a run.
+  const env = cleanEnv(process.env, settings.env, { tmpDir: settings.tmpDir });
+  const logDir = join(settings.tmpDir, 'logs');
+
+  return async (command, options) => {
+    const started = performance.now();
+    const refused = (rule: string, message: string): ExecResult => ({
+      ...emptyResult(started),
+      denied: { rule, message },
+    });
+    if (!settings.shellEnabled) {
+      return refused('capability.no-shell', 'Shell commands are disabled for this run (--no-shell or policy); use the file tools instead.');
+    }
+
+    let cwd: string;
+    try {
+      cwd = await resolveCwd(settings, options.cwd);
+    } catch (error) {
+      if (error instanceof PolicyError) return refused(error.rule, error.message);
+      throw error;
+    }
+    const notDirectory = await checkDirectory(cwd, settings.workspace);
+    if (notDirectory) return { ...emptyResult(started), output: notDirectory };
+
+    const limits = settings.limits;
+    const requested = options.timeoutMs ?? limits.tool_timeout_ms;
+    const timeoutMs = Math.max(1, Math.min(Math.floor(requested), limits.tool_timeout_max_ms));
+
+    if (settings.guard) {
+      const decision = await settings.guard(command, cwd);
+      if (!decision.allowed) return refused(decision.rule, decision.message);
+    }
+
+    let argv = ['/bin/sh', '-c', command];
+    let prepared: PreparedCommand | null = null;
+    if (!settings.unrestricted) {
+      try {
+        prepared = await prepareSandboxed({
+          ...settings.sandbox,
+          command,
+          cwd,
+          workspace: settings.workspace.root,
+          tmpDir: settings.tmpDir,
+        });
+      } catch (error) {
+        // Fail closed: without a working sandbox the command does not run at all.
+        if (error instanceof SandboxUnavailableError) return refused('sandbox.unavailable', error.message);
+        throw error;
+      }
+      argv = prepared.argv;
+    }
+
+    try {
+      const result = await runProcess({
+        argv,
+        cwd,
+        env,
+        timeoutMs,
+        signal: options.signal,
+        maxShownBytes: limits.shell_output_bytes,
+        logDir,
+        extraFds: prepared?.extraFds ?? [],
+        ...(options.onOutput ? { onOutput: options.onOutput } : {}),
+      });
+      const { startError: _startError, ...rest } = result;
+      return { ...rest, durationMs: Math.round(performance.now() - started) };
+    } finally {
+      await prepared?.release();
+    }
+  };
+}
+
+async function resolveCwd(settings: ExecutorSettings, requested: string | undefined): Promise<string> {
+  const root = settings.workspace.root;
+  if (requested === undefined || requested === '' || requested === '.') return root;
+  // Reads are not confined to the workspace, so containment is checked here explicitly.
+  const resolved = await settings.workspace.resolve(requested, 'read');
+  if (!settings.unrestricted && !inside(root, resolved)) {
+    throw new PolicyError(
+      'workspace.outside',
+      `cwd "${requested}" resolves outside the workspace ${root}; commands run inside the workspace (pass --unrestricted to lift this).`,
+    );
+  }
+  return resolved;
+}
+
+function inside(root: string, path: string): boolean {
+  const rel = relative(root, path);
+  return rel === '' || (rel !== '..' && !rel.startsWith('../') && !isAbsolute(rel));
+}
+
+async function checkDirectory(cwd: string, workspace: Workspace): Promise<string | null> {
+  const shown = workspace.display(cwd);
+  try {
+    const info = await stat(cwd);
+    return info.isDirectory() ? null : `cwd "${shown}" is not a directory; pass a directory (workspace-relative).`;
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return `cwd "${shown}" does not exist; create it first or pass an existing directory.`;
+    return `cwd "${shown}" cannot be used: ${(error as Error).message}`;
+  }
+}
+
+/** A result for a command that never ran: exitCode and signal null, nothing timed out or cancelled. */
+function emptyResult(started: number): ExecResult {
+  return {
+    exitCode: null,
+    signal: null,
+    output: '',
+    truncated: false,
+    totalBytes: 0,
+    logPath: null,
+    timedOut: false,
+    cancelled: false,
+    durationMs: Math.round(performance.now() - started),
+  };
 }

@@ -1,0 +1,194 @@
+// Bounded capture of a command's output: everything up to the budget stays in memory; past it only
+// a head and a tail are kept and the full stream goes to a log file, so a flood costs O(budget).
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+
+// Errors and summaries tend to come last, so the tail gets the larger share.
+const HEAD_SHARE = 0.4;
+// Snap a cut to a line break when one is this close, so lines are not shown half.
+const LINE_SNAP_BYTES = 256;
+
+export interface CapturedOutput {
+  output: string;
+  truncated: boolean;
+  totalBytes: number;
+  logPath: string | null;
+}
+
+export class BoundedOutput {
+  private chunks: Uint8Array[] = [];
+  private buffered = 0;
+  private total = 0;
+  private head: Uint8Array | null = null;
+  private tail: TailRing | null = null;
+  private logFd: number | null = null;
+  private logPath: string | null = null;
+  private readonly decoder = new TextDecoder('utf-8', { fatal: false });
+  private logError: string | null = null;
+
+  constructor(
+    private readonly maxShownBytes: number,
+    private readonly logDir: string,
+    private readonly onOutput?: (chunk: string) => void,
+  ) {}
+
+  push(chunk: Uint8Array): void {
+    if (chunk.length === 0) return;
+    this.total += chunk.length;
+    if (this.onOutput) this.onOutput(sanitize(this.decoder.decode(chunk, { stream: true })));
+    if (this.tail) {
+      this.writeLog(chunk);
+      this.tail.push(chunk);
+      return;
+    }
+    // The stream may reuse its buffer; keep a private copy.
+    this.chunks.push(chunk.slice());
+    this.buffered += chunk.length;
+    if (this.buffered > this.maxShownBytes) this.spill();
+  }
+
+  private spill(): void {
+    const all = concat(this.chunks, this.buffered);
+    this.chunks = [];
+    const headLen = Math.floor(this.maxShownBytes * HEAD_SHARE);
+    this.head = all.slice(0, headLen);
+    this.tail = new TailRing(this.maxShownBytes - headLen);
+    this.tail.push(all.subarray(headLen));
+    try {
+      mkdirSync(this.logDir, { recursive: true, mode: 0o700 });
+      const name = `output-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.log`;
+      this.logPath = join(this.logDir, name);
+      this.logFd = openSync(this.logPath, 'wx', 0o600);
+    } catch (error) {
+      this.logError = `could not create the output log in ${this.logDir}: ${(error as Error).message}`;
+      this.logPath = null;
+      return;
+    }
+    this.writeLog(all);
+  }
+
+  // Synchronous on purpose: the reader does not pull the next chunk until this one is on disk,
+  // which is the backpressure that keeps a flood from piling up in memory.
+  private writeLog(bytes: Uint8Array): void {
+    if (this.logFd === null) return;
+    try {
+      let offset = 0;
+      while (offset < bytes.length) offset += writeSync(this.logFd, bytes, offset, bytes.length - offset);
+    } catch (error) {
+      this.logError = `writing the output log ${this.logPath} failed: ${(error as Error).message}`;
+      this.closeLog();
+    }
+  }
+
+  private closeLog(): void {
+    if (this.logFd === null) return;
+    try {
+      closeSync(this.logFd);
+    } catch {
+      // Nothing useful to do: the data already written stays.
+    }
+    this.logFd = null;
+  }
+
+  finish(): CapturedOutput {
+    this.closeLog();
+    if (!this.head || !this.tail) {
+      const text = render(concat(this.chunks, this.buffered));
+      return { output: text, truncated: false, totalBytes: this.total, logPath: null };
+    }
+    const head = cutHead(this.head);
+    const tail = cutTail(this.tail.bytes());
+    const omitted = this.total - head.length - tail.length;
+    const where = this.logPath ? `full output (${this.total} bytes) in ${this.logPath}` : (this.logError ?? 'no log');
+    const marker = `\n[... ${omitted} bytes omitted; ${where} ...]\n`;
+    return { output: render(head) + marker + render(tail), truncated: true, totalBytes: this.total, logPath: this.logPath };
+  }
+}
+
+/** Keeps the last `capacity` bytes written to it. */
+class TailRing {
+  private readonly buffer: Uint8Array;
+  private start = 0;
+  private length = 0;
+
+  constructor(private readonly capacity: number) {
+    this.buffer = new Uint8Array(capacity);
+  }
+
+  push(chunk: Uint8Array): void {
+    if (this.capacity === 0) return;
+    if (chunk.length >= this.capacity) {
+      this.buffer.set(chunk.subarray(chunk.length - this.capacity));
+      this.start = 0;
+      this.length = this.capacity;
+      return;
+    }
+    const end = (this.start + this.length) % this.capacity;
+    const first = Math.min(chunk.length, this.capacity - end);
+    this.buffer.set(chunk.subarray(0, first), end);
+    this.buffer.set(chunk.subarray(first), 0);
+    const overflow = this.length + chunk.length - this.capacity;
+    if (overflow > 0) {
+      this.start = (this.start + overflow) % this.capacity;
+      this.length = this.capacity;
+    } else {
+      this.length += chunk.length;
+    }
+  }
+
+  bytes(): Uint8Array {
+    const out = new Uint8Array(this.length);
+    const first = Math.min(this.length, this.capacity - this.start);
+    out.set(this.buffer.subarray(this.start, this.start + first));
+    out.set(this.buffer.subarray(0, this.length - first), first);
+    return out;
+  }
+}
+
+function concat(chunks: Uint8Array[], length: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(length);
+  let offset = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, offset);
+    offset += chunk.length;
+  }
+  return out;
+}
+
+/** The head, ending at a line break if one is near, and never inside a UTF-8 sequence. */
+export function cutHead(bytes: Uint8Array): Uint8Array {
+  const nl = bytes.lastIndexOf(0x0a);
+  if (nl >= 0 && bytes.length - (nl + 1) <= LINE_SNAP_BYTES) return bytes.subarray(0, nl + 1);
+  // Step back over a trailing sequence that is incomplete (its lead byte promises more bytes).
+  for (let back = 1; back <= Math.min(4, bytes.length); back++) {
+    const byte = bytes[bytes.length - back]!;
+    if ((byte & 0xc0) === 0x80) continue; // continuation byte: keep looking for the lead
+    const need = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : byte >= 0xc0 ? 2 : 1;
+    return need > back ? bytes.subarray(0, bytes.length - back) : bytes;
+  }
+  return bytes;
+}
+
+/** The tail, starting after a line break if one is near, and never inside a UTF-8 sequence. */
+export function cutTail(bytes: Uint8Array): Uint8Array {
+  const nl = bytes.indexOf(0x0a);
+  if (nl >= 0 && nl < LINE_SNAP_BYTES) return bytes.subarray(nl + 1);
+  let start = 0;
+  while (start < Math.min(3, bytes.length) && (bytes[start]! & 0xc0) === 0x80) start++;
+  return bytes.subarray(start);
+}
+
+export function render(bytes: Uint8Array): string {
+  return sanitize(new TextDecoder('utf-8', { fatal: false }).decode(bytes));
+}
+
+/**
+ * Text safe to show: invalid UTF-8 already became U+FFFD in decoding; CRLF becomes LF; other
+ * control characters (ANSI escapes, NUL, lone CR, C1) are shown escaped instead of acting on a terminal.
+ */
+export function sanitize(text: string): string {
+  return text
+    .replace(/\r\n/g, '\n')
+    .replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
