@@ -1,0 +1,273 @@
+// The real CLI process against the local model server, through the real SDKs, on both protocols.
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
+import { existsSync, readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { startModelServer, type ModelServer } from '../support/model-server.ts';
+import { anthropicEnv, makeDirs, openaiEnv, runConch, writeConfig, type Sandbox } from '../support/cli.ts';
+
+let server: ModelServer;
+let dirs: Sandbox;
+beforeAll(async () => {
+  server = await startModelServer();
+});
+afterAll(() => server.close());
+beforeEach(async () => {
+  dirs = await makeDirs();
+  server.requests.length = 0;
+  // Small retry delays keep the retry tests quick; the figures are config, not magic.
+  await writeConfig(dirs, { retry: { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 20 } });
+});
+afterEach(() => dirs.cleanup());
+
+const protocols = [
+  { name: 'anthropic', model: 'anthropic/test-model', env: () => anthropicEnv(server.anthropicBaseUrl) },
+  { name: 'openai', model: 'openai/test-model', env: () => openaiEnv(server.openaiBaseUrl) },
+] as const;
+
+/** The text of every tool result the model received in a request, in order. */
+function toolResultsIn(body: any): string[] {
+  const out: string[] = [];
+  for (const m of body.messages ?? []) {
+    if (m.role === 'tool') out.push(typeof m.content === 'string' ? m.content : JSON.stringify(m.content));
+    if (m.role === 'user' && Array.isArray(m.content)) {
+      for (const b of m.content) if (b.type === 'tool_result') out.push(JSON.stringify(b.content));
+    }
+  }
+  return out;
+}
+
+function systemOf(body: any): string {
+  if (typeof body.system === 'string') return body.system;
+  if (Array.isArray(body.system)) return body.system.map((b: any) => b.text).join('\n');
+  const sys = (body.messages ?? []).find((m: any) => m.role === 'system' || m.role === 'developer');
+  return typeof sys?.content === 'string' ? sys.content : JSON.stringify(sys?.content ?? '');
+}
+
+function toolNamesOf(body: any): string[] {
+  return (body.tools ?? []).map((t: any) => t.name ?? t.function?.name).sort();
+}
+
+for (const p of protocols) {
+  describe(`conch CLI over ${p.name}`, () => {
+    const run = (args: string[], extra: { stdin?: string; env?: Record<string, string> } = {}) =>
+      runConch({ dirs, args: ['--model', p.model, ...args], env: { ...p.env(), ...extra.env }, stdin: extra.stdin });
+
+    test('a text-only answer streams to stdout and exits 0', async () => {
+      server.script([{ text: ['Hello', ', ', 'world.'] }]);
+      const r = await run(['say hello']);
+      expect(r.stderr).not.toContain('at ');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('Hello, world.\n');
+      expect(server.requests).toHaveLength(1);
+      expect(toolNamesOf(server.requests[0]!.body)).toEqual(['bash', 'edit', 'read', 'write']);
+      expect(JSON.stringify(server.requests[0]!.body.messages)).toContain('say hello');
+    });
+
+    test('multi-turn tool use: results go back in the same conversation, in order', async () => {
+      await writeFile(join(dirs.workspace, 'notes.txt'), 'alpha\nbeta\n');
+      server.script([
+        { toolCalls: [
+          { name: 'read', arguments: { path: 'notes.txt' } },
+          { name: 'write', arguments: { path: 'out/summary.txt', content: 'two lines\n' } },
+        ] },
+        { text: 'Done.' },
+      ]);
+      const r = await run(['summarise notes.txt']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('Done.\n');
+      expect(readFileSync(join(dirs.workspace, 'out/summary.txt'), 'utf8')).toBe('two lines\n');
+      const results = toolResultsIn(server.requests[1]!.body);
+      expect(results).toHaveLength(2);
+      expect(results[0]).toContain('alpha');
+      expect(results[1]).not.toContain('error');
+    });
+
+    test('malformed JSON arguments go back to the model as a tool error and the run continues', async () => {
+      server.script([{ toolCalls: [{ name: 'read', arguments: '{"path": "notes' }] }, { text: 'recovered' }]);
+      const r = await run(['read it']);
+      expect(r.code).toBe(0);
+      expect(toolResultsIn(server.requests[1]!.body)[0]).toContain('not valid JSON');
+    });
+
+    test('an unknown tool is reported to the model with the available tools', async () => {
+      server.script([{ toolCalls: [{ name: 'frobnicate', arguments: {} }] }, { text: 'ok' }]);
+      const r = await run(['go']);
+      expect(r.code).toBe(0);
+      const result = toolResultsIn(server.requests[1]!.body)[0]!;
+      expect(result).toContain("unknown tool 'frobnicate'");
+      expect(result).toContain('read');
+    });
+
+    test('a schema violation names the field, unknown keys included', async () => {
+      server.script([{ toolCalls: [{ name: 'read', arguments: { path: 7, colour: 'red' } }] }, { text: 'ok' }]);
+      const r = await run(['go']);
+      expect(r.code).toBe(0);
+      const result = toolResultsIn(server.requests[1]!.body)[0]!;
+      expect(result).toContain("unknown field 'colour'");
+      expect(result).toContain("field 'path'");
+    });
+
+    test('429 with retry-after, then success', async () => {
+      server.script([{ error: { status: 429, message: 'slow down', retryAfter: '0' } }, { text: 'after retry' }]);
+      const r = await run(['--json', 'go']);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout).output).toBe('after retry');
+      expect(server.requests).toHaveLength(2);
+    });
+
+    test('500 forever ends as failed provider_unavailable with exit code 1', async () => {
+      server.script(() => ({ error: { status: 500, message: 'boom' } }));
+      const r = await run(['--json', 'go']);
+      expect(r.code).toBe(1);
+      const env = JSON.parse(r.stdout);
+      expect(env.status).toBe('failed');
+      expect(env.code).toBe('provider_unavailable');
+      expect(server.requests).toHaveLength(3); // first attempt + maxRetries 2
+    });
+
+    test('--max-turns 1 stops before a tool whose result no model call could read', async () => {
+      server.script([{ toolCalls: [{ name: 'write', arguments: { path: 'never.txt', content: 'x' } }] }]);
+      const r = await run(['--json', '--max-turns', '1', 'go']);
+      expect(r.code).toBe(4);
+      const env = JSON.parse(r.stdout);
+      expect(env.status).toBe('limit_exceeded');
+      expect(env.limit).toBe('model_calls');
+      expect(existsSync(join(dirs.workspace, 'never.txt'))).toBe(false);
+    });
+
+    test('--max-tool-calls names the tool_calls limit', async () => {
+      server.script([{ toolCalls: [
+        { name: 'read', arguments: { path: 'a' } },
+        { name: 'read', arguments: { path: 'b' } },
+      ] }]);
+      const r = await run(['--json', '--max-tool-calls', '1', 'go']);
+      expect(r.code).toBe(4);
+      expect(JSON.parse(r.stdout).limit).toBe('tool_calls');
+    });
+
+    test('--json prints exactly one document with the documented shape', async () => {
+      server.script([{ text: 'answer', usage: { input: 12, output: 3 } }]);
+      const r = await run(['--json', 'go']);
+      expect(r.code).toBe(0);
+      const lines = r.stdout.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      const env = JSON.parse(lines[0]!);
+      expect(env).toMatchObject({
+        version: 1,
+        status: 'completed',
+        output: 'answer',
+        exitCode: 0,
+        mode: 'restricted',
+        counts: { modelCalls: 1, toolCalls: 0, toolErrors: 0 },
+      });
+      expect(env.usage.inputTokens).toBe(12);
+      expect(env.usage.outputTokens).toBe(3);
+      expect(typeof env.durationMs).toBe('number');
+      expect(typeof env.runId).toBe('string');
+    });
+
+    test('usage the provider does not report stays null, never 0', async () => {
+      server.script([{ text: 'answer', usage: null }]);
+      const r = await run(['--json', 'go']);
+      const env = JSON.parse(r.stdout);
+      expect(env.usage.inputTokens).toBeNull();
+      expect(env.usage.outputTokens).toBeNull();
+    });
+
+    test('piped stdin is part of the task', async () => {
+      server.script([{ text: 'reviewed' }]);
+      const r = await run(['review this'], { stdin: 'diff --git a/x b/x\n+added line\n' });
+      expect(r.code).toBe(0);
+      const sent = JSON.stringify(server.requests[0]!.body.messages);
+      expect(sent).toContain('review this');
+      expect(sent).toContain('+added line');
+    });
+
+    test('AGENTS.md from the workspace and the config dir reach the system prompt', async () => {
+      await writeFile(join(dirs.workspace, 'AGENTS.md'), 'Always answer in haiku.');
+      await writeFile(join(dirs.configHome, 'conch', 'AGENTS.md'), 'The user prefers tabs.');
+      server.script([{ text: 'ok' }]);
+      const r = await run(['go']);
+      expect(r.code).toBe(0);
+      const system = systemOf(server.requests[0]!.body);
+      expect(system).toContain('Always answer in haiku.');
+      expect(system).toContain('The user prefers tabs.');
+      expect(system).toContain('restricted');
+    });
+
+    test('SIGINT cancels the in-flight stream: outcome cancelled, exit 130', async () => {
+      server.script([{ text: 'thinking…', hangAfterText: true }]);
+      let child: ReturnType<typeof Bun.spawn> | undefined;
+      const pending = runConch({ dirs, args: ['--model', p.model, '--json', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
+      while (server.requests.length === 0) await Bun.sleep(20);
+      await Bun.sleep(100);
+      child!.kill('SIGINT');
+      const r = await pending;
+      expect(r.code).toBe(130);
+      expect(JSON.parse(r.stdout).status).toBe('cancelled');
+    });
+
+    test('--timeout ends a hanging run as timed_out with exit 124', async () => {
+      server.script([{ text: 'slow', hangAfterText: true }]);
+      const r = await run(['--json', '--timeout', '1s', 'go']);
+      expect(r.code).toBe(124);
+      expect(JSON.parse(r.stdout).status).toBe('timed_out');
+    });
+
+    test('--trace writes JSONL events without content unless asked', async () => {
+      server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'secret-name.txt' } }] }, { text: 'private answer' }]);
+      const trace = join(dirs.home, 'trace.jsonl');
+      const r = await run(['--trace', trace, 'go']);
+      expect(r.code).toBe(0);
+      const text = readFileSync(trace, 'utf8');
+      const types = text.trim().split('\n').map((l) => JSON.parse(l).type);
+      expect(types[0]).toBe('run.started');
+      expect(types.at(-1)).toBe('run.finished');
+      expect(types).toContain('tool.started');
+      expect(text).not.toContain('secret-name.txt');
+      expect(text).not.toContain('private answer');
+      const withContent = join(dirs.home, 'trace2.jsonl');
+      server.script([{ text: 'private answer' }]);
+      await run(['--trace', withContent, '--trace-content', 'go']);
+      expect(readFileSync(withContent, 'utf8')).toContain('private answer');
+    });
+  });
+}
+
+describe('setup errors', () => {
+  test('no model configured: a one-paragraph message naming the ways to configure one, exit 2', async () => {
+    const r = await runConch({ dirs, args: ['do something'], env: {} });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('ANTHROPIC_API_KEY');
+    expect(r.stderr).toContain('--base-url');
+    expect(r.stderr).toContain('config.json');
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  test('a bad config names the file and the key, exit 2, no stack trace', async () => {
+    await writeConfig(dirs, { limits: { model_calls: 'lots' } });
+    const r = await runConch({ dirs, args: ['go'], env: anthropicEnv(server.anthropicBaseUrl) });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('config.json');
+    expect(r.stderr).toContain('model_calls');
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  test('--json setup errors are still one JSON document', async () => {
+    const r = await runConch({ dirs, args: ['--json', 'go'], env: {} });
+    expect(r.code).toBe(2);
+    const env = JSON.parse(r.stdout);
+    expect(env.status).toBe('failed');
+    expect(env.code).toBe('config_invalid');
+  });
+
+  test('--version and --help answer without a model', async () => {
+    const v = await runConch({ dirs, args: ['--version'], env: {} });
+    expect(v.code).toBe(0);
+    expect(v.stdout).toContain('0.1.0');
+    const h = await runConch({ dirs, args: ['--help'], env: {} });
+    expect(h.code).toBe(0);
+    expect(h.stdout).toContain('Usage');
+  });
+});
