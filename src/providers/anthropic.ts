@@ -1,0 +1,193 @@
+// Anthropic Messages through the official SDK, streamed. The SDK is loaded on first use so that
+// runs on another provider (and `conch --help`) never pay for it.
+import type Anthropic from '@anthropic-ai/sdk';
+import { apiKeyFor, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
+import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
+import {
+  ProviderError,
+  type ContentBlock,
+  type Message,
+  type ModelRequest,
+  type ModelResponse,
+  type Provider,
+  type ProviderConfig,
+  type StreamHooks,
+  type ToolCall,
+  type Usage,
+} from './types.ts';
+
+/** Anthropic requires max_tokens; this is used when neither the request nor the config sets one. */
+export const DEFAULT_MAX_OUTPUT_TOKENS = 8192;
+
+type ImageMediaType = Anthropic.Base64ImageSource['media_type'];
+type UserBlock = Anthropic.TextBlockParam | Anthropic.ImageBlockParam;
+
+function block(b: ContentBlock): UserBlock {
+  return b.type === 'text'
+    ? { type: 'text', text: b.text }
+    : { type: 'image', source: { type: 'base64', media_type: b.mediaType as ImageMediaType, data: b.data } };
+}
+
+/** Neutral conversation → Anthropic messages. Tool results travel as a user turn of tool_result blocks. */
+export function toAnthropicMessages(messages: Message[]): Anthropic.MessageParam[] {
+  const out: Anthropic.MessageParam[] = [];
+  for (const m of messages) {
+    if (m.role === 'user') {
+      out.push({ role: 'user', content: m.content.map(block) });
+    } else if (m.role === 'assistant') {
+      const content: Anthropic.ContentBlockParam[] = [];
+      // The API rejects empty text blocks.
+      if (m.text !== '') content.push({ type: 'text', text: m.text });
+      for (const c of m.toolCalls) {
+        content.push({ type: 'tool_use', id: c.id, name: c.name, input: historyArguments(c.arguments) });
+      }
+      if (content.length > 0) out.push({ role: 'assistant', content });
+    } else {
+      out.push({
+        role: 'user',
+        content: m.results.map((r): Anthropic.ToolResultBlockParam => {
+          const content = r.content.filter((b) => b.type !== 'text' || b.text !== '').map(block);
+          return {
+            type: 'tool_result',
+            tool_use_id: r.callId,
+            ...(content.length > 0 ? { content } : {}),
+            is_error: r.isError,
+          };
+        }),
+      });
+    }
+  }
+  return out;
+}
+
+export function toAnthropicParams(
+  config: ProviderConfig,
+  request: ModelRequest,
+): Anthropic.MessageCreateParamsStreaming {
+  return {
+    model: config.model,
+    max_tokens: request.maxOutputTokens ?? config.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+    stream: true,
+    messages: toAnthropicMessages(request.messages),
+    ...(request.system !== '' ? { system: request.system } : {}),
+    ...(request.tools.length > 0
+      ? {
+          tools: request.tools.map((t) => ({
+            name: t.name,
+            description: t.description,
+            input_schema: t.parameters as Anthropic.Tool.InputSchema,
+          })),
+        }
+      : {}),
+  };
+}
+
+function normaliseStop(reason: string | null | undefined, hasCalls: boolean): string {
+  if (reason == null || reason === '') return hasCalls ? 'tool_use' : 'end_turn';
+  return reason;
+}
+
+/** Later reports win: message_start carries the input figures, message_delta the final output count. */
+function mergeUsage(usage: Usage, reported: unknown): void {
+  if (!reported || typeof reported !== 'object') return;
+  const r = reported as Record<string, unknown>;
+  usage.inputTokens = figure(r.input_tokens) ?? usage.inputTokens;
+  usage.outputTokens = figure(r.output_tokens) ?? usage.outputTokens;
+  usage.cacheReadTokens = figure(r.cache_read_input_tokens) ?? usage.cacheReadTokens;
+  usage.cacheWriteTokens = figure(r.cache_creation_input_tokens) ?? usage.cacheWriteTokens;
+}
+
+function protocolError(what: string): ProviderError {
+  return new ProviderError('provider_protocol', `Anthropic stream: ${what}`);
+}
+
+/** Folds the raw event stream into one response, forwarding deltas to hooks as they arrive. */
+export async function consumeAnthropicStream(
+  events: AsyncIterable<Anthropic.RawMessageStreamEvent>,
+  hooks: StreamHooks,
+  signal: AbortSignal,
+): Promise<ModelResponse> {
+  let text = '';
+  const calls: ToolCall[] = [];
+  const callAt = new Map<number, number>(); // content-block index → position in calls
+  const usage = emptyUsage();
+  let stop: string | null = null;
+  let started = false;
+  let finished = false;
+
+  for await (const ev of events) {
+    if (ev.type !== 'message_start' && !started) throw protocolError(`"${ev.type}" arrived before message_start`);
+    switch (ev.type) {
+      case 'message_start':
+        started = true;
+        mergeUsage(usage, ev.message?.usage);
+        break;
+      case 'content_block_start': {
+        const cb = ev.content_block;
+        if (cb.type === 'tool_use') {
+          callAt.set(ev.index, calls.length);
+          calls.push({ id: cb.id, name: cb.name, arguments: '' });
+        } else if (cb.type === 'text' && cb.text) {
+          text += cb.text;
+          hooks.onText(cb.text);
+        }
+        break;
+      }
+      case 'content_block_delta': {
+        const d = ev.delta;
+        if (d.type === 'text_delta') {
+          text += d.text;
+          hooks.onText(d.text);
+        } else if (d.type === 'input_json_delta') {
+          const pos = callAt.get(ev.index);
+          const call = pos === undefined ? undefined : calls[pos];
+          if (pos === undefined || !call) throw protocolError(`input_json_delta for block ${ev.index}, which is not a tool_use block`);
+          call.arguments += d.partial_json;
+          hooks.onToolArgumentDelta?.(pos, d.partial_json);
+        }
+        // Thinking, signature and citation deltas carry nothing this interface exposes.
+        break;
+      }
+      case 'message_delta':
+        stop = ev.delta?.stop_reason ?? stop;
+        mergeUsage(usage, ev.usage);
+        break;
+      case 'message_stop':
+        finished = true;
+        break;
+      default:
+        // content_block_stop and event types newer than this code: nothing to do.
+        break;
+    }
+  }
+  // The SDK ends the iteration quietly when its request is aborted.
+  if (signal.aborted) throw abortError(signal);
+  if (!finished) throw new StreamInterruptedError('the Anthropic response stream ended before message_stop');
+  for (const c of calls) if (c.arguments === '') c.arguments = '{}';
+  return { text, toolCalls: calls, stopReason: normaliseStop(stop, calls.length > 0), usage };
+}
+
+export async function createAnthropicProvider(config: ProviderConfig): Promise<Provider> {
+  const apiKey = apiKeyFor(config);
+  const sdk = await import('@anthropic-ai/sdk');
+  const client = new sdk.Anthropic({
+    apiKey,
+    baseURL: config.baseUrl,
+    // Retries are ours (retry.ts): the SDK's would retry after output was already shown.
+    maxRetries: 0,
+    ...(config.requestTimeoutMs !== undefined ? { timeout: config.requestTimeoutMs } : {}),
+    logLevel: 'off',
+  });
+  const ctx: RetryContext = { provider: `Anthropic (${config.name})`, credentialHint: credentialHint(config), sdk };
+  return {
+    name: config.name,
+    model: config.model,
+    stream(request, hooks, signal) {
+      const params = toAnthropicParams(config, request);
+      return withRetry(config.retry, ctx, hooks, signal, async (attempt) => {
+        const events = await client.messages.create(params, { signal });
+        return consumeAnthropicStream(events, attempt.hooks, signal);
+      });
+    },
+  };
+}

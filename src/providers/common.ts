@@ -1,0 +1,45 @@
+// Small pieces both providers share. No SDK imports here.
+import { ProviderError, type ProviderConfig, type Usage } from './types.ts';
+
+export function emptyUsage(): Usage {
+  return { inputTokens: null, outputTokens: null, cacheReadTokens: null, cacheWriteTokens: null };
+}
+
+/** A reported token figure, or null when the provider left it out (never 0 by default). */
+export function figure(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) ? v : null;
+}
+
+/**
+ * The arguments object to send back in conversation history. Malformed or non-object arguments
+ * become `{}`: the APIs reject anything else, and the tool's error result already told the model.
+ */
+export function historyArguments(raw: string): Record<string, unknown> {
+  try {
+    const v: unknown = JSON.parse(raw);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+  } catch {
+    return {};
+  }
+}
+
+const STANDARD_ENV: Record<ProviderConfig['type'], string> = {
+  anthropic: 'ANTHROPIC_API_KEY',
+  openai: 'OPENAI_API_KEY',
+};
+
+/** Where the user puts the key for this provider, for auth error messages. */
+export function credentialHint(config: ProviderConfig): string {
+  const configKey = `providers.${config.name}.apiKey in ~/.config/conch/config.json`;
+  return config.name === config.type ? `${STANDARD_ENV[config.type]} (or ${configKey})` : configKey;
+}
+
+/** The key to hand the SDK. Local servers need none, but the SDKs insist on one. */
+export function apiKeyFor(config: ProviderConfig): string {
+  if (config.apiKey) return config.apiKey;
+  if (config.baseUrl) return 'not-needed';
+  throw new ProviderError(
+    'provider_auth',
+    `No API key for provider "${config.name}". Set ${credentialHint(config)}, or give a baseUrl for a local server that needs no key.`,
+  );
+}

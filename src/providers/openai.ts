@@ -1,0 +1,219 @@
+// OpenAI Chat Completions through the official SDK, streamed. Also serves any OpenAI-compatible
+// server by base URL (Ollama, vLLM, llama.cpp, OpenRouter), so parsing is deliberately tolerant:
+// usage, finish_reason and tool-call ids may all be missing. The SDK is loaded on first use.
+import type OpenAI from 'openai';
+import { apiKeyFor, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
+import { abortError, withRetry, type RetryContext } from './retry.ts';
+import {
+  ProviderError,
+  type ContentBlock,
+  type Message,
+  type ModelRequest,
+  type ModelResponse,
+  type Provider,
+  type ProviderConfig,
+  type StreamHooks,
+  type ToolCall,
+  type Usage,
+} from './types.ts';
+
+type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam;
+type ContentPart = OpenAI.Chat.ChatCompletionContentPart;
+
+function part(b: ContentBlock): ContentPart {
+  return b.type === 'text'
+    ? { type: 'text', text: b.text }
+    : { type: 'image_url', image_url: { url: `data:${b.mediaType};base64,${b.data}` } };
+}
+
+/** Arguments for history: the raw text when it is a JSON object, else `{}` (servers that parse it would choke). */
+function historyArgumentText(raw: string): string {
+  const parsed = historyArguments(raw);
+  return Object.keys(parsed).length === 0 ? '{}' : raw;
+}
+
+/**
+ * Neutral conversation → Chat Completions messages. A `tool` message may carry only text, so an
+ * image a tool returned is announced in the tool message and sent in a user message right after
+ * the tool messages (they must directly follow the assistant's tool calls).
+ */
+export function toOpenAIMessages(system: string, messages: Message[]): ChatMessage[] {
+  const out: ChatMessage[] = system !== '' ? [{ role: 'system', content: system }] : [];
+  for (const m of messages) {
+    if (m.role === 'user') {
+      const only = m.content.length === 1 ? m.content[0] : undefined;
+      // Plain string content is what every compatible server understands.
+      out.push({ role: 'user', content: only?.type === 'text' ? only.text : m.content.map(part) });
+    } else if (m.role === 'assistant') {
+      const msg: OpenAI.Chat.ChatCompletionAssistantMessageParam = {
+        role: 'assistant',
+        content: m.text !== '' || m.toolCalls.length === 0 ? m.text : null,
+      };
+      if (m.toolCalls.length > 0) {
+        msg.tool_calls = m.toolCalls.map((c) => ({
+          id: c.id,
+          type: 'function' as const,
+          function: { name: c.name, arguments: historyArgumentText(c.arguments) },
+        }));
+      }
+      out.push(msg);
+    } else {
+      const images: ContentPart[] = [];
+      for (const r of m.results) {
+        const lines: string[] = [];
+        for (const b of r.content) {
+          if (b.type === 'text') {
+            lines.push(b.text);
+          } else {
+            images.push(part(b));
+            lines.push(`[image ${images.length} (${b.mediaType}) follows in the next user message]`);
+          }
+        }
+        let text = lines.join('\n');
+        // Chat Completions has no error flag on tool results; say it in the text.
+        if (r.isError && !/^error\b/i.test(text)) text = `Error: ${text}`;
+        out.push({ role: 'tool', tool_call_id: r.callId, content: text });
+      }
+      if (images.length > 0) {
+        out.push({ role: 'user', content: [{ type: 'text', text: 'Images returned by the tool calls above:' }, ...images] });
+      }
+    }
+  }
+  return out;
+}
+
+export function toOpenAIParams(
+  config: ProviderConfig,
+  request: ModelRequest,
+): OpenAI.Chat.ChatCompletionCreateParamsStreaming {
+  const maxTokens = request.maxOutputTokens ?? config.maxOutputTokens;
+  return {
+    model: config.model,
+    stream: true,
+    stream_options: { include_usage: true },
+    messages: toOpenAIMessages(request.system, request.messages),
+    ...(request.tools.length > 0
+      ? {
+          tools: request.tools.map((t) => ({
+            type: 'function' as const,
+            function: { name: t.name, description: t.description, parameters: t.parameters },
+          })),
+        }
+      : {}),
+    // OpenAI itself wants max_completion_tokens (reasoning models reject max_tokens); compatible servers know max_tokens.
+    ...(maxTokens === undefined ? {} : config.baseUrl ? { max_tokens: maxTokens } : { max_completion_tokens: maxTokens }),
+  };
+}
+
+function normaliseFinish(reason: string | null | undefined, hasCalls: boolean): string {
+  if (reason === 'tool_calls' || reason === 'function_call') return 'tool_use';
+  if (reason === 'length') return 'max_tokens';
+  // Some compatible servers say "stop" (or nothing) even when the turn ends in tool calls.
+  if (reason == null || reason === '' || reason === 'stop') return hasCalls ? 'tool_use' : 'end_turn';
+  return reason;
+}
+
+function mapUsage(reported: unknown): Usage {
+  const usage = emptyUsage();
+  if (!reported || typeof reported !== 'object') return usage;
+  const r = reported as Record<string, unknown>;
+  const details = (r.prompt_tokens_details ?? {}) as Record<string, unknown>;
+  usage.inputTokens = figure(r.prompt_tokens);
+  usage.outputTokens = figure(r.completion_tokens);
+  usage.cacheReadTokens = figure(details.cached_tokens);
+  usage.cacheWriteTokens = figure(details.cache_write_tokens);
+  return usage;
+}
+
+/** A loosely typed tool-call delta: compatible servers do not all follow the schema. */
+interface ToolCallDelta {
+  index?: number;
+  id?: string | null;
+  function?: { name?: string | null; arguments?: unknown } | null;
+}
+
+/** Folds the chunk stream into one response, forwarding deltas to hooks as they arrive. */
+export async function consumeOpenAIStream(
+  chunks: AsyncIterable<OpenAI.Chat.ChatCompletionChunk>,
+  hooks: StreamHooks,
+  signal: AbortSignal,
+): Promise<ModelResponse> {
+  let text = '';
+  const calls: ToolCall[] = [];
+  const callAt = new Map<number, number>(); // delta index → position in calls
+  let usage = emptyUsage();
+  let finish: string | null = null;
+  let sawChunk = false;
+
+  for await (const chunk of chunks) {
+    sawChunk = true;
+    if (chunk.usage) usage = mapUsage(chunk.usage);
+    const choice = chunk.choices?.[0];
+    if (!choice) continue;
+    const delta = (choice.delta ?? {}) as { content?: unknown; refusal?: unknown; tool_calls?: ToolCallDelta[] | null };
+    for (const piece of [delta.content, delta.refusal]) {
+      if (typeof piece === 'string' && piece !== '') {
+        text += piece;
+        hooks.onText(piece);
+      }
+    }
+    for (const tc of delta.tool_calls ?? []) {
+      let pos = typeof tc.index === 'number' ? callAt.get(tc.index) : undefined;
+      if (pos === undefined && tc.id) {
+        const found = calls.findIndex((c) => c.id === tc.id);
+        if (found >= 0) pos = found;
+      }
+      // No index and no id: a continuation of the latest call.
+      if (pos === undefined && typeof tc.index !== 'number' && !tc.id && calls.length > 0) pos = calls.length - 1;
+      if (pos === undefined) {
+        pos = calls.length;
+        calls.push({ id: '', name: '', arguments: '' });
+        if (typeof tc.index === 'number') callAt.set(tc.index, pos);
+      }
+      const call = calls[pos]!;
+      if (tc.id && !call.id) call.id = tc.id;
+      if (tc.function?.name && !call.name) call.name = tc.function.name;
+      const args = tc.function?.arguments;
+      const piece = typeof args === 'string' ? args : args == null ? '' : JSON.stringify(args);
+      if (piece !== '') {
+        call.arguments += piece;
+        hooks.onToolArgumentDelta?.(pos, piece);
+      }
+    }
+    if (choice.finish_reason) finish = choice.finish_reason;
+  }
+  // The SDK ends the iteration quietly when its request is aborted.
+  if (signal.aborted) throw abortError(signal);
+  if (!sawChunk) throw new ProviderError('provider_protocol', 'OpenAI-compatible stream: the response contained no completion chunks');
+  calls.forEach((c, i) => {
+    if (!c.name) throw new ProviderError('provider_protocol', `OpenAI-compatible stream: tool call ${i + 1} has no function name`);
+    if (!c.id) c.id = `call_${crypto.randomUUID().replaceAll('-', '').slice(0, 24)}`;
+    if (c.arguments === '') c.arguments = '{}';
+  });
+  return { text, toolCalls: calls, stopReason: normaliseFinish(finish, calls.length > 0), usage };
+}
+
+export async function createOpenAIProvider(config: ProviderConfig): Promise<Provider> {
+  const apiKey = apiKeyFor(config);
+  const sdk = await import('openai');
+  const client = new sdk.OpenAI({
+    apiKey,
+    baseURL: config.baseUrl,
+    // Retries are ours (retry.ts): the SDK's would retry after output was already shown.
+    maxRetries: 0,
+    ...(config.requestTimeoutMs !== undefined ? { timeout: config.requestTimeoutMs } : {}),
+    logLevel: 'off',
+  });
+  const ctx: RetryContext = { provider: `OpenAI-compatible (${config.name})`, credentialHint: credentialHint(config), sdk };
+  return {
+    name: config.name,
+    model: config.model,
+    stream(request, hooks, signal) {
+      const params = toOpenAIParams(config, request);
+      return withRetry(config.retry, ctx, hooks, signal, async (attempt) => {
+        const chunks = await client.chat.completions.create(params, { signal });
+        return consumeOpenAIStream(chunks, attempt.hooks, signal);
+      });
+    },
+  };
+}
