@@ -1,0 +1,229 @@
+// The executor and the bash tool against real processes. Unsandboxed (unrestricted) runs; the
+// checks that refuse before anything starts are also run restricted, since they precede the sandbox.
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Compile } from 'typebox/compile';
+import { createBashTool } from '../../src/tools/bash.ts';
+import { createExecutor, type ExecutorSettings } from '../../src/tools/exec.ts';
+import { PolicyError, type ToolContext, type ToolResult } from '../../src/tools/define.ts';
+import { Workspace } from '../../src/workspace/paths.ts';
+import { DEFAULT_LIMITS, type Limits } from '../../src/agent/limits.ts';
+import { processAlive } from '../../src/process/group.ts';
+
+let base: string;
+let root: string;
+let tmpDir: string;
+beforeAll(() => {
+  base = realpathSync(mkdtempSync(join(tmpdir(), 'conch-bash-')));
+  root = join(base, 'ws');
+  tmpDir = join(base, 'run-tmp');
+  mkdirSync(join(root, 'sub'), { recursive: true });
+  mkdirSync(tmpDir);
+  writeFileSync(join(root, 'file.txt'), 'x');
+});
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+async function setup(overrides: Partial<ExecutorSettings> & { limits?: Partial<Limits> } = {}) {
+  const unrestricted = overrides.unrestricted ?? true;
+  const workspace = await Workspace.open({ root, unrestricted });
+  const limits = { ...DEFAULT_LIMITS, ...overrides.limits };
+  const exec = createExecutor({
+    workspace,
+    sandbox: { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [] },
+    env: {},
+    shellEnabled: true,
+    tmpDir,
+    ...overrides,
+    unrestricted,
+    limits,
+  });
+  const tool = createBashTool({ exec, limits });
+  const ctx: ToolContext = {
+    cwd: workspace.root,
+    signal: new AbortController().signal,
+    workspace,
+    exec: (command, options) => exec(command, { signal: new AbortController().signal, ...options }),
+    update: () => {},
+    callId: 'call-1',
+  };
+  const bash = async (args: Record<string, unknown>, signal?: AbortSignal) =>
+    (await tool.execute(args as never, signal ? { ...ctx, signal } : ctx)) as ToolResult;
+  return { exec, tool, bash, ctx };
+}
+
+const text = (r: ToolResult) => (r.content[0] as { text: string }).text;
+const denial = async (promise: Promise<unknown>) => {
+  const error = await promise.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error).toBeInstanceOf(PolicyError);
+  return error as PolicyError;
+};
+
+describe('bash tool results', () => {
+  test('output followed by the exit status; a non-zero exit is a normal result', async () => {
+    const { bash } = await setup();
+    const ok = await bash({ command: 'echo hello' });
+    expect(text(ok)).toBe('hello\n[exit code 0]');
+    expect(ok.isError).toBe(false);
+    const failed = await bash({ command: 'echo oops >&2; exit 3' });
+    expect(text(failed)).toBe('oops\n[exit code 3]');
+    expect(failed.isError).toBe(false);
+    expect(failed.details).toMatchObject({ exitCode: 3, signal: null, timedOut: false, logPath: null });
+  });
+
+  test('signals: the leader killed by name, a child killed as 128+n', async () => {
+    const { bash } = await setup();
+    const leader = await bash({ command: 'kill -KILL $$' });
+    expect(text(leader)).toBe('(no output)\n[killed by signal SIGKILL]');
+    const child = await bash({ command: `sh -c 'kill -TERM $$'` });
+    expect(text(child)).toContain('[exit code 143 (128+15: a process was killed by SIGTERM)]');
+  });
+
+  test('a timeout is clamped to the maximum, kills the tree and is an error result', async () => {
+    const { bash } = await setup({ limits: { tool_timeout_max_ms: 300 } });
+    const r = await bash({ command: `sh -c 'sleep 1000 & echo $!; wait'`, timeout_ms: 600_000 });
+    expect(r.isError).toBe(true);
+    expect(text(r)).toContain('[timed out after 300 ms; the command and its processes were killed]');
+    expect(processAlive(Number(text(r).split('\n')[0]))).toBe(false);
+  });
+
+  test('cancellation through the tool signal kills the group', async () => {
+    const { bash } = await setup();
+    const controller = new AbortController();
+    const pending = bash({ command: `sh -c 'sleep 1000 & echo $! > pid; wait'` }, controller.signal);
+    const pidFile = join(root, 'pid');
+    while (!(await Bun.file(pidFile).exists()) || (await Bun.file(pidFile).text()) === '') await Bun.sleep(10);
+    controller.abort();
+    const r = await pending;
+    expect(r.isError).toBe(true);
+    expect(text(r)).toContain('[cancelled;');
+    expect(processAlive(Number(await Bun.file(pidFile).text()))).toBe(false);
+    rmSync(pidFile);
+  });
+
+  test('`sleep 1000 &` returns and leaves no process behind', async () => {
+    const { bash } = await setup();
+    const r = await bash({ command: 'sleep 1000 & echo $!' });
+    expect(r.isError).toBe(false);
+    expect(processAlive(Number(text(r).split('\n')[0]))).toBe(false);
+  });
+
+  test('truncated output names the full log, which lives in the run temp dir', async () => {
+    const { bash } = await setup({ limits: { shell_output_bytes: 1000 } });
+    const r = await bash({ command: 'seq 1 10000' });
+    const logPath = r.details!.logPath as string;
+    expect(logPath.startsWith(join(tmpDir, 'logs'))).toBe(true);
+    expect(text(r)).toContain(`output truncated: 48894 bytes total, full output in ${logPath}`);
+    expect(await Bun.file(logPath).text()).toBe(Array.from({ length: 10000 }, (_, i) => `${i + 1}\n`).join(''));
+  });
+
+  test('a setsid escape becomes a tool_cleanup error with details', async () => {
+    const { bash } = await setup();
+    const r = await bash({ command: 'setsid sleep 1000 & sleep 0.2' });
+    expect(r.isError).toBe(true);
+    expect(text(r)).toContain('tool_cleanup: ');
+    expect(r.details!.cleanupError).toMatch(/left the process group/);
+  });
+
+  test('the schema is closed and typed', async () => {
+    const { tool } = await setup();
+    const check = Compile(tool.parameters as never);
+    expect(check.Check({ command: 'ls', cwd: 'sub', timeout_ms: 10 })).toBe(true);
+    expect(check.Check({ command: 'ls', shell: 'bash' })).toBe(false);
+    expect(check.Check({ command: 'ls', timeout_ms: 1.5 })).toBe(false);
+    expect(check.Check({})).toBe(false);
+    expect(tool.source).toBe('kernel');
+  });
+});
+
+describe('cwd', () => {
+  test('workspace-relative cwd', async () => {
+    const { bash } = await setup();
+    expect(text(await bash({ command: 'pwd', cwd: 'sub' }))).toBe(`${join(root, 'sub')}\n[exit code 0]`);
+  });
+
+  test('outside the workspace is refused before anything runs (restricted)', async () => {
+    const { bash } = await setup({ unrestricted: false });
+    for (const cwd of ['..', base, 'sub/../..']) {
+      const error = await denial(bash({ command: 'touch escaped', cwd }));
+      expect(error.rule).toBe('workspace.outside');
+      expect(error.message).toContain('--unrestricted');
+    }
+    expect(await Bun.file(join(base, 'escaped')).exists()).toBe(false);
+  });
+
+  test('a symlink pointing outside does not make an outside cwd acceptable', async () => {
+    const { bash } = await setup({ unrestricted: false });
+    const link = join(root, 'out-link');
+    await Bun.$`ln -sfn ${base} ${link}`.quiet();
+    const error = await denial(bash({ command: 'true', cwd: 'out-link' }));
+    expect(error.rule).toBe('workspace.outside');
+    rmSync(link);
+  });
+
+  test('a missing or non-directory cwd is an error result naming it', async () => {
+    const { bash } = await setup();
+    const missing = await bash({ command: 'true', cwd: 'nope' });
+    expect(missing.isError).toBe(true);
+    expect(text(missing)).toContain('cwd "nope" does not exist');
+    const file = await bash({ command: 'true', cwd: 'file.txt' });
+    expect(text(file)).toContain('cwd "file.txt" is not a directory');
+  });
+});
+
+describe('refusals', () => {
+  test('no shell: every command refused with capability.no-shell', async () => {
+    const { bash, exec } = await setup({ shellEnabled: false, unrestricted: false });
+    expect((await denial(bash({ command: 'true' }))).rule).toBe('capability.no-shell');
+    const result = await exec('true', { signal: new AbortController().signal });
+    expect(result.denied?.rule).toBe('capability.no-shell');
+    expect(result.exitCode).toBeNull();
+  });
+
+  test('the guard sees the command and canonical cwd; a denial carries its rule', async () => {
+    const seen: [string, string][] = [];
+    const { bash } = await setup({
+      unrestricted: false,
+      guard: async (command, cwd) => {
+        seen.push([command, cwd]);
+        return { allowed: false, rule: 'docs.no-rm', message: 'rm is not allowed here' };
+      },
+    });
+    const error = await denial(bash({ command: 'rm -rf sub', cwd: 'sub' }));
+    expect(error.rule).toBe('docs.no-rm');
+    expect(error.message).toBe('rm is not allowed here');
+    expect(seen).toEqual([['rm -rf sub', join(root, 'sub')]]);
+  });
+
+  test('an allowing guard lets the command run', async () => {
+    const { bash } = await setup({ guard: async () => ({ allowed: true }) });
+    expect(text(await bash({ command: 'echo fine' }))).toBe('fine\n[exit code 0]');
+  });
+});
+
+describe('environment', () => {
+  test('provider keys in the parent never reach the command; CONCH_TASK_ extras and TMPDIR do', async () => {
+    const saved = { a: process.env.ANTHROPIC_API_KEY, o: process.env.OPENAI_API_KEY };
+    process.env.ANTHROPIC_API_KEY = 'sk-ant-from-parent';
+    process.env.OPENAI_API_KEY = 'sk-openai-from-parent';
+    try {
+      const { bash } = await setup({ env: { CONCH_TASK_TICKET: 'ABC-1' } });
+      const out = text(await bash({ command: 'env' }));
+      expect(out).not.toContain('ANTHROPIC_API_KEY');
+      expect(out).not.toContain('sk-ant-from-parent');
+      expect(out).not.toContain('OPENAI_API_KEY');
+      expect(out).toContain('CONCH_TASK_TICKET=ABC-1\n');
+      expect(out).toContain(`TMPDIR=${tmpDir}\n`);
+      expect(out).toContain('TERM=dumb\n');
+    } finally {
+      for (const [key, value] of [['ANTHROPIC_API_KEY', saved.a], ['OPENAI_API_KEY', saved.o]] as const) {
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
+      }
+    }
+  });
+});
