@@ -25,7 +25,7 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
-async function setup(overrides: Partial<ExecutorSettings> & { limits?: Partial<Limits> } = {}) {
+async function setup(overrides: Partial<Omit<ExecutorSettings, 'limits'>> & { limits?: Partial<Limits> } = {}) {
   const unrestricted = overrides.unrestricted ?? true;
   const workspace = await Workspace.open({ root, unrestricted });
   const limits = { ...DEFAULT_LIMITS, ...overrides.limits };
