@@ -1,0 +1,81 @@
+// Figures for the agent loop: startup, a one-turn task end to end, per-turn harness overhead and
+// peak RSS, against the local model server. Run: ./node_modules/.bin/bun bench/loop.ts
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { startModelServer } from '../test/support/model-server.ts';
+
+const CONCH = resolve(import.meta.dir, '../bin/conch');
+const server = await startModelServer();
+const base = await mkdtemp(join(tmpdir(), 'conch-bench-'));
+await writeFile(join(base, 'small.txt'), 'hello\n');
+const env = {
+  PATH: process.env.PATH ?? '/usr/bin:/bin',
+  HOME: base,
+  XDG_CONFIG_HOME: join(base, 'config'),
+  ANTHROPIC_API_KEY: 'bench',
+  ANTHROPIC_BASE_URL: server.anthropicBaseUrl,
+};
+
+async function run(args: string[]) {
+  const started = performance.now();
+  const child = Bun.spawn([CONCH, ...args], { cwd: base, env, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
+  const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+  const code = await child.exited;
+  const ms = performance.now() - started;
+  if (code !== 0) throw new Error(`conch ${args.join(' ')} exited ${code}: ${stderr || stdout}`);
+  return { ms, maxRssKb: Number(child.resourceUsage()?.maxRSS ?? 0) };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+async function task(turns: number, trace: string) {
+  server.script([
+    ...Array.from({ length: turns }, () => ({ toolCalls: [{ name: 'read', arguments: { path: 'small.txt' } }] })),
+    { text: 'done' },
+  ]);
+  return run(['--model', 'anthropic/bench', '--unrestricted', '--json', '--trace', trace, 'bench']);
+}
+
+/** Sum of tool durations reported in the trace: the tools' own cost, excluded from overhead. */
+async function toolMs(trace: string): Promise<number> {
+  const lines = (await readFile(trace, 'utf8')).trim().split('\n').map((l) => JSON.parse(l));
+  return lines.filter((e) => e.type === 'tool.finished').reduce((sum, e) => sum + e.durationMs, 0);
+}
+
+const versionRuns: number[] = [];
+for (let i = 0; i < 7; i++) versionRuns.push((await run(['--version'])).ms);
+const version = median(versionRuns);
+console.log(`startup --version: ${version.toFixed(1)} ms (target ≤ 30)`);
+
+const one: number[] = [];
+let rss = 0;
+for (let i = 0; i < 5; i++) {
+  const r = await task(0, join(base, 't0.jsonl'));
+  one.push(r.ms);
+  rss = Math.max(rss, r.maxRssKb);
+}
+console.log(`one-turn task end to end: ${median(one).toFixed(1)} ms (target ≤ 200)`);
+
+const results: Record<number, { ms: number; tools: number }> = {};
+for (const n of [1, 50]) {
+  const samples: { ms: number; tools: number }[] = [];
+  for (let i = 0; i < 3; i++) {
+    const trace = join(base, `t${n}.jsonl`);
+    const r = await task(n, trace);
+    rss = Math.max(rss, r.maxRssKb);
+    samples.push({ ms: r.ms, tools: await toolMs(trace) });
+  }
+  samples.sort((a, b) => a.ms - b.ms);
+  results[n] = samples[1]!;
+  console.log(`${n} tool turn(s): ${results[n]!.ms.toFixed(1)} ms wall, ${results[n]!.tools} ms in tools`);
+}
+const perTurn = (results[50]!.ms - results[50]!.tools - (results[1]!.ms - results[1]!.tools)) / 49;
+console.log(`harness overhead per turn (model round trip on loopback included): ${perTurn.toFixed(2)} ms (target ≤ 5)`);
+console.log(`peak RSS: ${(rss / 1024).toFixed(1)} MB (target ≤ 80)`);
+
+await server.close();
+await rm(base, { recursive: true, force: true });
