@@ -35,7 +35,13 @@ export class BoundedOutput {
   push(chunk: Uint8Array): void {
     if (chunk.length === 0) return;
     this.total += chunk.length;
-    if (this.onOutput) this.onOutput(sanitize(this.decoder.decode(chunk, { stream: true })));
+    if (this.onOutput) {
+      try {
+        this.onOutput(sanitize(this.decoder.decode(chunk, { stream: true })));
+      } catch {
+        // A progress callback's bug must not stop the draining: the child would block on a full pipe.
+      }
+    }
     if (this.tail) {
       this.writeLog(chunk);
       this.tail.push(chunk);

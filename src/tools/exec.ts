@@ -80,8 +80,9 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       argv = prepared.argv;
     }
 
+    let outcome: Awaited<ReturnType<typeof runProcess>>;
     try {
-      const result = await runProcess({
+      outcome = await runProcess({
         argv,
         cwd,
         env,
@@ -92,12 +93,28 @@ export function createExecutor(settings: ExecutorSettings): Executor {
         extraFds: prepared?.extraFds ?? [],
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       });
-      const { startError: _startError, ...rest } = result;
-      return { ...rest, durationMs: Math.round(performance.now() - started) };
-    } finally {
-      await prepared?.release();
+    } catch (error) {
+      await release(prepared);
+      throw error;
     }
+    const releaseError = await release(prepared);
+    const { startError: _startError, ...result } = outcome;
+    if (releaseError) {
+      // Host-side preparation left behind (a placeholder file) is a cleanup failure like a stray process.
+      result.cleanupError = result.cleanupError ? `${result.cleanupError}; ${releaseError}` : releaseError;
+    }
+    return { ...result, durationMs: Math.round(performance.now() - started) };
   };
+}
+
+async function release(prepared: PreparedCommand | null): Promise<string | null> {
+  if (!prepared) return null;
+  try {
+    await prepared.release();
+    return null;
+  } catch (error) {
+    return `undoing the sandbox preparation failed: ${(error as Error).message}`;
+  }
 }
 
 async function resolveCwd(settings: ExecutorSettings, requested: string | undefined): Promise<string> {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cleanEnv, runProcess, type SpawnOptions } from '../../src/process/spawn.ts';
 import { processAlive } from '../../src/process/group.ts';
+import { BoundedOutput, cutHead, cutTail } from '../../src/process/output.ts';
 
 let dir: string;
 beforeAll(() => {
@@ -192,6 +193,54 @@ describe('output', () => {
     const reference = await run(`seq 1 ${lines} | sha256sum`, { timeoutMs: 120_000 });
     expect(reference.output.split(' ')[0]).toBe(hasher.digest('hex'));
   }, 180_000);
+});
+
+describe('BoundedOutput', () => {
+  test('head and tail are exact slices of the stream whatever the chunking', () => {
+    // Deterministic pseudo-random chunk sizes exercise every wrap of the tail ring.
+    let seed = 7;
+    const rand = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const data = new Uint8Array(20_000).map((_, i) => 97 + (i % 26)); // a-z, no line breaks
+    for (const max of [10, 100, 999]) {
+      const sink = new BoundedOutput(max, join(dir, 'ring-logs'));
+      for (let at = 0; at < data.length; ) {
+        const size = Math.min(data.length - at, 1 + Math.floor(rand() * 3 * max));
+        sink.push(data.subarray(at, at + size));
+        at += size;
+      }
+      const out = sink.finish();
+      const headLen = Math.floor(max * 0.4);
+      const text = new TextDecoder().decode(data);
+      expect(out.output.startsWith(text.slice(0, headLen) + '\n[... ')).toBe(true);
+      expect(out.output.endsWith(' ...]\n' + text.slice(text.length - (max - headLen)))).toBe(true);
+      expect(readFileSync(out.logPath!, 'utf8')).toBe(text);
+    }
+  });
+
+  test('cuts snap to nearby line breaks and never split a character', () => {
+    const enc = (s: string) => new TextEncoder().encode(s);
+    const dec = (b: Uint8Array) => new TextDecoder().decode(b);
+    expect(dec(cutHead(enc('line one\nline t')))).toBe('line one\n');
+    expect(dec(cutTail(enc('ne one\nline two')))).toBe('line two');
+    for (const ch of ['é', '€', '😀']) {
+      const bytes = enc(`x${ch}`);
+      for (let cut = 2; cut < bytes.length; cut++) {
+        expect(dec(cutHead(bytes.subarray(0, cut)))).toBe('x');
+        expect(dec(cutTail(bytes.subarray(cut - 1)))).not.toContain('\uFFFD');
+      }
+      expect(dec(cutHead(bytes))).toBe(`x${ch}`);
+    }
+  });
+
+  test('a throwing onOutput does not stop the draining', async () => {
+    const r = await run('seq 1 50000', {
+      onOutput: () => {
+        throw new Error('progress bug');
+      },
+    });
+    expect(r.exitCode).toBe(0);
+    expect(r.totalBytes).toBe(288_894);
+  });
 });
 
 describe('child setup', () => {
