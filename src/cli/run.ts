@@ -1,7 +1,6 @@
 // `conch "task"`: config → session → provider → runTask → output and exit code.
 import { randomUUID } from 'node:crypto';
 import type { CliFlags, Config } from '../config/types.ts';
-import { ConfigError } from '../config/types.ts';
 import { EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import { runTask } from '../agent/loop.ts';
@@ -9,7 +8,7 @@ import { openSession, SetupError, type Session } from '../agent/session.ts';
 import { humanSink } from './render.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { traceSink } from './trace.ts';
-import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure } from './setup.ts';
+import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure, terminalApprover } from './setup.ts';
 
 export interface RunOutput {
   json: boolean;
@@ -48,10 +47,11 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
       const { noModelMessage } = await import('../config/load.ts');
       throw new SetupError(noModelMessage());
     }
-    const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY) && !out.json;
+    // `ask` rules prompt only on a terminal and never under --json; elsewhere they deny, saying so.
+    const approver = out.json ? undefined : await terminalApprover();
     session = await openSession(config, {
       cwd: process.cwd(),
-      guard: buildGuard(config, interactive),
+      guard: await buildGuard(config, approver),
       loadPlugins: buildPluginLoader(config),
     });
   } catch (error) {
@@ -111,4 +111,3 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   return code;
 }
 
-export { ConfigError };

@@ -25,6 +25,6 @@ export function redact(event: RunEvent): Record<string, unknown> {
     case 'run.finished':
       return { ...event, outcome: { ...event.outcome, output: undefined, message: undefined, outputChars: event.outcome.output.length } };
     default:
-      return event;
+      return { ...event };
   }
 }

@@ -1,0 +1,45 @@
+// Small commands for people: `conch tools`, `conch tools new`, `conch trust`, `conch sandbox …`.
+import type { CliFlags } from '../config/types.ts';
+import { EXIT_CODES } from '../agent/outcome.ts';
+import { openSession } from '../agent/session.ts';
+import { buildPluginLoader, loadCliConfig, setupFailure } from './setup.ts';
+
+export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {
+  const tools = await import('./tools-command.ts');
+  try {
+    const config = await loadCliConfig(flags);
+    if (action === 'new') {
+      if (!name) return usage('conch tools new NAME');
+      return await tools.toolsNew(name, config.configDir);
+    }
+    if (action !== undefined) return usage(`unknown 'tools' action '${action}'; use 'conch tools' or 'conch tools new NAME'`);
+    const session = await openSession(config, { cwd: process.cwd(), loadPlugins: buildPluginLoader(config) });
+    try {
+      return await tools.toolsList({ catalog: session.catalog, reports: session.plugins, workspace: session.workspace.root, json });
+    } finally {
+      await session.dispose();
+    }
+  } catch (error) {
+    return setupFailure(error, json, 'tools');
+  }
+}
+
+export async function trust(): Promise<number> {
+  const [{ trustCommand }, config] = await Promise.all([import('./tools-command.ts'), loadCliConfig({})]);
+  return trustCommand(config.configDir, process.cwd());
+}
+
+export async function sandboxCommand(action: string | undefined, command: string[], opts: { network: boolean; profile: string }): Promise<number> {
+  const { sandboxCheck, sandboxRun } = await import('./sandbox-command.ts');
+  if (action === 'check') return sandboxCheck(process.stdout);
+  if (action === 'run') {
+    if (command.length === 0) return usage('conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…');
+    return sandboxRun(command, { ...opts, cwd: process.cwd() });
+  }
+  return usage("conch sandbox check | conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…");
+}
+
+function usage(text: string): number {
+  process.stderr.write(`conch: usage: ${text}\n`);
+  return EXIT_CODES.setup_error;
+}

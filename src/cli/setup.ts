@@ -1,0 +1,58 @@
+// The pieces a host (CLI or ACP) needs before a run: config, the command guard, the plugin loader,
+// and one way to report a setup failure.
+import type { CliFlags, Config } from '../config/types.ts';
+import { ConfigError } from '../config/types.ts';
+import { EXIT_CODES } from '../agent/outcome.ts';
+import { SetupError, type SessionOptions } from '../agent/session.ts';
+import type { Approver, CommandLayer } from '../policy/command-rules.ts';
+
+export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
+  const { loadConfig } = await import('../config/load.ts');
+  return loadConfig({ cwd, env: process.env, flags });
+}
+
+/** The command guard for this config; `approver` answers `ask` rules (TTY prompt, or ACP permission). */
+export async function buildGuard(config: Config, approver?: Approver): Promise<SessionOptions['guard']> {
+  const layers = (config.shellRules ?? []) as CommandLayer[];
+  if (layers.length === 0) return undefined;
+  const [{ createCommandGuard, findOnPath }, { cleanEnv }] = await Promise.all([
+    import('../policy/command-rules.ts'),
+    import('../process/spawn.ts'),
+  ]);
+  // Executables resolve through the PATH commands actually run with, not the user's shell PATH.
+  const path = cleanEnv(process.env, {}).PATH ?? '/usr/bin:/bin';
+  return createCommandGuard(layers, { resolveExecutable: findOnPath, path, approver });
+}
+
+/** An approver that asks on the terminal, only when both stdin and stderr are TTYs. */
+export async function terminalApprover(): Promise<Approver | undefined> {
+  if (!process.stdin.isTTY || !process.stderr.isTTY) return undefined;
+  const { ttyApprover } = await import('../policy/approve.ts');
+  return ttyApprover(process.stdin, process.stderr);
+}
+
+export function buildPluginLoader(config: Config): SessionOptions['loadPlugins'] {
+  if (!config.plugins.enabled) return undefined;
+  return async (reserved, workspaceRoot) => {
+    const { loadPlugins } = await import('../plugins/load.ts');
+    return loadPlugins({ configDir: config.configDir, cwd: workspaceRoot, settings: config.plugins, reserved });
+  };
+}
+
+/** Report a user-caused setup problem in one paragraph (or one JSON document) and return exit code 2. */
+export function setupFailure(error: unknown, json: boolean, runId: string): number {
+  if (!(error instanceof ConfigError || error instanceof SetupError || isUserFsError(error))) throw error;
+  const message = (error as Error).message;
+  if (json) {
+    process.stdout.write(
+      `${JSON.stringify({ version: 1, runId, status: 'failed', code: 'config_invalid', message, exitCode: EXIT_CODES.setup_error })}\n`,
+    );
+  } else process.stderr.write(`conch: ${message}\n`);
+  return EXIT_CODES.setup_error;
+}
+
+/** A missing or unreadable working directory is the user's situation, not a bug. */
+function isUserFsError(error: unknown): boolean {
+  const code = (error as { code?: string })?.code;
+  return code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR';
+}
