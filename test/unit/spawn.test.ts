@@ -37,10 +37,12 @@ describe('exit status', () => {
   }
 
   test('127 for a command that does not exist, inside sh and as argv[0]', async () => {
-    const r = await run('no-such-command-conch');
+    // A PATH entry we may not search would make it 126 (permission denied): use a plain one.
+    const plain = { env: { PATH: '/usr/bin:/bin' } };
+    const r = await run('no-such-command-conch', plain);
     expect(r.exitCode).toBe(127);
     expect(r.output).toContain('no-such-command-conch');
-    const direct = await run('', { argv: ['no-such-command-conch'] });
+    const direct = await run('', { ...plain, argv: ['no-such-command-conch'] });
     expect(direct.exitCode).toBe(127);
     expect(direct.output).toContain('not found');
   });
