@@ -170,6 +170,34 @@ describe('OpenAI-compatible requests', () => {
   });
 });
 
+describe('model server without streaming', () => {
+  test('answers stream: false with the protocol’s plain JSON, readable by the real SDKs', async () => {
+    const turn = { text: 'plain answer', toolCalls: [{ id: 'x1', name: 'read', arguments: { path: 'a' } }], usage: { input: 3, output: 2 } };
+    server.script([turn, turn]);
+    const { Anthropic } = await import('@anthropic-ai/sdk');
+    const a = await new Anthropic({ apiKey: 'k', baseURL: server.anthropicBaseUrl, maxRetries: 0 }).messages.create({
+      model: 'm',
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(a.content).toEqual([
+      { type: 'text', text: 'plain answer' },
+      { type: 'tool_use', id: 'x1', name: 'read', input: { path: 'a' } },
+    ] as typeof a.content);
+    expect(a.stop_reason).toBe('tool_use');
+    expect(a.usage).toMatchObject({ input_tokens: 3, output_tokens: 2 });
+    const { OpenAI } = await import('openai');
+    const o = await new OpenAI({ apiKey: 'k', baseURL: server.openaiBaseUrl, maxRetries: 0 }).chat.completions.create({
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    expect(o.choices[0]!.message.content).toBe('plain answer');
+    expect(o.choices[0]!.message.tool_calls).toEqual([{ id: 'x1', type: 'function', function: { name: 'read', arguments: '{"path":"a"}' } }]);
+    expect(o.choices[0]!.finish_reason).toBe('tool_calls');
+    expect(o.usage).toMatchObject({ prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 });
+  });
+});
+
 describe('provider setup', () => {
   test('no key and no base URL is provider_auth naming where to put one', async () => {
     for (const type of ['anthropic', 'openai'] as const) {

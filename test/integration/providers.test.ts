@@ -13,7 +13,12 @@ afterAll(() => server.close());
 
 const FAST: RetryPolicy = { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 20 };
 
-function providerFor(s: ModelServer, type: 'anthropic' | 'openai', retry: Partial<RetryPolicy> = {}): Promise<Provider> {
+function providerFor(
+  s: ModelServer,
+  type: 'anthropic' | 'openai',
+  retry: Partial<RetryPolicy> = {},
+  requestTimeoutMs?: number,
+): Promise<Provider> {
   return createProvider({
     type,
     name: type,
@@ -21,6 +26,7 @@ function providerFor(s: ModelServer, type: 'anthropic' | 'openai', retry: Partia
     apiKey: 'test-key-123',
     baseUrl: type === 'anthropic' ? s.anthropicBaseUrl : s.openaiBaseUrl,
     retry: { ...FAST, ...retry },
+    requestTimeoutMs,
   });
 }
 
@@ -217,6 +223,23 @@ describe.each(['anthropic', 'openai'] as const)('%s provider', (type) => {
     expect(isAbortError(err)).toBe(true);
     expect(err).not.toBeInstanceOf(ProviderError);
   }, 5000);
+
+  test('abort before the response arrives rejects as an abort', async () => {
+    server.script([{ delayMs: 3000, text: 'too late' }]);
+    const ac = new AbortController();
+    setTimeout(() => ac.abort(), 20);
+    const err = await run(p, recorder().hooks, ac.signal).catch((e: unknown) => e);
+    expect(isAbortError(err)).toBe(true);
+  }, 2500);
+
+  test('a request that exceeds requestTimeoutMs is retried as a connection failure', async () => {
+    const impatient = await providerFor(server, type, {}, 100);
+    server.script([{ delayMs: 1000, text: 'slow' }, { text: 'quick' }]);
+    const r = recorder();
+    expect((await impatient.stream(REQUEST, r.hooks, new AbortController().signal)).text).toBe('quick');
+    expect(r.retries).toHaveLength(1);
+    expect(r.retries[0]!.reason).toContain('connection');
+  });
 
   test('abort while waiting out a long retry-after rejects as an abort', async () => {
     const slow = await providerFor(server, type, { maxDelayMs: 60_000 });
