@@ -258,6 +258,35 @@ describe('child setup', () => {
     }
   });
 
+  test('bwrap reads a seccomp program from fd 3 through runProcess', async () => {
+    const bwrap = Bun.which('bwrap');
+    if (!bwrap) {
+      console.warn('SKIPPED (loudly): bwrap is not installed; the fd-3 hand-off to bwrap --seccomp is untested here');
+      return;
+    }
+    // One BPF instruction, RET ALLOW: enough for bwrap to load it (it rejects a malformed program).
+    const program = join(dir, 'allow.bpf');
+    writeFileSync(program, Buffer.from([0x06, 0, 0, 0, 0, 0, 0xff, 0x7f]));
+    const garbage = join(dir, 'bad.bpf');
+    writeFileSync(garbage, Buffer.from([1, 2, 3]));
+    const argv = [bwrap, '--ro-bind', '/', '/', '--dev', '/dev', '--unshare-user', '--unshare-pid', '--proc', '/proc', '--die-with-parent', '--seccomp', '3', '--', '/bin/echo', 'inside'];
+    const fds = [openSync(program, 'r'), openSync(garbage, 'r')];
+    try {
+      const ok = await run('', { argv, extraFds: [fds[0]!] });
+      if (ok.exitCode !== 0 && /namespace|uid map|Operation not permitted/i.test(ok.output)) {
+        console.warn(`SKIPPED (loudly): bwrap cannot create a sandbox here: ${ok.output.trim()}`);
+        return;
+      }
+      expect(ok).toMatchObject({ exitCode: 0, output: 'inside\n' });
+      // A program bwrap must reject proves it really read fd 3.
+      const bad = await run('', { argv, extraFds: [fds[1]!] });
+      expect(bad.exitCode).not.toBe(0);
+      expect(bad.output).toMatch(/seccomp/i);
+    } finally {
+      for (const fd of fds) closeSync(fd);
+    }
+  });
+
   test('runs in the given cwd with exactly the given environment', async () => {
     const r = await run('pwd; env', { env: { PATH: '/usr/bin:/bin', ONLY_THIS: 'yes' } });
     const [pwd, ...vars] = r.output.trim().split('\n');
