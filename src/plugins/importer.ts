@@ -1,0 +1,110 @@
+// Importing one plugin file with jiti: TypeScript without a build step, `conch` and `typebox` mapped to
+// conch's own module instances wherever the file lives, transpiled output cached on disk.
+import { mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import type { Jiti } from 'jiti';
+
+/** Every entry point typebox 1.x exports; a plugin may import any of them. */
+const TYPEBOX_ENTRIES = ['', '/compile', '/error', '/format', '/guard', '/schema', '/system', '/type', '/value'];
+
+/** Where transpiled plugins are cached: private to the user, because a cached file is code we run. */
+export function defaultCacheDir(env: Record<string, string | undefined> = process.env): string {
+  const base = env.XDG_CACHE_HOME && env.XDG_CACHE_HOME.startsWith('/') ? env.XDG_CACHE_HOME : join(env.HOME || homedir(), '.cache');
+  return join(base, 'conch', 'jiti');
+}
+
+const importers = new Map<string, Promise<Jiti>>();
+
+/**
+ * One jiti instance per cache folder, created on first use so a start without plugins never pays
+ * for loading jiti. `cacheDir: false` turns the disk cache off (benchmarks of the first run).
+ */
+export function getImporter(cacheDir: string | false): Promise<Jiti> {
+  const key = cacheDir === false ? '' : cacheDir;
+  let importer = importers.get(key);
+  if (!importer) {
+    importer = createImporter(cacheDir);
+    importers.set(key, importer);
+  }
+  return importer;
+}
+
+async function createImporter(cacheDir: string | false): Promise<Jiti> {
+  const [{ createJiti }, conch] = await Promise.all([import('jiti'), import('../index.ts')]);
+  const require = createRequire(import.meta.url);
+  // Virtual modules rather than path aliases: the plugin gets the very module instances conch uses
+  // (one TypeBox, one PolicyError class), resolved from conch's node_modules, not the plugin's folder.
+  const virtualModules: Record<string, unknown> = { conch };
+  for (const entry of TYPEBOX_ENTRIES) {
+    Object.defineProperty(virtualModules, `typebox${entry}`, { enumerable: true, get: () => require(`typebox${entry}`) });
+  }
+  if (cacheDir !== false) {
+    try {
+      mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+    } catch {
+      cacheDir = false; // an unwritable cache only costs speed
+    }
+  }
+  return createJiti(import.meta.url, {
+    // Bun's native import would run a plugin once natively and, when that throws (e.g. on the 'conch'
+    // import it cannot resolve), a second time through jiti: side effects twice. Always transform.
+    tryNative: false,
+    fsCache: cacheDir,
+    // Re-evaluate on every load so an edited plugin is picked up by a long-lived host.
+    moduleCache: false,
+    // We read `default` ourselves; jiti's merging proxy would blur "no default export".
+    interopDefault: false,
+    virtualModules,
+  });
+}
+
+export type ImportOutcome = { ok: true; module: Record<string, unknown> } | { ok: false; reason: string };
+
+/** Import one file, never throwing: a broken plugin becomes a reason naming line and column. */
+export async function importPlugin(jiti: Jiti, path: string, timeoutMs: number): Promise<ImportOutcome> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<ImportOutcome>((resolve) => {
+    timer = setTimeout(() => resolve({ ok: false, reason: `did not finish loading within ${timeoutMs} ms (top-level await that never settles?)` }), timeoutMs);
+  });
+  const load = jiti.import<Record<string, unknown>>(path).then(
+    (module): ImportOutcome => ({ ok: true, module: module && typeof module === 'object' ? module : { default: module } }),
+    (error: unknown): ImportOutcome => ({ ok: false, reason: describeLoadError(error, path) }),
+  );
+  try {
+    return await Promise.race([load, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Turn an import failure into one line: what went wrong and where in the plugin file. Syntax errors
+ * carry `file:line:col` in the message; errors thrown at load carry it in the stack.
+ */
+export function describeLoadError(error: unknown, path: string): string {
+  const err = error instanceof Error ? error : new Error(String(error));
+  const message = err.message ?? String(error);
+  const where = locate(message, path) ?? locate(err.stack ?? '', path);
+  const firstLine = message
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.includes(path))[0] ?? message.trim();
+  if (/^(ParseError|SyntaxError)\b/.test(firstLine) || err.name === 'SyntaxError') {
+    // The parser saw the original source; its columns are 0-based, editors count from 1.
+    const at = where ? ` at line ${where.line}, column ${where.column + 1}` : '';
+    return `syntax error${at}: ${firstLine.replace(/^(ParseError|SyntaxError):\s*/, '')}`;
+  }
+  if (/Cannot find (module|package)/i.test(message)) return `cannot import: ${firstLine}`;
+  // Stack positions come from the transpiled code: lines are kept, columns shift where types were
+  // removed, so only the line is worth showing.
+  return `threw while loading${where ? ` at line ${where.line}` : ''}: ${firstLine}`;
+}
+
+function locate(text: string, path: string): { line: number; column: number } | null {
+  const index = text.indexOf(`${path}:`);
+  if (index < 0) return null;
+  const match = /^:(\d+):(\d+)/.exec(text.slice(index + path.length));
+  return match ? { line: Number(match[1]), column: Number(match[2]) } : null;
+}

@@ -1,0 +1,173 @@
+// Plugin loading: find the files, import them in isolation, check every definition, settle name
+// collisions. A broken plugin is a report with its path and the reason; it never stops the others.
+import { realpath } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { PluginSettings } from '../config/types.ts';
+import type { Tool } from '../tools/define.ts';
+import { checkToolDefinition } from '../tools/catalog.ts';
+import {
+  availableFirstParty,
+  checkFirstParty,
+  FIRST_PARTY_DIR,
+  listPluginFiles,
+  projectToolsDir,
+  userToolsDir,
+  type PluginCandidate,
+} from './discover.ts';
+import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from './importer.ts';
+import { trustState } from './trust.ts';
+
+export interface PluginReport {
+  /** Absolute path of the plugin file (or folder, for a folder that could not be read). */
+  path: string;
+  status: 'loaded' | 'skipped' | 'failed';
+  /** Names of the tools this file contributes (empty unless loaded). */
+  tools: string[];
+  reason?: string;
+}
+
+export interface LoadPluginsOptions {
+  configDir: string;
+  /** Canonical workspace root: where ./.conch/tools is looked for. */
+  cwd: string;
+  settings: PluginSettings;
+  /** Names already taken (kernel tools) → their source, e.g. 'bash' → 'kernel'. */
+  reserved: Map<string, string>;
+  /** Disk cache for transpiled plugins; false disables it. Default: $XDG_CACHE_HOME/conch/jiti. */
+  cacheDir?: string | false;
+  /** How long one plugin may take to import. */
+  loadTimeoutMs?: number;
+}
+
+export interface LoadedPlugins {
+  /** Checked tools, in load order; register with `override` when settings.allowOverride names them. */
+  tools: Tool[];
+  reports: PluginReport[];
+}
+
+const DEFAULT_LOAD_TIMEOUT_MS = 5000;
+
+export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugins> {
+  const { settings } = opts;
+  if (!settings.enabled) return { tools: [], reports: [] };
+  const { candidates, reports } = await collectCandidates(opts);
+  if (candidates.length === 0) return { tools: [], reports };
+
+  const jiti = await getImporter(opts.cacheDir ?? defaultCacheDir());
+  const timeout = opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
+  // Imports run concurrently, but results are settled in candidate order below so that which
+  // plugin wins a name never depends on timing.
+  const outcomes = await withStdoutGuard(() => Promise.all(candidates.map((c) => importPlugin(jiti, c.path, timeout))));
+
+  const owners = new Map<string, { source: string; report: PluginReport | null }>();
+  for (const [name, source] of opts.reserved) owners.set(name, { source, report: null });
+  const tools = new Map<string, Tool>();
+  candidates.forEach((candidate, i) => {
+    const report = settle(candidate, outcomes[i]!, settings.allowOverride, owners, tools);
+    reports.push(report);
+  });
+  return { tools: [...tools.values()], reports };
+}
+
+/** Every file to import, plus reports for what is skipped or missing before anything is imported. */
+async function collectCandidates(opts: LoadPluginsOptions): Promise<{ candidates: PluginCandidate[]; reports: PluginReport[] }> {
+  const { settings } = opts;
+  const candidates: PluginCandidate[] = [];
+  const reports: PluginReport[] = [];
+
+  if (settings.firstParty.length > 0) {
+    const available = await availableFirstParty();
+    for (const name of settings.firstParty) {
+      if (available.includes(name)) candidates.push({ path: join(FIRST_PARTY_DIR, name, 'index.ts'), origin: 'first-party' });
+      else reports.push({ path: join(FIRST_PARTY_DIR, name), status: 'failed', tools: [], reason: (await checkFirstParty([name]))! });
+    }
+  }
+  for (const path of (await listPluginFiles(userToolsDir(opts.configDir))) ?? []) candidates.push({ path, origin: 'user' });
+  for (const dir of settings.dirs) {
+    const files = await listPluginFiles(dir);
+    if (files === null) reports.push({ path: dir, status: 'failed', tools: [], reason: `tools folder not found: ${dir} (--tools-dir)` });
+    for (const path of files ?? []) candidates.push({ path, origin: 'dir' });
+  }
+  const projectFiles = (await listPluginFiles(projectToolsDir(opts.cwd))) ?? [];
+  if (projectFiles.length > 0) {
+    const trust = settings.projectTools ? null : await trustState(opts.configDir, opts.cwd);
+    for (const path of projectFiles) {
+      if (!trust || trust.state === 'trusted') candidates.push({ path, origin: 'project' });
+      else reports.push({ path, status: 'skipped', tools: [], reason: trust.reason });
+    }
+  }
+  // The same file reached twice (a --tools-dir that is the user folder, a symlink) loads once.
+  const seen = new Set<string>();
+  const unique: PluginCandidate[] = [];
+  for (const candidate of candidates) {
+    const real = await realpath(candidate.path).catch(() => candidate.path);
+    if (seen.has(real)) continue;
+    seen.add(real);
+    unique.push(candidate);
+  }
+  return { candidates: unique, reports };
+}
+
+/** Check one imported file and claim its names. A file's tools load together or not at all. */
+function settle(
+  candidate: PluginCandidate,
+  outcome: ImportOutcome,
+  allowOverride: string[],
+  owners: Map<string, { source: string; report: PluginReport | null }>,
+  tools: Map<string, Tool>,
+): PluginReport {
+  const path = candidate.path;
+  const failed = (reason: string): PluginReport => ({ path, status: 'failed', tools: [], reason });
+  if (!outcome.ok) return failed(outcome.reason);
+
+  const exported = outcome.module.default;
+  if (exported === undefined) {
+    const named = Object.keys(outcome.module).filter((k) => k !== 'default' && k !== '__esModule');
+    const hint = named.length ? ` (found named exports ${named.join(', ')}; conch reads only the default export)` : '';
+    return failed(`no default export: use \`export default defineTool({...})\` or \`export default [tool1, tool2]\`${hint}`);
+  }
+  const definitions = Array.isArray(exported) ? exported : [exported];
+  if (definitions.length === 0) return failed('the default export is an empty array: export at least one tool');
+
+  const checked: Tool[] = [];
+  for (const [i, definition] of definitions.entries()) {
+    const check = checkToolDefinition(definition, path);
+    if (!check.ok) return failed(Array.isArray(exported) ? `export default [...] item ${i}: ${check.reason}` : check.reason);
+    if (checked.some((t) => t.name === check.tool.name)) return failed(`tool '${check.tool.name}' is defined twice in this file`);
+    checked.push(check.tool);
+  }
+  for (const tool of checked) {
+    const owner = owners.get(tool.name);
+    if (owner && !allowOverride.includes(tool.name)) {
+      return failed(
+        `tool '${tool.name}' in ${path} collides with '${tool.name}' from ${owner.source}; rename it, or allow the override in config (plugins.allowOverride: ["${tool.name}"])`,
+      );
+    }
+  }
+  const report: PluginReport = { path, status: 'loaded', tools: checked.map((t) => t.name) };
+  for (const tool of checked) {
+    const previous = owners.get(tool.name)?.report;
+    if (previous) {
+      // An allowed override of another plugin: the later file wins, and the earlier one says so.
+      previous.tools = previous.tools.filter((n) => n !== tool.name);
+      previous.reason = `${previous.reason ? `${previous.reason}; ` : ''}'${tool.name}' overridden by ${path}`;
+    }
+    owners.set(tool.name, { source: path, report });
+    tools.set(tool.name, tool);
+  }
+  return report;
+}
+
+/**
+ * A plugin that prints while loading must not corrupt `--json` on stdout: console output during the
+ * imports goes to stderr. (A direct process.stdout.write is not caught; that would be the plugin's bug.)
+ */
+async function withStdoutGuard<T>(work: () => Promise<T>): Promise<T> {
+  const saved = { log: console.log, info: console.info, debug: console.debug };
+  console.log = console.info = console.debug = (...args: unknown[]) => console.error(...args);
+  try {
+    return await work();
+  } finally {
+    Object.assign(console, saved);
+  }
+}

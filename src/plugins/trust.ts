@@ -1,0 +1,135 @@
+// Workspace trust: project plugins (./.conch/tools) are code from whoever wrote the repository, so they
+// run only after the user said so for this exact folder content. A clone must never execute anything.
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { projectToolsDir } from './discover.ts';
+
+const TRUST_FILE = 'trusted.json';
+
+interface TrustRecord {
+  /** sha256 of the project tools folder when it was trusted. */
+  hash: string;
+  trustedAt: string;
+}
+
+interface TrustFile {
+  version: 1;
+  workspaces: Record<string, TrustRecord>;
+}
+
+export type TrustState =
+  | { state: 'trusted'; workspace: string }
+  | { state: 'untrusted'; workspace: string; reason: string }
+  | { state: 'changed'; workspace: string; reason: string };
+
+export type TrustResult =
+  | { ok: true; workspace: string; hash: string; files: string[] }
+  | { ok: false; message: string };
+
+export function trustFilePath(configDir: string): string {
+  return join(configDir, TRUST_FILE);
+}
+
+/**
+ * A deterministic hash of a folder: relative names and bytes of every file, recursively, in sorted
+ * order. Symlinks are followed (the loader follows them too); a directory reached twice is hashed
+ * once so a link loop cannot hang us. A missing folder hashes as empty.
+ */
+export async function hashFolder(dir: string): Promise<{ hash: string; files: string[] }> {
+  const hash = createHash('sha256');
+  const files: string[] = [];
+  const seen = new Set<string>();
+  const walk = async (abs: string, rel: string): Promise<void> => {
+    let real: string;
+    try {
+      real = await realpath(abs);
+    } catch {
+      return;
+    }
+    if (seen.has(real)) {
+      hash.update(`loop\0${rel}\0`);
+      return;
+    }
+    seen.add(real);
+    const entries = (await readdir(abs)).sort();
+    for (const name of entries) {
+      const childAbs = join(abs, name);
+      const childRel = rel ? `${rel}/${name}` : name;
+      const info = await stat(childAbs).catch(() => null);
+      if (!info) hash.update(`dangling\0${childRel}\0`);
+      else if (info.isDirectory()) {
+        hash.update(`d\0${childRel}\0`);
+        await walk(childAbs, childRel);
+      } else if (info.isFile()) {
+        const bytes = await readFile(childAbs);
+        hash.update(`f\0${childRel}\0${bytes.length}\0`);
+        hash.update(bytes);
+        files.push(childRel);
+      } else hash.update(`other\0${childRel}\0`);
+    }
+  };
+  const exists = await stat(dir).then((s) => s.isDirectory()).catch(() => false);
+  if (exists) await walk(dir, '');
+  return { hash: `sha256:${hash.digest('hex')}`, files };
+}
+
+async function readTrustFile(configDir: string): Promise<{ ok: true; data: TrustFile } | { ok: false; message: string }> {
+  const file = trustFilePath(configDir);
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, data: { version: 1, workspaces: {} } };
+    return { ok: false, message: `cannot read ${file}: ${(error as Error).message}` };
+  }
+  try {
+    const data = JSON.parse(text) as TrustFile;
+    if (data && data.version === 1 && data.workspaces && typeof data.workspaces === 'object') return { ok: true, data };
+  } catch {
+    // fall through to the shared message
+  }
+  return { ok: false, message: `${file} is not a valid trust file; delete it and run \`conch trust\` again in each workspace you trust` };
+}
+
+async function canonical(cwd: string): Promise<string> {
+  return realpath(cwd).catch(() => cwd);
+}
+
+/** Whether the project plugins of `cwd` may run: trusted, never trusted, or changed since trusted. */
+export async function trustState(configDir: string, cwd: string): Promise<TrustState> {
+  const workspace = await canonical(cwd);
+  const file = await readTrustFile(configDir);
+  if (!file.ok) return { state: 'untrusted', workspace, reason: file.message };
+  const record = file.data.workspaces[workspace];
+  if (!record) return { state: 'untrusted', workspace, reason: 'workspace not trusted: run `conch trust` in it to load its .conch/tools, or pass --project-tools' };
+  const { hash } = await hashFolder(projectToolsDir(workspace));
+  if (hash !== record.hash) {
+    return { state: 'changed', workspace, reason: 'changed since trusted: .conch/tools differs from what you trusted; review it and run `conch trust` again' };
+  }
+  return { state: 'trusted', workspace };
+}
+
+export async function isTrusted(configDir: string, cwd: string): Promise<boolean> {
+  return (await trustState(configDir, cwd)).state === 'trusted';
+}
+
+/** Record the canonical workspace path and the current hash of its .conch/tools folder. */
+export async function trustWorkspace(configDir: string, cwd: string): Promise<TrustResult> {
+  const workspace = await canonical(cwd);
+  const file = await readTrustFile(configDir);
+  if (!file.ok) return { ok: false, message: file.message };
+  const { hash, files } = await hashFolder(projectToolsDir(workspace));
+  file.data.workspaces[workspace] = { hash, trustedAt: new Date().toISOString() };
+  try {
+    await mkdir(configDir, { recursive: true, mode: 0o700 });
+    // Write then rename: a crash mid-write must not leave a truncated trust file behind.
+    const target = trustFilePath(configDir);
+    const temp = `${target}.${process.pid}.tmp`;
+    await writeFile(temp, `${JSON.stringify(file.data, null, 2)}\n`, { mode: 0o600 });
+    await rename(temp, target);
+  } catch (error) {
+    return { ok: false, message: `cannot write ${trustFilePath(configDir)}: ${(error as Error).message}` };
+  }
+  return { ok: true, workspace, hash, files };
+}
