@@ -4,7 +4,13 @@ import { stat } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import { PolicyError, type ExecOptions, type ExecResult } from './define.ts';
 import type { Workspace } from '../workspace/paths.ts';
-import { prepareSandboxed, SandboxUnavailableError, type PreparedCommand, type SandboxSettings } from '../sandbox/index.ts';
+import {
+  prepareSandboxed,
+  SandboxUnavailableError,
+  type PreparedCommand,
+  type SandboxRequest,
+  type SandboxSettings,
+} from '../sandbox/index.ts';
 import type { Limits } from '../agent/limits.ts';
 import { cleanEnv, runProcess } from '../process/spawn.ts';
 
@@ -23,6 +29,8 @@ export interface ExecutorSettings {
   guard?: (command: string, cwd: string) => Promise<CommandDecision>;
   /** Private per-run temp dir (logs go to logDir inside it). */
   tmpDir: string;
+  /** Builds the sandboxed command; prepareSandboxed unless a host or test substitutes its own. */
+  prepare?: (request: SandboxRequest) => Promise<PreparedCommand>;
 }
 
 export type Executor = (command: string, options: ExecOptions & { signal: AbortSignal }) => Promise<ExecResult>;
@@ -31,6 +39,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
   // Built once: the environment does not change during a run.
   const env = cleanEnv(process.env, settings.env, { tmpDir: settings.tmpDir });
   const logDir = join(settings.tmpDir, 'logs');
+  const prepare = settings.prepare ?? prepareSandboxed;
 
   return async (command, options) => {
     const started = performance.now();
@@ -65,7 +74,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
     let prepared: PreparedCommand | null = null;
     if (!settings.unrestricted) {
       try {
-        prepared = await prepareSandboxed({
+        prepared = await prepare({
           ...settings.sandbox,
           command,
           cwd,

@@ -1,7 +1,7 @@
 // The executor and the bash tool against real processes. Unsandboxed (unrestricted) runs; the
 // checks that refuse before anything starts are also run restricted, since they precede the sandbox.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Compile } from 'typebox/compile';
@@ -11,6 +11,7 @@ import { PolicyError, type ToolContext, type ToolResult } from '../../src/tools/
 import { Workspace } from '../../src/workspace/paths.ts';
 import { DEFAULT_LIMITS, type Limits } from '../../src/agent/limits.ts';
 import { processAlive } from '../../src/process/group.ts';
+import { SandboxUnavailableError, type SandboxRequest } from '../../src/sandbox/index.ts';
 
 let base: string;
 let root: string;
@@ -202,6 +203,81 @@ describe('refusals', () => {
   test('an allowing guard lets the command run', async () => {
     const { bash } = await setup({ guard: async () => ({ allowed: true }) });
     expect(text(await bash({ command: 'echo fine' }))).toBe('fine\n[exit code 0]');
+  });
+});
+
+describe('restricted mode', () => {
+  test('no usable sandbox: refused with sandbox.unavailable, nothing runs', async () => {
+    const marker = join(root, 'ran');
+    const { bash } = await setup({
+      unrestricted: false,
+      prepare: async () => {
+        throw new SandboxUnavailableError({
+          ok: false,
+          backend: 'bwrap',
+          detail: 'bwrap is not installed.',
+          fix: 'Install bubblewrap or pass --unrestricted.',
+        });
+      },
+    });
+    const error = await denial(bash({ command: `touch ${marker}` }));
+    expect(error.rule).toBe('sandbox.unavailable');
+    expect(error.message).toBe('bwrap is not installed. Install bubblewrap or pass --unrestricted.');
+    expect(await Bun.file(marker).exists()).toBe(false);
+  });
+
+  test('the prepared argv and fds are what runs, and release follows every run', async () => {
+    const requests: SandboxRequest[] = [];
+    let released = 0;
+    const program = join(base, 'fd3.txt');
+    writeFileSync(program, 'handed over\n');
+    const fd = openSync(program, 'r');
+    try {
+      const { bash } = await setup({
+        unrestricted: false,
+        sandbox: { profile: 'read-only', network: false, writableRoots: [], protectedGlobs: ['secret/**'] },
+        prepare: async (request) => {
+          requests.push(request);
+          // A stand-in wrapper: marks its output so the test can tell the prepared argv ran.
+          return {
+            argv: ['/bin/sh', '-c', `echo wrapped; cat <&3; ${request.command}`],
+            extraFds: [fd],
+            release: async () => void released++,
+          };
+        },
+      });
+      expect(text(await bash({ command: 'exit 4', cwd: 'sub' }))).toBe('wrapped\nhanded over\n[exit code 4]');
+      expect((await bash({ command: 'sleep 5', timeout_ms: 100 })).isError).toBe(true);
+      expect(released).toBe(2);
+      expect(requests[0]).toEqual({
+        profile: 'read-only',
+        network: false,
+        writableRoots: [],
+        protectedGlobs: ['secret/**'],
+        command: 'exit 4',
+        cwd: join(root, 'sub'),
+        workspace: root,
+        tmpDir,
+      });
+    } finally {
+      closeSync(fd);
+    }
+  });
+
+  test('a failing release is a cleanup failure, not silence', async () => {
+    const { bash } = await setup({
+      unrestricted: false,
+      prepare: async (request) => ({
+        argv: ['/bin/sh', '-c', request.command],
+        extraFds: [],
+        release: async () => {
+          throw new Error('placeholder .env.local could not be removed');
+        },
+      }),
+    });
+    const r = await bash({ command: 'true' });
+    expect(r.isError).toBe(true);
+    expect(r.details!.cleanupError).toContain('placeholder .env.local could not be removed');
   });
 });
 
