@@ -1,0 +1,209 @@
+// runTask driven through the real provider SDKs against the local model server, with test tools
+// whose behaviour the assertions depend on (order, hangs, policy refusals, huge results).
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { Type } from 'typebox';
+import { runTask, type RunSpec } from '../../src/agent/loop.ts';
+import { DEFAULT_LIMITS, type Limits } from '../../src/agent/limits.ts';
+import type { RunEvent } from '../../src/agent/events.ts';
+import { Catalog, checkToolDefinition } from '../../src/tools/catalog.ts';
+import { defineTool, PolicyError, type ToolContext, type ToolDefinition } from '../../src/tools/define.ts';
+import { createProvider } from '../../src/providers/index.ts';
+import type { Message, Provider } from '../../src/providers/types.ts';
+import { startModelServer, type ModelServer } from '../support/model-server.ts';
+
+let server: ModelServer;
+let provider: Provider;
+beforeAll(async () => {
+  server = await startModelServer();
+  provider = await createProvider({
+    type: 'anthropic',
+    name: 'anthropic',
+    model: 'test-model',
+    baseUrl: server.anthropicBaseUrl,
+    apiKey: 'k',
+    retry: { maxRetries: 0, initialDelayMs: 1, maxDelayMs: 1 },
+  });
+});
+afterAll(() => server.close());
+
+const order: string[] = [];
+const echo = defineTool({
+  name: 'echo',
+  description: 'echo',
+  parameters: Type.Object({ text: Type.String() }),
+  async execute({ text }) {
+    order.push(text);
+    await Bun.sleep(5);
+    return `echo:${text}`;
+  },
+});
+const hang = defineTool({
+  name: 'hang',
+  description: 'never finishes and ignores its signal',
+  parameters: Type.Object({}),
+  timeoutMs: 200,
+  execute: () => new Promise<string>(() => {}),
+});
+const polite = defineTool({
+  name: 'polite',
+  description: 'waits for its signal',
+  parameters: Type.Object({}),
+  execute: (_args, ctx: ToolContext) =>
+    new Promise<string>((resolve) => ctx.signal.addEventListener('abort', () => resolve('stopped'), { once: true })),
+});
+const denied = defineTool({
+  name: 'denied',
+  description: 'always refused by policy',
+  parameters: Type.Object({}),
+  execute() {
+    throw new PolicyError('test.rule', 'not allowed here');
+  },
+});
+const huge = defineTool({
+  name: 'huge',
+  description: 'returns text that doubles in size when JSON-escaped',
+  parameters: Type.Object({}),
+  execute: () => '"'.repeat(10_000),
+});
+const leaky = defineTool({
+  name: 'leaky',
+  description: 'reports a cleanup failure',
+  parameters: Type.Object({}),
+  execute: () => ({ content: [{ type: 'text' as const, text: 'x' }], isError: true, details: { cleanupError: 'pgid 4242 still alive' } }),
+});
+
+function catalogOf(...defs: ToolDefinition<any>[]): Catalog {
+  const catalog = new Catalog();
+  for (const def of defs) {
+    const checked = checkToolDefinition(def, 'test');
+    if (!checked.ok) throw new Error(checked.reason);
+    catalog.register(checked.tool);
+  }
+  return catalog;
+}
+
+async function run(catalog: Catalog, opts: { limits?: Partial<Limits>; stopOnDeny?: boolean; signal?: AbortSignal; conversation?: Message[] } = {}) {
+  const events: RunEvent[] = [];
+  const spec: RunSpec = {
+    runId: 'r1',
+    task: [{ type: 'text', text: 'task' }],
+    conversation: opts.conversation ?? [],
+    system: 'sys',
+    catalog,
+    limits: { ...DEFAULT_LIMITS, ...opts.limits },
+    makeContext: (callId, signal, runSignal) => ({
+      cwd: '/', signal, runSignal, callId, update() {},
+      workspace: { root: '/', resolve: async (p) => p, display: (p) => p },
+      exec: async () => { throw new Error('no exec in this test'); },
+    }),
+    stopOnDeny: opts.stopOnDeny ?? false,
+    header: { mode: 'restricted', sandbox: 'test' },
+  };
+  const outcome = await runTask(spec, provider, { emit: (e) => events.push(e) }, opts.signal ?? new AbortController().signal);
+  return { outcome, events, conversation: spec.conversation };
+}
+
+describe('runTask', () => {
+  test('tool calls run sequentially in the order given, results return in that order', async () => {
+    order.length = 0;
+    server.requests.length = 0;
+    server.script([
+      { toolCalls: [{ name: 'echo', arguments: { text: 'a' } }, { name: 'echo', arguments: { text: 'b' } }, { name: 'echo', arguments: { text: 'c' } }] },
+      { text: 'fin' },
+    ]);
+    const { outcome, events } = await run(catalogOf(echo));
+    expect(outcome.status).toBe('completed');
+    expect(order).toEqual(['a', 'b', 'c']);
+    const results = server.requests[1]!.body.messages.at(-1).content.map((b: any) => JSON.stringify(b.content));
+    expect(results[0]).toContain('echo:a');
+    expect(results[2]).toContain('echo:c');
+    const types = events.map((e) => e.type);
+    expect(types[0]).toBe('run.started');
+    expect(types.at(-1)).toBe('run.finished');
+    expect(events.map((e) => e.seq)).toEqual(events.map((_, i) => i));
+    expect(outcome.counts).toEqual({ modelCalls: 2, toolCalls: 3, toolErrors: 0 });
+  });
+
+  test('results are bounded after JSON serialization and marked truncated', async () => {
+    server.requests.length = 0;
+    server.script([{ toolCalls: [{ name: 'huge', arguments: {} }] }, { text: 'ok' }]);
+    const { events } = await run(catalogOf(huge), { limits: { tool_result_bytes: 4_000 } });
+    const finished = events.find((e) => e.type === 'tool.finished') as Extract<RunEvent, { type: 'tool.finished' }>;
+    expect(finished.truncated).toBe(true);
+    const sent = server.requests[1]!.body.messages.at(-1).content[0].content;
+    expect(new TextEncoder().encode(JSON.stringify(sent)).length).toBeLessThanOrEqual(4_200);
+    expect(JSON.stringify(sent)).toContain('truncated');
+  });
+
+  test('a tool that ignores cancellation is abandoned at its deadline and the run says so', async () => {
+    server.requests.length = 0;
+    server.script([{ toolCalls: [{ name: 'hang', arguments: {} }] }, { text: 'moved on' }]);
+    const { outcome } = await run(catalogOf(hang));
+    expect(outcome.status).toBe('completed');
+    expect(JSON.stringify(server.requests[1]!.body.messages.at(-1))).toContain('abandoned');
+  });
+
+  test('cancelling during a tool call stops the tool and ends cancelled with a sealed conversation', async () => {
+    server.script([{ toolCalls: [{ name: 'polite', arguments: {} }, { name: 'echo', arguments: { text: 'never' } }] }]);
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 100);
+    order.length = 0;
+    const { outcome, conversation } = await run(catalogOf(polite, echo), { signal: controller.signal });
+    expect(outcome.status).toBe('cancelled');
+    expect(order).toEqual([]);
+    const last = conversation.at(-1)!;
+    expect(last.role).toBe('tool');
+    if (last.role === 'tool') expect(last.results).toHaveLength(2);
+  });
+
+  test('a policy refusal is a tool error by default, and policy_denied naming the rule with stopOnDeny', async () => {
+    server.script([{ toolCalls: [{ name: 'denied', arguments: {} }] }, { text: 'adapted' }]);
+    const soft = await run(catalogOf(denied));
+    expect(soft.outcome.status).toBe('completed');
+    expect(soft.outcome.counts.toolErrors).toBe(1);
+    server.script([{ toolCalls: [{ name: 'denied', arguments: {} }] }]);
+    const hard = await run(catalogOf(denied), { stopOnDeny: true });
+    expect(hard.outcome.status).toBe('policy_denied');
+    expect(hard.outcome.rule).toBe('test.rule');
+  });
+
+  test('unproven cleanup ends the run as failed tool_cleanup', async () => {
+    server.script([{ toolCalls: [{ name: 'leaky', arguments: {} }] }]);
+    const { outcome } = await run(catalogOf(leaky));
+    expect(outcome.status).toBe('failed');
+    expect(outcome.code).toBe('tool_cleanup');
+  });
+
+  test('model output over its limit ends limit_exceeded model_output_bytes', async () => {
+    server.script([{ text: Array.from({ length: 50 }, () => 'word ') }]);
+    const { outcome } = await run(catalogOf(echo), { limits: { model_output_bytes: 40 } });
+    expect(outcome.status).toBe('limit_exceeded');
+    expect(outcome.limit).toBe('model_output_bytes');
+  });
+
+  test('a request context over its limit ends limit_exceeded context_bytes before calling the model', async () => {
+    server.requests.length = 0;
+    server.script([{ text: 'unused' }]);
+    const { outcome } = await run(catalogOf(echo), { limits: { context_bytes: 10 } });
+    expect(outcome.limit).toBe('context_bytes');
+    expect(server.requests).toHaveLength(0);
+    server.script([]);
+  });
+
+  test('oversized tool arguments end limit_exceeded tool_argument_bytes without running the tool', async () => {
+    order.length = 0;
+    server.script([{ toolCalls: [{ name: 'echo', arguments: { text: 'x'.repeat(500) } }] }]);
+    const { outcome } = await run(catalogOf(echo), { limits: { tool_argument_bytes: 100 } });
+    expect(outcome.limit).toBe('tool_argument_bytes');
+    expect(order).toEqual([]);
+  });
+
+  test('a prior conversation continues: the second run sends the first exchange', async () => {
+    const conversation: Message[] = [];
+    server.requests.length = 0;
+    server.script([{ text: 'first answer' }, { text: 'second answer' }]);
+    await run(catalogOf(echo), { conversation });
+    await run(catalogOf(echo), { conversation });
+    expect(JSON.stringify(server.requests[1]!.body.messages)).toContain('first answer');
+  });
+});
