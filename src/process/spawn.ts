@@ -3,7 +3,7 @@
 // proves it (or says it could not).
 import { tmpdir } from 'node:os';
 import { BoundedOutput } from './output.ts';
-import { groupAlive, killGroup, killPids, pipeHolders, processAlive, stdoutPipeOf } from './group.ts';
+import { killGroup, killPids, pipeHolders, processAlive, stdoutPipeOf } from './group.ts';
 
 export interface SpawnOptions {
   /** Full argv; argv[0] absolute or found on env.PATH. */
@@ -151,24 +151,31 @@ async function drain(
   reader: { cancel(): Promise<void> },
   pipe: string | null,
 ): Promise<string | null> {
-  const eof = (ms: number) => Promise.race([reading.then(() => true), Bun.sleep(ms).then(() => false)]);
-  if (await eof(DRAIN_MS)) return null;
+  if (await eofWithin(reading, DRAIN_MS)) return null;
   let holders = pipe ? pipeHolders(pipe) : [];
-  // Known pipe and nobody else holds it: EOF is only slow in arriving (a loaded machine).
-  if (pipe && holders.length === 0 && (await eof(ESCAPEE_WAIT_MS))) return null;
+  // Nobody found holding it: EOF may only be slow in arriving (a loaded machine); give it longer.
+  if (holders.length === 0 && (await eofWithin(reading, ESCAPEE_WAIT_MS))) return null;
   killPids(holders);
-  await Bun.sleep(50);
-  holders = holders.filter(processAlive);
+  if (holders.length) await Bun.sleep(50);
+  const survivors = holders.filter(processAlive);
   await reader.cancel().catch(() => {});
   await reading;
-  if (!pipe) return 'the output stayed open after the process group was killed: a process left the group (setsid?) and may still be running';
-  const killed = holders.length === 0 ? 'conch killed them' : `still alive after SIGKILL: ${holders.join(', ')}`;
-  return `processes left the process group (setsid?) and kept the output open; ${killed}`;
+  if (holders.length === 0) {
+    return 'the output stayed open after the process group was killed: a process left the group (setsid?) and may still be running';
+  }
+  const fate = survivors.length === 0 ? 'conch killed them' : `still alive after SIGKILL: ${survivors.join(', ')}`;
+  return `processes ${holders.join(', ')} left the process group (setsid?) and kept the output open; ${fate}`;
 }
 
-/** true if the group has no live member (exported for tests and diagnostics). */
-export function processGroupGone(pgid: number): boolean {
-  return !groupAlive(pgid);
+// A cleared timer rather than Bun.sleep: a pending sleep would keep the process alive after a run.
+function eofWithin(reading: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void reading.then(() => {
+      clearTimeout(timer);
+      resolve(true);
+    });
+  });
 }
 
 const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
