@@ -161,7 +161,7 @@ async function drain(
   await reader.cancel().catch(() => {});
   await reading;
   if (holders.length === 0) {
-    return 'the output stayed open after the process group was killed: a process left the group (setsid?) and may still be running';
+    return 'the output stayed open after the process group was killed: a process left the process group (setsid?) and may still be running';
   }
   const fate = survivors.length === 0 ? 'conch killed them' : `still alive after SIGKILL: ${survivors.join(', ')}`;
   return `processes ${holders.join(', ')} left the process group (setsid?) and kept the output open; ${fate}`;
