@@ -4,6 +4,7 @@
 import type { Limits } from '../agent/limits.ts';
 import type { ProviderConfig } from '../providers/types.ts';
 import type { SandboxSettings } from '../sandbox/index.ts';
+import type { PathDenial } from './layers.ts';
 
 /** Flags as the CLI parsed them; every field optional. Names match the long flags. */
 export interface CliFlags {
@@ -80,9 +81,17 @@ export interface Config {
     stopOnDeny: boolean;
     /** The --policy file, when one was given (absolute). */
     file: string | null;
+    /**
+     * Every path denial with the id of its rule (policy file write/read deny rules, config
+     * protected globs and read.deny). Also present in `workspace`/`sandbox` where expressible;
+     * kept here so that they can be named in messages and still enforced under --unrestricted.
+     */
+    denied?: PathDenial[];
   };
   /** CONCH_TASK_* variables passed to commands. */
   env: Record<string, string>;
+  /** Things the user should know that are not errors (e.g. a project root narrowed away); print on stderr. */
+  warnings?: string[];
 }
 
 /** A user-caused configuration problem: names the file, the key and the fix. */

@@ -1,0 +1,112 @@
+// One config file: read it, validate it against the closed schema, apply the rules that depend on
+// whose file it is, and turn its policy part into a layer. Relative paths in the user config are
+// relative to its directory; in the project config (./.conch/config.json) to the project root,
+// the directory holding .conch, which is where people think of them from.
+import { readFile } from 'node:fs/promises';
+import { isAbsolute, resolve } from 'node:path';
+import type { Static } from 'typebox';
+import type { CommandLayer, CommandRule } from '../policy/command-rules.ts';
+import type { PathRule, PolicyLayer } from './layers.ts';
+import { ConfigFileSchema, firstProblem, keyPath } from './schema.ts';
+import { ConfigError } from './types.ts';
+
+export type ConfigFileValue = Static<typeof ConfigFileSchema>;
+
+export interface ConfigFile {
+  kind: 'user' | 'project';
+  file: string;
+  /** Relative paths in the file resolve against this directory. */
+  base: string;
+  value: ConfigFileValue;
+}
+
+const fail = (file: string, key: string, text: string): never => {
+  throw new ConfigError(`${file}: "${key}" ${text}`, file, key);
+};
+
+/** The file's validated content, or null when it does not exist. */
+export async function readConfigFile(kind: 'user' | 'project', file: string, base: string): Promise<ConfigFile | null> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    const why = code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (code ?? String(e));
+    throw new ConfigError(`${file}: the config file cannot be read (${why}). Fix its permissions or remove it.`, file);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (e) {
+    throw new ConfigError(`${file}: not valid JSON (${(e as Error).message}). A config file is one JSON object.`, file);
+  }
+  const problem = firstProblem(ConfigFileSchema, value);
+  if (problem) fail(file, keyPath(problem.path), problem.text);
+  const config: ConfigFile = { kind, file, base, value: value as ConfigFileValue };
+  checkFile(config);
+  return config;
+}
+
+const PROVIDER_NAME = /^[A-Za-z0-9_.-]+$/;
+
+function checkFile({ kind, file, value }: ConfigFile): void {
+  for (const [name, p] of Object.entries(value.providers ?? {})) {
+    if (!PROVIDER_NAME.test(name)) fail(file, `providers.${name}`, 'is not a valid provider name; use letters, digits, "_", "." or "-".');
+    if (kind === 'project' && p.apiKey !== undefined) {
+      fail(file, `providers.${name}.apiKey`, 'is not allowed in a project config: a repository could send your key to any server. Define the provider in your user config (~/.config/conch/config.json).');
+    }
+  }
+  if (kind === 'project' && !Array.isArray(value.plugins) && value.plugins?.dirs) {
+    fail(file, 'plugins.dirs', 'is not allowed in a project config: a repository cannot load code into conch. Use --tools-dir, --project-tools or your user config.');
+  }
+  for (const list of ['allow', 'deny', 'ask'] as const) {
+    for (const [i, rule] of (value.shell?.commands?.[list] ?? []).entries()) {
+      if (!isAbsolute(rule.executable) && rule.executable.includes('/')) {
+        fail(file, `shell.commands.${list}[${i}].executable`, `must be an absolute path or a bare program name looked up on PATH, got "${rule.executable}".`);
+      }
+    }
+  }
+}
+
+/** A string that is an absolute path names a root; anything else is a workspace-relative glob. */
+function pathRules(entries: string[] | undefined, rule: (i: number) => string): PathRule[] {
+  return (entries ?? []).map((e, i) => (isAbsolute(e) ? { rule: rule(i), root: e } : { rule: rule(i), glob: e }));
+}
+
+export function commandLayer(source: string, idPrefix: string, commands: NonNullable<NonNullable<ConfigFileValue['shell']>['commands']>): CommandLayer {
+  const rules = (list: 'allow' | 'deny' | 'ask'): CommandRule[] =>
+    (commands[list] ?? []).map((r, i) => ({
+      id: r.id ?? `${idPrefix}.${list}[${i}]`,
+      executable: r.executable,
+      args: r.args ?? [],
+      match: r.match ?? 'prefix',
+    }));
+  return { source, idPrefix, default: commands.default, allow: rules('allow'), deny: rules('deny'), ask: rules('ask') };
+}
+
+export function fileLayer({ kind, file, base, value }: ConfigFile): PolicyLayer {
+  const source = `${kind} config ${file}`;
+  const id = (key: string) => `${kind}:${key}`;
+  const w = value.write;
+  const s = value.sandbox;
+  const writable = w?.writableRoots || s?.writableRoots ? [...(w?.writableRoots ?? []), ...(s?.writableRoots ?? [])] : undefined;
+  return {
+    kind,
+    source,
+    toolsAllow: value.tools?.allow ? { names: value.tools.allow, rule: id('tools.allow') } : undefined,
+    toolsDeny: (value.tools?.deny ?? []).map((name, i) => ({ name, rule: id(`tools.deny[${i}]`) })),
+    shellEnabled: value.shell?.enabled,
+    commands: value.shell?.commands ? commandLayer(source, id('shell.commands'), value.shell.commands) : undefined,
+    writableRoots: writable?.map((r) => resolve(base, r)),
+    writeDeny: [
+      ...pathRules(w?.protected, (i) => id(`write.protected[${i}]`)),
+      ...pathRules(s?.protected, (i) => id(`sandbox.protected[${i}]`)),
+    ],
+    readRoots: value.read?.roots?.map((r, i) => ({ root: resolve(base, r), rule: id(`read.roots[${i}]`) })),
+    readDeny: pathRules(value.read?.deny, (i) => id(`read.deny[${i}]`)),
+    denySecretFiles: value.read?.denySecretFiles,
+    network: value.network,
+    profile: s?.profile,
+  };
+}

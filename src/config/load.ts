@@ -1,0 +1,208 @@
+// The resolved Config from: defaults → $XDG_CONFIG_HOME/conch/config.json (else
+// ~/.config/conch/config.json) → ./.conch/config.json → --policy FILE → environment → flags.
+//
+// Policy (tools, paths, commands, network, sandbox) only ever narrows from layer to layer; see
+// layers.ts. Provider, model, retry and limits override normally, with one exception: a project
+// config is someone else's file, so it may only LOWER limits (a cloned repository must not be
+// able to lift your run deadline or call budget), may not carry API keys, may not redefine a
+// provider you or conch define (its base URL would receive your key), and may not add plugin
+// folders. Flags and the environment are yours and override everything but policy.
+import { homedir } from 'node:os';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { DEFAULT_LIMITS, type Limits } from '../agent/limits.ts';
+import type { RetryPolicy } from '../providers/types.ts';
+import type { SandboxProfileName } from '../sandbox/index.ts';
+import { loadPolicyFile } from '../policy/policy-file.ts';
+import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
+import { mergePolicy, type PolicyLayer } from './layers.ts';
+import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
+import { type CliFlags, type Config, ConfigError } from './types.ts';
+
+export { noModelMessage } from './model.ts';
+
+type Env = Record<string, string | undefined>;
+
+// model_calls and tool_calls use 0 for "unlimited", which is the highest value, not the lowest.
+const ZERO_IS_UNLIMITED = new Set<keyof Limits>(['model_calls', 'tool_calls']);
+
+function lower(key: keyof Limits, current: number, proposed: number): number {
+  if (!ZERO_IS_UNLIMITED.has(key)) return Math.min(current, proposed);
+  if (proposed === 0) return current;
+  return current === 0 ? proposed : Math.min(current, proposed);
+}
+
+/** --timeout: seconds as a number, or "90", "30s", "5m", "1h", "250ms". */
+export function parseDuration(value: string | number): number | null {
+  if (typeof value === 'number') return Number.isFinite(value) && value > 0 ? Math.round(value * 1000) : null;
+  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value);
+  if (!m) return null;
+  const n = Number(m[1]);
+  const ms = n * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
+  return ms > 0 ? Math.round(ms) : null;
+}
+
+function count(flag: string, value: number | string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'number' ? value : /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 0) {
+    throw new ConfigError(`${flag} ${value}: expected a whole number of calls (0 = unlimited).`, undefined, flag);
+  }
+  return n;
+}
+
+function taskEnv(pairs: string[] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of pairs ?? []) {
+    const eq = pair.indexOf('=');
+    const name = eq === -1 ? pair : pair.slice(0, eq);
+    if (eq === -1 || !/^CONCH_TASK_[A-Za-z0-9_]+$/.test(name)) {
+      throw new ConfigError(
+        `--env ${pair}: expected NAME=VALUE with a NAME beginning with CONCH_TASK_ (e.g. --env CONCH_TASK_TICKET=123); only those variables are passed to commands.`,
+        undefined,
+        '--env',
+      );
+    }
+    out[name] = pair.slice(eq + 1);
+  }
+  return out;
+}
+
+function flagLayer(flags: CliFlags, cwd: string): PolicyLayer {
+  let profile: SandboxProfileName | undefined;
+  if (flags.profile !== undefined) {
+    if (flags.profile !== 'workspace-write' && flags.profile !== 'read-only') {
+      throw new ConfigError(`--profile ${flags.profile}: expected "workspace-write" or "read-only".`, undefined, '--profile');
+    }
+    profile = flags.profile;
+  }
+  let toolsAllow: PolicyLayer['toolsAllow'];
+  if (flags.tools !== undefined) {
+    const names = String(flags.tools).split(',').map((s) => s.trim()).filter(Boolean);
+    if (names.length === 0) throw new ConfigError('--tools needs a comma-separated list of tool names, e.g. --tools read,bash.', undefined, '--tools');
+    toolsAllow = { names, rule: 'flag:--tools' };
+  }
+  return {
+    kind: 'flags',
+    source: 'command-line flags',
+    toolsAllow,
+    toolsDeny: [],
+    shellEnabled: flags.shell === false ? false : undefined,
+    filesystem: flags.filesystem === false ? false : undefined,
+    readOnly: flags.readOnly === true ? true : undefined,
+    network: flags.network === false ? false : undefined,
+    profile,
+    writableRoots: flags.allowWrite?.length ? flags.allowWrite.map((r) => resolve(cwd, r)) : undefined,
+    writeDeny: [],
+    readDeny: [],
+  };
+}
+
+function providersFrom(files: ConfigFile[], env: Env): Map<string, ProviderEntry> {
+  const providers = builtinProviders(env);
+  const builtins = new Set(providers.keys());
+  const userNames = new Set<string>();
+  for (const { kind, file, value } of files) {
+    for (const [name, p] of Object.entries(value.providers ?? {})) {
+      if (kind === 'project' && (builtins.has(name) || userNames.has(name))) {
+        throw new ConfigError(
+          `${file}: "providers.${name}" redefines a provider ${builtins.has(name) ? 'built into conch' : 'from your user config'}; a project config may only add new providers. Rename it (e.g. "${name}-project").`,
+          file,
+          `providers.${name}`,
+        );
+      }
+      if (kind === 'user') userNames.add(name);
+      const before = providers.get(name);
+      // The environment's base URL for a built-in outranks the file (env is the later layer).
+      const envUrl = builtins.has(name) ? before?.baseUrl : undefined;
+      providers.set(name, {
+        type: p.type,
+        baseUrl: envUrl ?? p.baseUrl,
+        apiKey: p.apiKey ?? (before?.type === p.type ? before.apiKey : undefined),
+        apiKeyFile: p.apiKey !== undefined ? file : before?.apiKeyFile,
+      });
+    }
+  }
+  return providers;
+}
+
+export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags }): Promise<Config> {
+  const { env, flags } = input;
+  const cwd = resolve(input.cwd);
+  const xdg = env.XDG_CONFIG_HOME;
+  const home = env.HOME || homedir();
+  const configDir = xdg && isAbsolute(xdg) ? join(xdg, 'conch') : join(home, '.config', 'conch');
+
+  const userPath = join(configDir, 'config.json');
+  const files = [
+    await readConfigFile('user', userPath, dirname(userPath)),
+    await readConfigFile('project', join(cwd, '.conch', 'config.json'), cwd),
+  ].filter((f): f is ConfigFile => f !== null);
+  const policyLayer = flags.policy ? await loadPolicyFile(flags.policy, cwd) : undefined;
+
+  // Flags are checked before anything that depends on them, so a typo is reported as itself.
+  const env_ = taskEnv(flags.env);
+  const flagsLayer = flagLayer(flags, cwd);
+  const deadline = flags.timeout === undefined ? undefined : parseDuration(flags.timeout);
+  if (deadline === null) {
+    throw new ConfigError(`--timeout ${flags.timeout}: expected seconds or a duration such as 30s, 5m or 1h.`, undefined, '--timeout');
+  }
+  const modelCalls = count('--max-turns', flags.maxTurns);
+  const toolCalls = count('--max-tool-calls', flags.maxToolCalls);
+
+  const limits: Limits = { ...DEFAULT_LIMITS };
+  let retry: RetryPolicy = { ...DEFAULT_RETRY };
+  let model: ModelChoice | undefined;
+  let stopOnDeny = false;
+  let pluginsEnabled = flags.plugins !== false;
+  const firstParty = new Set<string>();
+  const dirs: string[] = [];
+  let allowOverride: string[] = [];
+  for (const { kind, file, base, value } of files) {
+    for (const [key, n] of Object.entries(value.limits ?? {}) as [keyof Limits, number | undefined][]) {
+      if (n !== undefined) limits[key] = kind === 'project' ? lower(key, limits[key], n) : n;
+    }
+    retry = { ...retry, ...value.retry };
+    if (value.model) model = { value: value.model, source: file, file };
+    if (value.policy?.stopOnDeny !== undefined) stopOnDeny = value.policy.stopOnDeny;
+    const plugins = Array.isArray(value.plugins) ? { firstParty: value.plugins } : value.plugins;
+    if (plugins?.enabled === false) pluginsEnabled = false;
+    for (const name of plugins?.firstParty ?? []) firstParty.add(name);
+    dirs.push(...(plugins?.dirs ?? []).map((d) => resolve(base, d)));
+    if (plugins?.allowOverride) {
+      allowOverride = kind === 'user' ? [...plugins.allowOverride] : allowOverride.filter((n) => plugins.allowOverride!.includes(n));
+    }
+  }
+  if (deadline !== undefined) limits.deadline_ms = deadline;
+  if (modelCalls !== undefined) limits.model_calls = modelCalls;
+  if (toolCalls !== undefined) limits.tool_calls = toolCalls;
+  for (const name of flags.plugin ?? []) firstParty.add(name);
+  dirs.push(...(flags.toolsDir ?? []).map((d) => resolve(cwd, d)));
+  if (flags.stopOnDeny !== undefined) stopOnDeny = flags.stopOnDeny;
+
+  if (set(env.CONCH_MODEL)) model = { value: env.CONCH_MODEL!, source: 'CONCH_MODEL' };
+  if (flags.model !== undefined) model = { value: flags.model, source: '--model' };
+  const baseUrl = flags.baseUrl === undefined || flags.baseUrl === '' ? undefined : flags.baseUrl;
+  const provider = resolveProvider({ providers: providersFrom(files, env), model, baseUrl, env, retry });
+
+  const layers = [...files.map(fileLayer), ...(policyLayer ? [policyLayer] : []), flagsLayer];
+  const policy = mergePolicy(layers, cwd);
+  return {
+    files: [...files.map((f) => f.file), ...(flags.policy ? [resolve(cwd, flags.policy)] : [])],
+    configDir,
+    provider,
+    limits,
+    unrestricted: flags.unrestricted === true,
+    sandbox: policy.sandbox,
+    workspace: policy.workspace,
+    tools: policy.tools,
+    plugins: { enabled: pluginsEnabled, dirs, firstParty: [...firstParty], projectTools: flags.projectTools === true, allowOverride },
+    shellRules: policy.shellRules,
+    policy: { stopOnDeny, file: flags.policy ? resolve(cwd, flags.policy) : null, denied: policy.denied },
+    env: env_,
+    warnings: policy.warnings,
+  };
+}
+
+function set(v: string | undefined): boolean {
+  return v !== undefined && v !== '';
+}

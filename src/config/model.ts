@@ -1,0 +1,115 @@
+// Which provider and model a run talks to. Precedence: --model > CONCH_MODEL > config `model`
+// (project over user). Without any, the first built-in provider with a key in the environment
+// (anthropic, then openai) gets its default model; --base-url without a known provider prefix means
+// an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter). No key and no base URL → null.
+import type { ProviderConfig, RetryPolicy } from '../providers/types.ts';
+import { ConfigError } from './types.ts';
+
+export const DEFAULT_MODELS = { anthropic: 'claude-sonnet-4-5', openai: 'gpt-4.1' } as const;
+
+export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, initialDelayMs: 1000, maxDelayMs: 30_000 };
+
+/** A provider as the layers define it; apiKey is still the raw text (maybe a ${ENV} reference). */
+export interface ProviderEntry {
+  type: 'anthropic' | 'openai';
+  baseUrl?: string;
+  apiKey?: string;
+  /** Where apiKey was written (config file) — for the message when its ${ENV} is unset. */
+  apiKeyFile?: string;
+}
+
+export interface ModelChoice {
+  value: string;
+  /** '--model', 'CONCH_MODEL', or the config file that set "model". */
+  source: string;
+  file?: string;
+}
+
+type Env = Record<string, string | undefined>;
+
+const set = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
+
+/** The built-ins exist without any config: their key and base URL come from the environment. */
+export function builtinProviders(env: Env): Map<string, ProviderEntry> {
+  return new Map<string, ProviderEntry>([
+    ['anthropic', { type: 'anthropic', apiKey: set(env.ANTHROPIC_API_KEY), baseUrl: set(env.ANTHROPIC_BASE_URL) }],
+    ['openai', { type: 'openai', apiKey: set(env.OPENAI_API_KEY), baseUrl: set(env.OPENAI_BASE_URL) }],
+  ]);
+}
+
+/** Replace every ${NAME} with the environment's value; a literal key passes through unchanged. */
+export function expandApiKey(raw: string, env: Env, where: { name: string; file?: string }): string {
+  return raw.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}/g, (_, name: string) => {
+    const value = set(env[name]);
+    if (value === undefined) {
+      throw new ConfigError(
+        `${where.file ?? 'config'}: "providers.${where.name}.apiKey" refers to \${${name}}, which is not set in the environment. Export ${name}=… or change the reference.`,
+        where.file,
+        `providers.${where.name}.apiKey`,
+      );
+    }
+    return value;
+  });
+}
+
+export function resolveProvider(input: {
+  providers: Map<string, ProviderEntry>;
+  model: ModelChoice | undefined;
+  baseUrl: string | undefined;
+  env: Env;
+  retry: RetryPolicy;
+}): ProviderConfig | null {
+  const { providers, model, baseUrl, env, retry } = input;
+  let name: string;
+  let modelId: string;
+  if (model) {
+    const slash = model.value.indexOf('/');
+    const prefix = slash > 0 ? model.value.slice(0, slash) : '';
+    const rest = model.value.slice(slash + 1);
+    if (prefix && rest && providers.has(prefix)) {
+      name = prefix;
+      modelId = rest;
+    } else if (baseUrl !== undefined) {
+      return { type: 'openai', name: 'openai-compatible', model: model.value, baseUrl, apiKey: set(env.OPENAI_API_KEY), retry };
+    } else {
+      const known = [...providers.keys()].join(', ');
+      const why =
+        slash <= 0 || !rest
+          ? `must be "provider/model", e.g. "anthropic/${DEFAULT_MODELS.anthropic}" or "openai/${DEFAULT_MODELS.openai}"`
+          : `names the unknown provider "${prefix}" (known: ${known}); define it under "providers" in config.json, or pass --base-url for an OpenAI-compatible server`;
+      const label = model.file ? `${model.file}: "model"` : model.source;
+      throw new ConfigError(`${label} "${model.value}" ${why}.`, model.file, model.file ? 'model' : model.source);
+    }
+  } else if (baseUrl !== undefined) {
+    throw new ConfigError(
+      '--base-url needs --model NAME as well: the name of a model the server serves (e.g. --model qwen2.5-coder).',
+      undefined,
+      '--base-url',
+    );
+  } else {
+    const withKey = (['anthropic', 'openai'] as const).find((n) => providers.get(n)?.apiKey !== undefined);
+    if (!withKey) return null;
+    name = withKey;
+    modelId = DEFAULT_MODELS[withKey];
+  }
+
+  const entry = providers.get(name)!;
+  const url = baseUrl ?? entry.baseUrl;
+  const apiKey = entry.apiKey === undefined ? undefined : expandApiKey(entry.apiKey, env, { name, file: entry.apiKeyFile });
+  // The provider's own endpoint without a key cannot answer; a base URL may be a keyless local server.
+  if (apiKey === undefined && url === undefined) return null;
+  return { type: entry.type, name, model: modelId, ...(url !== undefined && { baseUrl: url }), ...(apiKey !== undefined && { apiKey }), retry };
+}
+
+/** The setup message when no model is configured: the three ways to configure one. */
+export function noModelMessage(configFile = '~/.config/conch/config.json'): string {
+  return [
+    'conch: no model is configured. Configure one of these three ways:',
+    '  1. Set an API key:  export ANTHROPIC_API_KEY=…   (or OPENAI_API_KEY=…)',
+    '  2. Use a local OpenAI-compatible server (Ollama, vLLM, llama.cpp):',
+    '       conch --base-url http://localhost:11434/v1 --model qwen2.5-coder "your task"',
+    `  3. Set "model" and "providers" in ${configFile}, for example:`,
+    '       { "model": "local/qwen2.5-coder",',
+    '         "providers": { "local": { "type": "openai", "baseUrl": "http://localhost:11434/v1" } } }',
+  ].join('\n');
+}

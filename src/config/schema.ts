@@ -1,0 +1,214 @@
+// The config file's schema (closed: an unknown key is an error), and turning a schema violation
+// into one sentence a person can act on: which key, what was expected, what was found, and for an
+// unknown key the valid ones with a "did you mean".
+import { type TSchema, Type } from 'typebox';
+import { Compile } from 'typebox/compile';
+import { LIMIT_NAMES } from '../agent/limits.ts';
+
+const closed = { additionalProperties: false } as const;
+const Names = Type.Array(Type.String({ minLength: 1 }), { description: 'a list of non-empty strings' });
+const Bool = Type.Boolean({ description: 'true or false' });
+const Count = Type.Integer({ minimum: 0, description: 'a non-negative integer' });
+
+export const CommandRuleSchema = Type.Object(
+  {
+    id: Type.Optional(Type.String({ minLength: 1, description: 'a non-empty rule id' })),
+    executable: Type.String({ minLength: 1, description: 'an absolute path such as "/usr/bin/git", or a program name found on PATH' }),
+    args: Type.Optional(Type.Array(Type.String(), { description: 'a list of literal arguments' })),
+    match: Type.Optional(Type.Union([Type.Literal('prefix'), Type.Literal('exact')])),
+  },
+  closed,
+);
+
+export const CommandsSchema = Type.Object(
+  {
+    default: Type.Optional(Type.Union([Type.Literal('allow'), Type.Literal('deny'), Type.Literal('ask')])),
+    allow: Type.Optional(Type.Array(CommandRuleSchema)),
+    deny: Type.Optional(Type.Array(CommandRuleSchema)),
+    ask: Type.Optional(Type.Array(CommandRuleSchema)),
+  },
+  closed,
+);
+
+export const ProfileSchema = Type.Union([Type.Literal('workspace-write'), Type.Literal('read-only')]);
+
+const ProviderSchema = Type.Object(
+  {
+    type: Type.Union([Type.Literal('anthropic'), Type.Literal('openai')]),
+    baseUrl: Type.Optional(Type.String({ minLength: 1, description: 'a URL such as "http://localhost:11434/v1"' })),
+    apiKey: Type.Optional(Type.String({ minLength: 1, description: 'a "${ENV_NAME}" reference (or a literal key)' })),
+  },
+  closed,
+);
+
+/**
+ * ~/.config/conch/config.json and ./.conch/config.json. Paths in `write`, `sandbox` and `read`
+ * roots are absolute or relative (see load.ts for what they are relative to); `protected` and
+ * `read.deny` are workspace-relative globs.
+ */
+export const ConfigFileSchema = Type.Object(
+  {
+    $schema: Type.Optional(Type.String()),
+    model: Type.Optional(
+      Type.String({ pattern: '^[^/\\s]+/\\S+$', description: 'a "provider/model" string such as "anthropic/claude-sonnet-4-5" or "local/qwen2.5-coder"' }),
+    ),
+    providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),
+    limits: Type.Optional(Type.Object(Object.fromEntries(LIMIT_NAMES.map((n) => [n, Type.Optional(Count)])), closed)),
+    retry: Type.Optional(
+      Type.Object({ maxRetries: Type.Optional(Count), initialDelayMs: Type.Optional(Count), maxDelayMs: Type.Optional(Count) }, closed),
+    ),
+    network: Type.Optional(Bool),
+    sandbox: Type.Optional(
+      Type.Object({ profile: Type.Optional(ProfileSchema), writableRoots: Type.Optional(Names), protected: Type.Optional(Names) }, closed),
+    ),
+    write: Type.Optional(Type.Object({ writableRoots: Type.Optional(Names), protected: Type.Optional(Names) }, closed)),
+    read: Type.Optional(
+      Type.Object({ roots: Type.Optional(Names), deny: Type.Optional(Names), denySecretFiles: Type.Optional(Bool) }, closed),
+    ),
+    tools: Type.Optional(Type.Object({ allow: Type.Optional(Names), deny: Type.Optional(Names) }, closed)),
+    plugins: Type.Optional(
+      Type.Union([
+        Names,
+        Type.Object(
+          {
+            enabled: Type.Optional(Bool),
+            firstParty: Type.Optional(Names),
+            dirs: Type.Optional(Names),
+            allowOverride: Type.Optional(Names),
+          },
+          closed,
+        ),
+      ]),
+    ),
+    shell: Type.Optional(Type.Object({ enabled: Type.Optional(Bool), commands: Type.Optional(CommandsSchema) }, closed)),
+    policy: Type.Optional(Type.Object({ stopOnDeny: Type.Optional(Bool) }, closed)),
+  },
+  closed,
+);
+
+export type Path = (string | number)[];
+
+/** A schema violation: where, and what is wrong there, phrased to follow the key. */
+export interface Problem {
+  path: Path;
+  text: string;
+}
+
+/** `limits.model_calls`, `shell.commands.allow[2].match`. */
+export function keyPath(path: Path): string {
+  let out = '';
+  for (const seg of path) out += typeof seg === 'number' ? `[${seg}]` : out ? `.${seg}` : seg;
+  return out || '(top level)';
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length]!;
+}
+
+export function didYouMean(word: string, candidates: string[]): string | null {
+  let best: string | null = null;
+  let bestScore = Infinity;
+  for (const c of candidates) {
+    const score = editDistance(word.toLowerCase(), c.toLowerCase());
+    if (score < bestScore) [best, bestScore] = [c, score];
+  }
+  return best !== null && bestScore <= Math.max(2, Math.floor(word.length / 3)) ? best : null;
+}
+
+function schemaAt(root: TSchema, pointer: string): Record<string, any> | undefined {
+  let node: any = root;
+  for (const raw of pointer.replace(/^#\/?/, '').split('/').filter(Boolean)) {
+    node = node?.[raw.replace(/~1/g, '/').replace(/~0/g, '~')];
+  }
+  return node;
+}
+
+function describe(schema: Record<string, any> | undefined): string {
+  if (!schema) return 'a different value';
+  if (typeof schema.description === 'string') return schema.description;
+  if (Array.isArray(schema.anyOf)) {
+    const consts = schema.anyOf.filter((s: any) => 'const' in s).map((s: any) => JSON.stringify(s.const));
+    if (consts.length === schema.anyOf.length) return `one of ${consts.join(', ')}`;
+    return schema.anyOf.map((s: any) => describe(s)).join(' or ');
+  }
+  if ('const' in schema) return JSON.stringify(schema.const);
+  switch (schema.type) {
+    case 'object':
+      return schema.properties ? `an object with keys ${Object.keys(schema.properties).join(', ')}` : 'an object';
+    case 'array':
+      return `a list of ${describe(schema.items).replace(/^an? /, '')}s`;
+    case 'integer':
+      return schema.minimum === 0 ? 'a non-negative integer' : 'an integer';
+    case 'boolean':
+      return 'true or false';
+    case 'string':
+      return schema.minLength ? 'a non-empty string' : 'a string';
+    default:
+      return typeof schema.type === 'string' ? `a ${schema.type}` : 'a different value';
+  }
+}
+
+function valueAt(value: unknown, path: Path): unknown {
+  let v: any = value;
+  for (const seg of path) v = v?.[seg];
+  return v;
+}
+
+function shown(v: unknown): string {
+  const text = v === undefined ? 'nothing' : JSON.stringify(v);
+  return text.length > 60 ? `${text.slice(0, 57)}…` : text;
+}
+
+function toPath(pointer: string): Path {
+  return pointer
+    .split('/')
+    .slice(1)
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^\d+$/.test(s) ? Number(s) : s));
+}
+
+const compiled = new WeakMap<TSchema, ReturnType<typeof Compile>>();
+
+/** The most useful violation of `schema` by `value`, or null when it conforms. */
+export function firstProblem(schema: TSchema, value: unknown): Problem | null {
+  let validator = compiled.get(schema);
+  if (!validator) compiled.set(schema, (validator = Compile(schema)));
+  if (validator.Check(value)) return null;
+  const errors = validator.Errors(value);
+
+  const extra = errors.find((e) => e.keyword === 'additionalProperties');
+  if (extra) {
+    const key = (extra.params as { additionalProperties: string[] }).additionalProperties[0]!;
+    const parent = toPath(extra.instancePath);
+    const valid = Object.keys(schemaAt(schema, extra.schemaPath)?.properties ?? {}).filter((k) => k !== '$schema');
+    const guess = didYouMean(key, valid);
+    const where = parent.length ? ` in "${keyPath(parent)}"` : '';
+    return {
+      path: [...parent, key],
+      text: `is not a known key. Valid keys${where}: ${valid.join(', ')}.${guess ? ` Did you mean "${guess}"?` : ''}`,
+    };
+  }
+  const missing = errors.find((e) => e.keyword === 'required');
+  const useful = errors.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'boolean');
+  const deepest = useful.reduce((a, b) => (b.instancePath.length > a.instancePath.length ? b : a), useful[0] ?? errors[0]!);
+  if (missing && missing.instancePath.length >= deepest.instancePath.length) {
+    const key = (missing.params as { requiredProperties: string[] }).requiredProperties[0]!;
+    const path = toPath(missing.instancePath);
+    const expected = describe(schemaAt(schema, missing.schemaPath)?.properties?.[key]);
+    return { path: [...path, key], text: `is required; expected ${expected}.` };
+  }
+  const path = toPath(deepest.instancePath);
+  // A failed branch of a union at this very key: describe the whole union, not one branch.
+  const target = schemaAt(schema, deepest.schemaPath.replace(/\/anyOf\/\d+$/, ''));
+  return { path, text: `must be ${describe(target)}, got ${shown(valueAt(value, path))}.` };
+}
