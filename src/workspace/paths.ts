@@ -1,5 +1,11 @@
-// STUB: interface fixed; implementation owned by the workspace/kernel work (issue 3).
-import type { WorkspaceAccess } from '../tools/define.ts';
+// The workspace policy: where write/edit may touch, what read may see, and how paths are shown.
+// Every decision is made on canonical paths (symlinks resolved through the nearest existing
+// ancestor), so a link or a symlinked directory cannot smuggle a write out of the workspace.
+import { lstat, readlink, realpath } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import picomatch from 'picomatch';
+import { PolicyError, type WorkspaceAccess } from '../tools/define.ts';
 
 export interface WorkspaceOptions {
   /** The working directory at start; canonicalised (realpath) by open(). */
@@ -19,16 +25,160 @@ export interface WorkspaceOptions {
 }
 
 export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env.*'];
+export const SECRET_FILE_GLOBS = ['**/.env*', '**/*.pem', '**/*.key', '**/id_*'];
+
+/** Symlink hops followed while canonicalising before giving up (the kernel's own limit is 40). */
+const MAX_LINK_HOPS = 40;
+
+interface GlobRule {
+  glob: string;
+  test: (path: string) => boolean;
+}
+
+function compileGlobs(globs: string[]): GlobRule[] {
+  // Case-insensitive file systems would otherwise let `.GIT/config` past a `.git/**` rule.
+  const nocase = process.platform === 'darwin' || process.platform === 'win32';
+  return [...new Set(globs)].map((glob) => ({ glob, test: picomatch(glob, { dot: true, nocase }) }));
+}
+
+function isInside(path: string, root: string): boolean {
+  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
+}
+
+function isFsError(error: unknown, ...codes: string[]): boolean {
+  return typeof error === 'object' && error !== null && codes.includes((error as { code?: string }).code ?? '');
+}
+
+/**
+ * The canonical form of a path that may not exist yet: realpath of the nearest existing ancestor,
+ * with the missing tail appended. A dangling symlink is followed to where it points, because
+ * creating a file "at" the link would create it at the link's target.
+ */
+export async function canonicalize(path: string): Promise<string> {
+  let head = resolve(path);
+  const tail: string[] = [];
+  for (let hops = 0; ; ) {
+    try {
+      return join(await realpath(head), ...tail);
+    } catch (error) {
+      if (!isFsError(error, 'ENOENT', 'ENOTDIR')) {
+        // EACCES and the like: we cannot look further, and neither can the operation that follows,
+        // which will fail with the same error and be reported as such.
+        if (isFsError(error, 'EACCES', 'EPERM')) return join(head, ...tail);
+        throw error;
+      }
+    }
+    const link = await lstat(head).catch(() => null);
+    if (link?.isSymbolicLink()) {
+      if (++hops > MAX_LINK_HOPS) throw Object.assign(new Error(`too many symbolic links at ${head}`), { code: 'ELOOP' });
+      head = resolve(dirname(head), await readlink(head));
+      continue;
+    }
+    const parent = dirname(head);
+    if (parent === head) return join(head, ...tail);
+    tail.unshift(basename(head));
+    head = parent;
+  }
+}
 
 export class Workspace implements WorkspaceAccess {
-  private constructor(readonly root: string, readonly options: WorkspaceOptions) {}
+  private readonly protectedRules: GlobRule[];
+  private readonly readDenyRules: GlobRule[];
+
+  private constructor(
+    readonly root: string,
+    readonly options: WorkspaceOptions,
+    private readonly writableRoots: string[],
+    private readonly readRoots: string[] | null,
+  ) {
+    this.protectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...(options.protectedGlobs ?? [])]);
+    this.readDenyRules = compileGlobs([...(options.readDeny ?? []), ...(options.denySecretFiles ? SECRET_FILE_GLOBS : [])]);
+  }
+
   static async open(options: WorkspaceOptions): Promise<Workspace> {
-    throw new Error('not implemented');
+    const root = await realpath(resolve(options.root));
+    const writable = await Promise.all((options.writableRoots ?? []).map((r) => canonicalize(resolve(root, r))));
+    const readRoots = options.readRoots ? await Promise.all(options.readRoots.map((r) => canonicalize(resolve(root, r)))) : null;
+    return new Workspace(root, options, writable, readRoots);
   }
+
+  get unrestricted(): boolean {
+    return this.options.unrestricted;
+  }
+
+  /** The absolute, lexically normalised form of what the model wrote (`~` is the home directory). */
+  absolute(path: string): string {
+    if (path === '~' || path.startsWith('~/')) return join(homedir(), path.slice(1));
+    return isAbsolute(path) ? resolve(path) : resolve(this.root, path);
+  }
+
   async resolve(path: string, mode: 'read' | 'write'): Promise<string> {
-    throw new Error('not implemented');
+    const lexical = this.absolute(path);
+    const canonical = await canonicalize(lexical);
+    if (mode === 'read') this.checkRead(path, lexical, canonical);
+    else if (!this.options.unrestricted) this.checkWrite(lexical, canonical);
+    return canonical;
   }
+
+  /** Workspace-relative form ('.' for the root), or the absolute path when outside. */
   display(absolutePath: string): string {
-    throw new Error('not implemented');
+    const rel = this.relative(absolutePath);
+    return rel === null ? absolutePath : rel === '' ? '.' : rel;
+  }
+
+  /** Workspace-relative path ('' for the root), or null when outside the workspace. */
+  relative(absolutePath: string): string | null {
+    if (!isInside(absolutePath, this.root)) return null;
+    return relative(this.root, absolutePath).split(sep).join('/');
+  }
+
+  /** The protected glob a canonical path matches, if any (workspace-relative globs). */
+  protectedBy(absolutePath: string): string | null {
+    const rel = this.relative(absolutePath);
+    if (rel === null || rel === '') return null;
+    return this.protectedRules.find((r) => r.test(rel))?.glob ?? null;
+  }
+
+  private checkWrite(lexical: string, canonical: string): void {
+    const inside = isInside(canonical, this.root);
+    if (!inside && !this.writableRoots.some((r) => isInside(canonical, r))) {
+      const shown = this.display(lexical);
+      const why =
+        isInside(lexical, this.root) || this.writableRoots.some((r) => isInside(lexical, r))
+          ? `'${shown}' resolves through a symbolic link to a location outside the workspace`
+          : `'${shown}' is outside the workspace`;
+      throw new PolicyError(
+        'workspace.outside',
+        `${why}; write and edit are confined to the workspace (and --allow-write roots). Run conch with --unrestricted to lift this.`,
+      );
+    }
+    // Check the path as written too: `.git` may itself be a file or link that canonicalises elsewhere.
+    const glob = this.protectedBy(canonical) ?? (isInside(lexical, this.root) ? this.protectedBy(lexical) : null);
+    if (glob) {
+      throw new PolicyError(
+        'workspace.protected',
+        `'${this.display(isInside(lexical, this.root) ? lexical : canonical)}' is protected (matches '${glob}'); ` +
+          `conch does not modify .git, .conch or .env files. Run conch with --unrestricted to lift this.`,
+      );
+    }
+  }
+
+  // Read narrowing is opt-in configuration, so it holds even under --unrestricted.
+  private checkRead(given: string, lexical: string, canonical: string): void {
+    if (this.readRoots && !this.readRoots.some((r) => isInside(canonical, r))) {
+      const roots = this.readRoots.map((r) => this.display(r)).join(', ');
+      throw new PolicyError('read.roots', `'${this.display(canonical)}' is outside the configured read roots (${roots}); reading it is not allowed.`);
+    }
+    if (this.readDenyRules.length === 0) return;
+    const candidates = new Set([canonical, lexical, given]);
+    for (const abs of [canonical, lexical]) {
+      const rel = this.relative(abs);
+      if (rel) candidates.add(rel);
+    }
+    for (const rule of this.readDenyRules) {
+      if ([...candidates].some((c) => rule.test(c))) {
+        throw new PolicyError('read.deny', `'${this.display(canonical)}' matches the read deny glob '${rule.glob}'; reading it is not allowed.`);
+      }
+    }
   }
 }

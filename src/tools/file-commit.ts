@@ -1,0 +1,114 @@
+// What write and edit share: loading the current state of a target, deciding whether the model may
+// replace it, and committing new content atomically without clobbering a concurrent change.
+import type { BigIntStats } from 'node:fs';
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { writeFileAtomic } from '../workspace/atomic.ts';
+import { identityOf, revisionOf } from '../workspace/revision.ts';
+import type { FileToolDeps } from './file-deps.ts';
+import { directoryMessage, errorCode, fsErrorMessage } from './file-errors.ts';
+
+export interface Current {
+  stat: BigIntStats;
+  bytes: Buffer;
+  revision: string;
+}
+
+/** The file as it is now, null when absent, or a message when it cannot be a write target. */
+export async function loadCurrent(deps: FileToolDeps, abs: string, action: 'write' | 'edit'): Promise<Current | null | { error: string }> {
+  let st: BigIntStats;
+  try {
+    st = await stat(abs, { bigint: true });
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    const message = await fsErrorMessage(error, abs, deps.workspace, action);
+    if (message === null) throw error;
+    return { error: message };
+  }
+  if (st.isDirectory()) return { error: directoryMessage(abs, deps.workspace, action) };
+  if (!st.isFile()) return { error: `${deps.workspace.display(abs)} is not a regular file (a device, FIFO or socket); ${action} only changes files.` };
+  try {
+    const bytes = await readFile(abs);
+    return { stat: st, bytes, revision: revisionOf(bytes) };
+  } catch (error) {
+    const message = await fsErrorMessage(error, abs, deps.workspace, action);
+    if (message === null) throw error;
+    return { error: message };
+  }
+}
+
+/**
+ * Why the model may not replace this file, or null when it may: it must name the current revision,
+ * or have seen the current content in this run. `requireSeen` is false for edit, whose exact-text
+ * matching already proves the model knows what it is changing.
+ */
+export function freshnessProblem(deps: FileToolDeps, abs: string, current: Current, expected: string | undefined, requireSeen: boolean): string | null {
+  const shown = deps.workspace.display(abs);
+  if (expected !== undefined) {
+    if (expected === current.revision) return null;
+    return `${shown} is not at revision ${expected}: its current revision is ${current.revision}. It changed since that revision was taken; read it again before changing it.`;
+  }
+  const seen = deps.revisions.lastSeen(abs);
+  if (seen === undefined) {
+    if (!requireSeen) return null;
+    return `${shown} already exists and has not been read in this session; read it first (or pass its revision as expected_revision) so its content is not lost by accident.`;
+  }
+  if (seen === current.revision) return null;
+  return `${shown} changed on disk since it was last read or written in this session (current revision ${current.revision}); read it again before changing it.`;
+}
+
+export class ChangedMeanwhile extends Error {
+  constructor(readonly shown: string) {
+    super(`${shown} changed on disk while conch was writing it; nothing was written. Read it again and retry.`);
+    this.name = 'ChangedMeanwhile';
+  }
+}
+
+/**
+ * Commit `bytes` to `abs` atomically. With `before` (the stat the decision was made on) the file
+ * must still have that identity just before the rename; without it, the file must not exist
+ * (create only, decided by the file system). Returns the new revision, or a message on an expected failure.
+ */
+export async function commit(deps: FileToolDeps, abs: string, bytes: Uint8Array, before: BigIntStats | null): Promise<{ revision: string } | { error: string }> {
+  const shown = deps.workspace.display(abs);
+  try {
+    if (!before) await mkdir(dirname(abs), { recursive: true });
+    await writeFileAtomic(abs, bytes, {
+      createOnly: before === null,
+      mode: before ? Number(before.mode) & 0o7777 : undefined,
+      beforeRename: async (temp) => {
+        if (before) {
+          const now = await stat(abs, { bigint: true }).catch(() => null);
+          if (!now || identityOf(now) !== identityOf(before)) throw new ChangedMeanwhile(shown);
+        }
+        await deps.beforeRename?.(temp);
+      },
+    });
+  } catch (error) {
+    if (error instanceof ChangedMeanwhile) return { error: error.message };
+    if (errorCode(error) === 'EEXIST') {
+      return { error: `${shown} already exists (it appeared while conch was creating it); nothing was written. Read it, then replace it with expected_revision.` };
+    }
+    if (errorCode(error) === 'ENOTDIR') return { error: `Cannot write ${shown}: a directory on its path is an existing file.` };
+    const message = await fsErrorMessage(error, abs, deps.workspace, 'write');
+    if (message === null) throw error;
+    return { error: `${message} Nothing was written.` };
+  }
+  const revision = revisionOf(bytes);
+  deps.revisions.invalidate(abs);
+  deps.revisions.record(abs, revision);
+  return { revision };
+}
+
+/** Text for the host's diff view: null for content that is not UTF-8 text. */
+export function asText(bytes: Uint8Array): string | null {
+  try {
+    return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return null;
+  }
+}
+
+export function hasCrlf(text: string): boolean {
+  return text.includes('\r\n');
+}

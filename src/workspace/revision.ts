@@ -1,0 +1,137 @@
+// Revisions: the SHA-256 of a file's whole content. The tracker remembers, per canonical path, the
+// revision conch last saw (read or wrote) in this run, so write/edit can refuse to clobber a file
+// that changed behind the model's back.
+import type { BigIntStats } from 'node:fs';
+import { open, stat } from 'node:fs/promises';
+
+export const HASH_CHUNK_BYTES = 1 << 20;
+
+export function revisionOf(bytes: Uint8Array | string): string {
+  return new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
+}
+
+export function createHasher(): { update(bytes: Uint8Array): void; digest(): string } {
+  const hasher = new Bun.CryptoHasher('sha256');
+  return {
+    update: (bytes) => void hasher.update(bytes),
+    digest: () => hasher.digest('hex'),
+  };
+}
+
+/** A line start whose number is known: lets a later page seek instead of rescanning the file. */
+export interface Checkpoint {
+  offset: number;
+  line: number;
+}
+
+/** What one full pass over a file established. */
+export interface FileFacts {
+  revision: string;
+  /** Present when the pass also counted lines (text files read by `read`). */
+  lines?: { total: number; checkpoints: Checkpoint[] };
+}
+
+interface CacheEntry {
+  identity: string;
+  facts: FileFacts;
+}
+
+/** dev, inode, size, mtime and ctime in nanoseconds: any content write changes at least one. */
+export function identityOf(st: BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`;
+}
+
+export interface RevisionTrackerOptions {
+  /**
+   * A file whose ctime is this close to the moment we started hashing it may be rewritten within
+   * the same timestamp tick without changing its stat, so its facts are not cached. 2 s covers the
+   * coarsest common file systems (FAT); on ext4/APFS the real window is milliseconds.
+   */
+  racyWindowMs?: number;
+}
+
+export class RevisionTracker {
+  private readonly seen = new Map<string, string>();
+  private readonly cache = new Map<string, CacheEntry>();
+  private readonly racyWindowMs: number;
+
+  constructor(options: RevisionTrackerOptions = {}) {
+    this.racyWindowMs = options.racyWindowMs ?? 2_000;
+  }
+
+  /** Remember that conch saw `revision` at `path` (after a read or a write). */
+  record(path: string, revision: string): void {
+    this.seen.set(path, revision);
+  }
+
+  lastSeen(path: string): string | undefined {
+    return this.seen.get(path);
+  }
+
+  /** True when conch saw the file in this run and it is unchanged since. */
+  unchangedSinceSeen(path: string, currentRevision: string): boolean {
+    return this.seen.get(path) === currentRevision;
+  }
+
+  /** Cached facts for a file, valid only while its stat identity is unchanged. */
+  cached(path: string, st: BigIntStats): FileFacts | undefined {
+    const entry = this.cache.get(path);
+    if (!entry) return undefined;
+    if (entry.identity === identityOf(st)) return entry.facts;
+    this.cache.delete(path);
+    return undefined;
+  }
+
+  /**
+   * Cache facts gathered by a pass that started at `startedAtMs` (wall clock) over a file whose
+   * stat, taken before the pass, was `st`. Racily fresh files are not cached (see racyWindowMs).
+   */
+  remember(path: string, st: BigIntStats, facts: FileFacts, startedAtMs: number): void {
+    const changedMs = Number(st.ctimeNs > st.mtimeNs ? st.ctimeNs : st.mtimeNs) / 1e6;
+    if (changedMs >= startedAtMs - this.racyWindowMs) {
+      this.cache.delete(path);
+      return;
+    }
+    this.cache.set(path, { identity: identityOf(st), facts });
+  }
+
+  /** Forget cached facts (after conch itself rewrote the file). */
+  invalidate(path: string): void {
+    this.cache.delete(path);
+  }
+
+  /** The current revision of a file, hashed in chunks (never loaded whole) unless cached. */
+  async currentRevision(path: string, signal?: AbortSignal): Promise<string> {
+    const fh = await open(path, 'r');
+    try {
+      const st = await fh.stat({ bigint: true });
+      const hit = this.cached(path, st);
+      if (hit) return hit.revision;
+      const startedAt = Date.now();
+      const hasher = createHasher();
+      const buffer = Buffer.allocUnsafe(HASH_CHUNK_BYTES);
+      for (let position = 0; ; ) {
+        signal?.throwIfAborted();
+        const { bytesRead } = await fh.read(buffer, 0, buffer.length, position);
+        if (bytesRead === 0) break;
+        hasher.update(buffer.subarray(0, bytesRead));
+        position += bytesRead;
+      }
+      const revision = hasher.digest();
+      this.remember(path, st, { revision }, startedAt);
+      return revision;
+    } finally {
+      await fh.close();
+    }
+  }
+}
+
+/** Stat with nanosecond fields, or null when the path does not exist. */
+export async function statIfExists(path: string): Promise<BigIntStats | null> {
+  try {
+    return await stat(path, { bigint: true });
+  } catch (error) {
+    if ((error as { code?: string }).code === 'ENOENT') return null;
+    throw error;
+  }
+}
