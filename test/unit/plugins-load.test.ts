@@ -82,8 +82,8 @@ describe('loadPlugins', () => {
     expect(catalog.get('greet')!.source).toBe(join(f.configDir, 'tools', 'greet.ts'));
 
     const ok = catalog.validate('greet', '{"who":"ann"}');
-    expect(ok.ok).toBe(true);
-    expect(await catalog.get('greet')!.execute((ok as { args: { who: string } }).args, ctx)).toBe('hello ann');
+    if (!ok.ok) throw new Error(ok.message);
+    expect(await catalog.get('greet')!.execute(ok.args, ctx)).toBe('hello ann');
     expect(catalog.validate('greet', '{"who":"ann","extra":1}')).toMatchObject({ ok: false });
     expect(catalog.validate('add', '{"a":1,"b":2,"c":3}')).toMatchObject({ ok: false });
     expect(await catalog.get('add')!.execute({ a: 2, b: 3 }, ctx)).toEqual({ sum: 5 });
