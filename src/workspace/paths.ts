@@ -116,7 +116,7 @@ export class Workspace implements WorkspaceAccess {
     const lexical = this.absolute(path);
     const canonical = await canonicalize(lexical);
     if (mode === 'read') this.checkRead(path, lexical, canonical);
-    else if (!this.options.unrestricted) this.checkWrite(lexical, canonical);
+    else if (!this.options.unrestricted) this.checkWrite(path, lexical, canonical);
     return canonical;
   }
 
@@ -139,10 +139,11 @@ export class Workspace implements WorkspaceAccess {
     return this.protectedRules.find((r) => r.test(rel))?.glob ?? null;
   }
 
-  private checkWrite(lexical: string, canonical: string): void {
+  private checkWrite(given: string, lexical: string, canonical: string): void {
     const inside = isInside(canonical, this.root);
     if (!inside && !this.writableRoots.some((r) => isInside(canonical, r))) {
-      const shown = this.display(lexical);
+      // Outside paths are named as the model wrote them, not as absolute paths of this machine.
+      const shown = isInside(lexical, this.root) ? this.display(lexical) : given;
       const why =
         isInside(lexical, this.root) || this.writableRoots.some((r) => isInside(lexical, r))
           ? `'${shown}' resolves through a symbolic link to a location outside the workspace`
