@@ -1,0 +1,115 @@
+// `conch acp`: the Agent Client Protocol on stdio, for editors (Zed, JetBrains, Neovim, Emacs).
+// The official SDK speaks the protocol; this file only wires its handlers to conch sessions.
+// stdout carries nothing but protocol messages; every diagnostic goes to stderr.
+import { stat } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type InitializeResponse } from '@agentclientprotocol/sdk';
+import pkg from '../../package.json' with { type: 'json' };
+import type { CliFlags } from '../config/types.ts';
+import { AcpSession } from './session.ts';
+
+const log = (message: string) => {
+  process.stderr.write(`conch acp: ${message}\n`);
+};
+
+/** What conch can honestly promise an editor. */
+export function initializeResponse(): InitializeResponse {
+  return {
+    protocolVersion: PROTOCOL_VERSION,
+    agentInfo: { name: 'conch', title: 'conch', version: pkg.version },
+    agentCapabilities: {
+      // Sessions live in this process's memory only; nothing to load after a restart.
+      loadSession: false,
+      // Both providers carry images; linked and embedded text resources are passed on as text.
+      promptCapabilities: { image: true, audio: false, embeddedContext: true },
+      mcpCapabilities: { http: false, sse: false },
+      sessionCapabilities: { close: {} },
+    },
+    authMethods: [],
+  };
+}
+
+/**
+ * Take fd 1 for the protocol. Anything else that writes to stdout (a plugin's console.log, a
+ * stray process.stdout.write) would corrupt the stream, so those writes are sent to stderr.
+ */
+function claimStdout(): WritableStream<Uint8Array> {
+  const write = process.stdout.write.bind(process.stdout) as (chunk: Uint8Array, cb: (error?: Error | null) => void) => boolean;
+  const toStderr = ((chunk: unknown, ...rest: unknown[]) => (process.stderr.write as (...a: unknown[]) => boolean)(chunk, ...rest)) as typeof process.stdout.write;
+  process.stdout.write = toStderr;
+  console.log = console.error;
+  console.info = console.error;
+  console.debug = console.error;
+  return new WritableStream<Uint8Array>({
+    write: (chunk) =>
+      new Promise<void>((resolve, reject) => {
+        write(chunk, (error) => (error ? reject(error) : resolve()));
+      }),
+  });
+}
+
+async function checkCwd(cwd: string): Promise<void> {
+  if (!isAbsolute(cwd)) {
+    throw RequestError.invalidParams({ cwd }, `cwd must be an absolute path, got '${cwd}'; send the project directory as an absolute path`);
+  }
+  let info;
+  try {
+    info = await stat(cwd);
+  } catch {
+    throw RequestError.invalidParams({ cwd }, `cwd '${cwd}' does not exist; send an existing project directory`);
+  }
+  if (!info.isDirectory()) throw RequestError.invalidParams({ cwd }, `cwd '${cwd}' is not a directory`);
+}
+
+export async function serveAcp(flags: CliFlags): Promise<void> {
+  const output = claimStdout();
+  const input = Bun.stdin.stream() as ReadableStream<Uint8Array>;
+  const sessions = new Map<string, AcpSession>();
+
+  const find = (sessionId: string): AcpSession => {
+    const session = sessions.get(sessionId);
+    if (!session) {
+      throw new RequestError(-32002, `unknown session '${sessionId}': create one with session/new first`, { sessionId });
+    }
+    return session;
+  };
+
+  const app = agent({ name: 'conch' })
+    .onRequest('initialize', () => initializeResponse())
+    .onRequest('authenticate', () => {
+      throw RequestError.invalidRequest(undefined, 'conch needs no authentication over ACP: it uses the API keys from its own config and environment');
+    })
+    .onRequest('session/new', async ({ params, client }) => {
+      await checkCwd(params.cwd);
+      if (params.mcpServers.length > 0) log(`ignoring ${params.mcpServers.length} MCP server(s): conch does not connect to MCP servers`);
+      const session = await AcpSession.open(params.cwd, flags, client, log);
+      sessions.set(session.id, session);
+      return { sessionId: session.id };
+    })
+    .onRequest('session/prompt', ({ params, signal }) => find(params.sessionId).prompt(params.prompt, signal))
+    .onRequest('session/close', async ({ params }) => {
+      const session = find(params.sessionId);
+      sessions.delete(params.sessionId);
+      await session.dispose();
+      return {};
+    })
+    .onNotification('session/cancel', ({ params }) => {
+      const session = sessions.get(params.sessionId);
+      if (session) session.cancel();
+      else log(`session/cancel for unknown session '${params.sessionId}' ignored`);
+    });
+
+  const connection = app.connect(ndJsonStream(output, input));
+  const onSignal = () => connection.close();
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    await connection.closed;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+    // The editor went away: stop every run (killing its processes) and remove per-session temp dirs.
+    await Promise.all([...sessions.values()].map((s) => s.dispose().catch((e) => log(`closing a session failed: ${(e as Error).message}`))));
+    sessions.clear();
+  }
+}

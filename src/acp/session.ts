@@ -1,0 +1,186 @@
+// One ACP session: its own config (the session's cwd is the workspace), workspace policy, sandbox,
+// plugins and provider, and one conversation that every prompt in the session continues.
+import { randomUUID } from 'node:crypto';
+import { RequestError, type AgentContext, type PromptResponse, type SessionUpdate } from '@agentclientprotocol/sdk';
+import type { CliFlags, Config } from '../config/types.ts';
+import type { Message, Provider } from '../providers/types.ts';
+import type { RunEvent } from '../agent/events.ts';
+import { runTask } from '../agent/loop.ts';
+import { openSession, SetupError, type Session } from '../agent/session.ts';
+import { buildGuard, buildPluginLoader, loadCliConfig } from '../cli/setup.ts';
+import { acpApprover } from './permission.ts';
+import { outcomeNotice, PromptContentError, promptContent, stopReasonFor, UpdateMapper } from './updates.ts';
+import type { ContentBlock as AcpContent } from '@agentclientprotocol/sdk';
+
+/** JSON-RPC code for a run that failed; `data.code` carries conch's failure code. */
+export const RUN_FAILED = -32603;
+
+export type Log = (message: string) => void;
+
+/** Sends updates in order; `flush` resolves once everything queued so far is written. */
+class Notifier {
+  private chain: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly client: AgentContext,
+    private readonly sessionId: string,
+    private readonly log: Log,
+  ) {}
+
+  send(update: SessionUpdate): void {
+    this.chain = this.chain
+      .then(() => this.client.notify('session/update', { sessionId: this.sessionId, update }))
+      .catch((error) => this.log(`could not send an update: ${(error as Error).message}`));
+  }
+
+  flush(): Promise<void> {
+    return this.chain;
+  }
+}
+
+interface Turn {
+  controller: AbortController;
+  done: Promise<unknown>;
+}
+
+export class AcpSession {
+  /** Every earlier exchange; runTask appends each prompt's messages in place. */
+  private readonly conversation: Message[] = [];
+  private turn: Turn | null = null;
+  private activeCall: { id: string; args: unknown } | null = null;
+
+  private constructor(
+    readonly id: string,
+    private readonly config: Config,
+    private readonly session: Session,
+    private readonly provider: Provider,
+    private readonly notifier: Notifier,
+    private readonly log: Log,
+  ) {}
+
+  /** Build a session for `cwd` (absolute, checked by the caller) with the flags `conch acp` was given. */
+  static async open(cwd: string, flags: CliFlags, client: AgentContext, log: Log): Promise<AcpSession> {
+    const id = randomUUID();
+    const notifier = new Notifier(client, id, log);
+    let config: Config;
+    try {
+      config = await loadCliConfig(flags, cwd);
+    } catch (error) {
+      throw setupError(error);
+    }
+    if (!config.provider) {
+      const { noModelMessage } = await import('../config/load.ts');
+      throw new RequestError(-32602, noModelMessage(), { code: 'config_invalid' });
+    }
+    // The approver reads the session's live state; it is bound before the session object exists.
+    let self: AcpSession | null = null;
+    const approver = acpApprover({
+      client,
+      sessionId: id,
+      activeCall: () => self?.activeCall ?? null,
+      signal: () => self?.turn?.controller.signal ?? null,
+      flush: () => notifier.flush(),
+      log,
+    });
+    let session: Session;
+    try {
+      session = await openSession(config, {
+        cwd,
+        guard: await buildGuard(config, approver),
+        loadPlugins: buildPluginLoader(config),
+      });
+    } catch (error) {
+      throw setupError(error);
+    }
+    for (const warning of session.warnings) log(`session ${id}: ${warning}`);
+    const { createProvider } = await import('../providers/index.ts');
+    const provider = await createProvider(config.provider);
+    self = new AcpSession(id, config, session, provider, notifier, log);
+    return self;
+  }
+
+  get running(): boolean {
+    return this.turn !== null;
+  }
+
+  async prompt(blocks: AcpContent[], requestSignal: AbortSignal): Promise<PromptResponse> {
+    if (this.turn) {
+      throw RequestError.invalidRequest({ sessionId: this.id }, `a prompt is already running in session ${this.id}; send session/cancel first`);
+    }
+    let task;
+    try {
+      task = promptContent(blocks);
+    } catch (error) {
+      if (error instanceof PromptContentError) throw RequestError.invalidParams({ sessionId: this.id }, error.message);
+      throw error;
+    }
+    const controller = new AbortController();
+    // The client withdrawing the request ($/cancel_request) or hanging up cancels like session/cancel.
+    const onRequestAbort = () => controller.abort(new Error('request cancelled'));
+    requestSignal.addEventListener('abort', onRequestAbort, { once: true });
+    const mapper = new UpdateMapper(this.session.workspace.root);
+    const sink = {
+      emit: (event: RunEvent) => {
+        if (event.type === 'tool.started') this.activeCall = { id: event.callId, args: event.args };
+        else if (event.type === 'tool.finished') this.activeCall = null;
+        for (const update of mapper.map(event)) this.notifier.send(update);
+      },
+    };
+    const run = runTask(
+      {
+        runId: randomUUID(),
+        task,
+        conversation: this.conversation,
+        system: this.session.system,
+        catalog: this.session.catalog,
+        limits: this.config.limits,
+        makeContext: this.session.makeContext,
+        stopOnDeny: this.config.policy.stopOnDeny,
+        header: this.session.header,
+      },
+      this.provider,
+      sink,
+      controller.signal,
+    );
+    this.turn = { controller, done: run };
+    try {
+      const outcome = await run;
+      const notice = outcomeNotice(outcome);
+      if (notice) this.notifier.send({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: notice } });
+      // Every update of this turn goes out before the response that ends it.
+      await this.notifier.flush();
+      if (outcome.status === 'failed') {
+        throw new RequestError(RUN_FAILED, outcome.message ?? 'the run failed', { code: outcome.code ?? 'internal', status: 'failed' });
+      }
+      return { stopReason: stopReasonFor(outcome) };
+    } finally {
+      requestSignal.removeEventListener('abort', onRequestAbort);
+      this.activeCall = null;
+      this.turn = null;
+    }
+  }
+
+  /** session/cancel: the same AbortSignal path as Ctrl-C on the command line. */
+  cancel(): void {
+    this.turn?.controller.abort(new Error('cancelled by the client'));
+  }
+
+  async dispose(): Promise<void> {
+    const turn = this.turn;
+    if (turn) {
+      turn.controller.abort(new Error('session closed'));
+      await turn.done.catch(() => {});
+    }
+    await this.session.dispose();
+  }
+}
+
+/** A setup problem the user can fix becomes an invalid-params error naming it; anything else is a bug. */
+function setupError(error: unknown): unknown {
+  const name = (error as Error)?.name;
+  const code = (error as { code?: string })?.code;
+  if (error instanceof SetupError || name === 'ConfigError' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') {
+    return new RequestError(-32602, (error as Error).message, { code: 'config_invalid' });
+  }
+  return error;
+}
