@@ -1,4 +1,17 @@
-// STUB: interface fixed; implementation owned by the sandbox work (issue 4).
+// The sandbox every shell command goes through in restricted mode (the bash tool and ctx.exec).
+// Fails closed: when the platform sandbox is missing or unusable, prepareSandboxed throws
+// SandboxUnavailableError with what is wrong and how to fix it; it never returns an unsandboxed argv.
+// Policies are data in sandbox-profiles/ (profiles.ts); this file turns a request into an argv.
+import { stat, realpath } from 'node:fs/promises';
+import { isAbsolute } from 'node:path';
+import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
+import { acquirePlaceholder, type PlaceholderLease } from './placeholders.ts';
+import { probe, type ProbeOptions } from './probe.ts';
+import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
+import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern } from './protected-paths.ts';
+import { openSeccompFd } from './seccomp-fd.ts';
+import { renderSeatbeltProfile, seatbeltArgv, SeatbeltPathError } from './seatbelt.ts';
+
 export type SandboxProfileName = 'workspace-write' | 'read-only';
 
 export interface SandboxSettings {
@@ -13,6 +26,8 @@ export interface SandboxSettings {
 export interface SandboxRequest extends SandboxSettings {
   /** The shell command, run as /bin/sh -c COMMAND inside. */
   command: string;
+  /** Run this argv instead of /bin/sh -c COMMAND (`conch sandbox run`); command is then ignored. */
+  argv?: string[];
   /** Canonical cwd inside the workspace. */
   cwd: string;
   /** Canonical workspace root. */
@@ -27,6 +42,8 @@ export interface PreparedCommand {
   extraFds: number[];
   /** Undo host-side preparation (placeholders, fds). Safe to call twice. */
   release(): Promise<void>;
+  /** What the sandbox could not fully enforce for this command (workspace-relative), if anything. */
+  notes?: string[];
 }
 
 export interface SandboxStatus {
@@ -38,19 +55,138 @@ export interface SandboxStatus {
   fix?: string;
 }
 
-/** Probe once per process with a real minimal sandbox; cached. */
-export async function probeSandbox(): Promise<SandboxStatus> {
-  throw new Error('not implemented');
-}
+export type { ProbeOptions } from './probe.ts';
 
-/** Build the sandboxed argv for a command. Throws SandboxUnavailableError when probe fails. */
-export async function prepareSandboxed(request: SandboxRequest): Promise<PreparedCommand> {
-  throw new Error('not implemented');
+/** Probe once per process with a real minimal sandbox; cached (per PATH searched for bwrap). */
+export async function probeSandbox(options: ProbeOptions = {}): Promise<SandboxStatus> {
+  return (await probe(options)).status;
 }
 
 export class SandboxUnavailableError extends Error {
   constructor(readonly status: SandboxStatus) {
     super(`${status.detail}${status.fix ? ` ${status.fix}` : ''}`);
     this.name = 'SandboxUnavailableError';
+  }
+}
+
+/**
+ * The request cannot be sandboxed as given (a missing workspace, an unknown profile, a protected
+ * path that is a symlink, a writable root inside a protected path). The message names the path or
+ * setting and the fix; nothing was run.
+ */
+export class SandboxRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxRequestError';
+  }
+}
+
+async function directory(path: string, what: string, fix: string): Promise<string> {
+  if (!isAbsolute(path)) throw new SandboxRequestError(`${what} "${path}" must be an absolute path; ${fix}.`);
+  try {
+    const real = await realpath(path);
+    if (!(await stat(real)).isDirectory()) throw new SandboxRequestError(`${what} ${path} is not a directory; ${fix}.`);
+    return real;
+  } catch (error) {
+    if (error instanceof SandboxRequestError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new SandboxRequestError(`${what} ${path} does not exist; ${fix}.`);
+    throw new SandboxRequestError(`${what} ${path} cannot be used: ${(error as Error).message}; ${fix}.`);
+  }
+}
+
+function patterns(globs: string[]): ProtectedPattern[] {
+  // Configuration adds protection; it has no way to remove a default.
+  return [...defaultPatterns(loadProtectedDefaults()), ...globs.map(patternFromGlob)];
+}
+
+/** Build the sandboxed argv for a command. Throws SandboxUnavailableError when probe fails. */
+export async function prepareSandboxed(request: SandboxRequest): Promise<PreparedCommand> {
+  const probed = await probe();
+  if (!probed.status.ok) throw new SandboxUnavailableError(probed.status);
+  try {
+    return await prepare(request, probed.bwrap, probed.disableUserns);
+  } catch (error) {
+    if (error instanceof SandboxProfileError || error instanceof ProtectedPathError || error instanceof SeatbeltPathError) {
+      throw new SandboxRequestError(error.message);
+    }
+    throw error;
+  }
+}
+
+async function prepare(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean): Promise<PreparedCommand> {
+  const profile = loadProfile(request.profile);
+  const workspace = await directory(request.workspace, 'workspace', 'run conch from an existing directory');
+  const tmpDir = await directory(request.tmpDir, 'temp dir', 'create it before running commands');
+  const cwd = await directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace');
+  const writableRoots: string[] = [];
+  for (const root of request.writableRoots) {
+    writableRoots.push(await directory(root, 'writable root', 'create it or remove it from --allow-write / workspace.writableRoots'));
+  }
+  // argv goes through the shell's exec as well, so a missing program is 127 exactly as in the bash tool.
+  const command =
+    request.argv && request.argv.length > 0 ? ['/bin/sh', '-c', 'exec "$@"', 'sh', ...request.argv] : ['/bin/sh', '-c', request.command];
+  const protectedPatterns = patterns(request.protectedGlobs);
+
+  if (!bwrap) {
+    // macOS: Seatbelt matches protected names by rule, so there is nothing to prepare on disk.
+    const text = renderSeatbeltProfile({
+      profile,
+      workspace,
+      tmpDir,
+      writableRoots,
+      protected: protectedPatterns,
+      network: request.network,
+    });
+    return { argv: seatbeltArgv(text, command), extraFds: [], release: async () => {} };
+  }
+
+  const plan = await planProtected(workspace, protectedPatterns);
+  const targets = [...plan.existing, ...plan.missing.map((m) => m.path)];
+  for (const root of writableRoots) {
+    const clash = targets.find((target) => within(target, root));
+    if (clash) {
+      throw new SandboxRequestError(
+        `writable root ${root} lies inside the protected path ${clash}; protected paths stay read-only. Remove it from --allow-write / workspace.writableRoots.`,
+      );
+    }
+  }
+
+  const base = baseMounts(profile, { workspace, tmpDir, writableRoots });
+  const protectedType = protectedMountType(profile);
+  // Only paths a command could otherwise write need a mount (none at all in the read-only profile).
+  const needed = protectedType ? (path: string) => writableAt(base, path) : () => false;
+  const leases: PlaceholderLease[] = [];
+  let seccomp: ReturnType<typeof openSeccompFd> | null = null;
+  const release = async () => {
+    seccomp?.close();
+    seccomp = null;
+    const pending = leases.splice(0);
+    await Promise.all(pending.map((lease) => lease.release()));
+  };
+
+  try {
+    const protectedPaths = plan.existing.filter(needed);
+    for (const missing of plan.missing.filter((m) => needed(m.path))) {
+      const lease = await acquirePlaceholder(missing.path, missing.kind);
+      if (lease) leases.push(lease);
+      // null: it appeared meanwhile; it is real now and protected all the same.
+      protectedPaths.push(missing.path);
+    }
+    const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
+    seccomp = openSeccompFd();
+    const argv = buildBwrapArgv({
+      bwrap,
+      mounts,
+      network: request.network,
+      disableUserns,
+      seccompFd: 3,
+      cwd,
+      command,
+    });
+    return { argv, extraFds: [seccomp.fd], release, ...(plan.notes.length ? { notes: plan.notes } : {}) };
+  } catch (error) {
+    await release();
+    throw error;
   }
 }

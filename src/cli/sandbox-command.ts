@@ -1,0 +1,117 @@
+// `conch sandbox check` and `conch sandbox run`: how people see and debug the sandbox policy.
+// `run` uses prepareSandboxed with the same profile, network setting, temp dir layout and clean
+// environment as the bash tool, so what works (or is refused) here is what a command gets in a run.
+import { constants } from 'node:os';
+import { mkdtemp, realpath, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EXIT_CODES } from '../agent/outcome.ts';
+import { cleanEnv } from '../process/spawn.ts';
+import {
+  prepareSandboxed,
+  probeSandbox,
+  SandboxRequestError,
+  SandboxUnavailableError,
+  type ProbeOptions,
+  type SandboxProfileName,
+} from '../sandbox/index.ts';
+import { listProfiles, loadProtectedDefaults } from '../sandbox/profiles.ts';
+
+interface Out {
+  write(text: string): unknown;
+}
+
+export async function sandboxCheck(out: Out, probeOptions: ProbeOptions = {}): Promise<number> {
+  const status = await probeSandbox({ ...probeOptions, fresh: true });
+  const lines = [
+    `backend: ${status.backend}`,
+    `status: ${status.ok ? 'works' : 'NOT usable: shell commands will be refused in restricted mode'}`,
+    `detail: ${status.detail}`,
+  ];
+  if (status.fix) lines.push(`fix: ${status.fix}`);
+  lines.push(`profiles: ${listProfiles().join(', ')} (default workspace-write)`);
+  if (status.backend === 'bwrap') lines.push(`note: ${loadProtectedDefaults().limitation}`);
+  out.write(`${lines.join('\n')}\n`);
+  return status.ok ? 0 : 1;
+}
+
+export interface SandboxRunOptions {
+  network: boolean;
+  profile: string;
+  cwd: string;
+  /** The config's writable roots (workspace.writableRoots / --allow-write), as the bash tool gets them. */
+  writableRoots?: string[];
+  /** The config's extra protected globs (added to the defaults). */
+  protectedGlobs?: string[];
+  /** CONCH_TASK_* variables, as the bash tool passes them. */
+  taskEnv?: Record<string, string>;
+  /** Diagnostics (default: stderr). */
+  err?: Out;
+}
+
+const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+
+/** Run argv in the sandbox with inherited stdio; the result is its exit status (128+n for signal n). */
+export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promise<number> {
+  const err = opts.err ?? process.stderr;
+  if (argv.length === 0) {
+    err.write('conch: sandbox run needs a command: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…\n');
+    return EXIT_CODES.setup_error;
+  }
+  let workspace: string;
+  try {
+    workspace = await realpath(opts.cwd);
+  } catch {
+    err.write(`conch: the working directory ${opts.cwd} does not exist; run from an existing directory.\n`);
+    return EXIT_CODES.setup_error;
+  }
+  const tmpDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  try {
+    let prepared;
+    try {
+      prepared = await prepareSandboxed({
+        profile: opts.profile as SandboxProfileName,
+        network: opts.network,
+        writableRoots: opts.writableRoots ?? [],
+        protectedGlobs: opts.protectedGlobs ?? [],
+        command: argv.join(' '),
+        argv,
+        cwd: workspace,
+        workspace,
+        tmpDir,
+      });
+    } catch (error) {
+      if (error instanceof SandboxUnavailableError) {
+        err.write(`conch: sandbox unavailable, command not run: ${error.status.detail}\n${error.status.fix ? `fix: ${error.status.fix}\n` : ''}`);
+        return EXIT_CODES.setup_error;
+      }
+      if (error instanceof SandboxRequestError) {
+        err.write(`conch: command not run: ${error.message}\n`);
+        return EXIT_CODES.setup_error;
+      }
+      throw error;
+    }
+    for (const note of prepared.notes ?? []) err.write(`conch: note: ${note}\n`);
+    try {
+      const child = Bun.spawn(prepared.argv, {
+        cwd: workspace,
+        env: cleanEnv(process.env, opts.taskEnv ?? {}, { tmpDir }),
+        stdio: ['inherit', 'inherit', 'inherit', ...prepared.extraFds],
+      });
+      // Ctrl-C reaches conch; pass it on so the command ends and the placeholders are removed.
+      const forward = (signal: NodeJS.Signals) => child.kill(signal);
+      for (const signal of FORWARDED) process.on(signal, forward);
+      try {
+        const code = await child.exited;
+        if (child.signalCode) return 128 + (constants.signals[child.signalCode as NodeJS.Signals] ?? 0);
+        return code;
+      } finally {
+        for (const signal of FORWARDED) process.off(signal, forward);
+      }
+    } finally {
+      await prepared.release();
+    }
+  } finally {
+    await rm(tmpDir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,170 @@
+// Loads the sandbox policies from sandbox-profiles/ (data, not code): one JSON file per profile
+// describing the bubblewrap mounts and the Seatbelt template, plus protected.json with the paths
+// every profile keeps read-only. Files are read once per process and validated; a broken file is
+// reported with its name and the offending key.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Type, type Static } from 'typebox';
+import { Compile } from 'typebox/compile';
+
+export const PROFILES_DIR = fileURLToPath(new URL('../../sandbox-profiles/', import.meta.url));
+
+/** Symbolic mount sources filled in per command. */
+export const MOUNT_VARIABLES = ['{workspace}', '{tmpDir}', '{writableRoots}', '{protected}'] as const;
+export type MountVariable = (typeof MOUNT_VARIABLES)[number];
+
+const MountSchema = Type.Object(
+  {
+    type: Type.Union([Type.Literal('ro-bind'), Type.Literal('bind'), Type.Literal('dev'), Type.Literal('proc'), Type.Literal('tmpfs')]),
+    path: Type.String({ minLength: 1 }),
+  },
+  { additionalProperties: false },
+);
+
+const ProfileSchema = Type.Object(
+  {
+    $comment: Type.Optional(Type.String()),
+    description: Type.String(),
+    bwrap: Type.Object(
+      { $comment: Type.Optional(Type.String()), mounts: Type.Array(MountSchema, { minItems: 1 }) },
+      { additionalProperties: false },
+    ),
+    seatbelt: Type.Object(
+      { template: Type.String({ pattern: '^[A-Za-z0-9._-]+\\.sb$' }), writable: Type.Array(Type.String()) },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+const Kind = Type.Union([Type.Literal('dir'), Type.Literal('file')]);
+const ProtectedSchema = Type.Object(
+  {
+    $comment: Type.Optional(Type.String()),
+    paths: Type.Array(Type.Object({ path: Type.String({ minLength: 1 }), kind: Kind }, { additionalProperties: false })),
+    globs: Type.Array(
+      Type.Object(
+        { pattern: Type.String({ minLength: 1 }), kind: Kind, knownNames: Type.Array(Type.String({ minLength: 1 })) },
+        { additionalProperties: false },
+      ),
+    ),
+    limitation: Type.String(),
+  },
+  { additionalProperties: false },
+);
+
+export type BwrapMount = Static<typeof MountSchema>;
+export type SandboxProfile = Static<typeof ProfileSchema> & { name: string; file: string };
+export type ProtectedDefaults = Static<typeof ProtectedSchema>;
+
+/** A broken or missing policy file, or an unknown profile name: a message naming file and fix. */
+export class SandboxProfileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxProfileError';
+  }
+}
+
+const checkProfile = Compile(ProfileSchema);
+const checkProtected = Compile(ProtectedSchema);
+
+function readJson(file: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new SandboxProfileError(`cannot read sandbox policy ${file}: ${(error as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new SandboxProfileError(`sandbox policy ${file} is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function firstError(check: { Errors(value: unknown): Iterable<unknown> }, value: unknown): string {
+  for (const error of check.Errors(value)) {
+    const e = error as { instancePath?: string; message?: string };
+    return `${e.instancePath || '(root)'}: ${e.message ?? 'invalid'}`;
+  }
+  return 'invalid';
+}
+
+/** Profile names available in sandbox-profiles/ (every *.json except protected.json). */
+export function listProfiles(dir: string = PROFILES_DIR): string[] {
+  try {
+    return readdirSync(dir)
+      .filter((name) => name.endsWith('.json') && name !== 'protected.json')
+      .map((name) => name.slice(0, -'.json'.length))
+      .sort();
+  } catch {
+    return [];
+  }
+}
+
+const profileCache = new Map<string, SandboxProfile>();
+
+export function loadProfile(name: string, dir: string = PROFILES_DIR): SandboxProfile {
+  const key = `${dir}\0${name}`;
+  const cached = profileCache.get(key);
+  if (cached) return cached;
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name) || name === 'protected') {
+    throw new SandboxProfileError(`unknown sandbox profile "${name}"; available: ${listProfiles(dir).join(', ')}.`);
+  }
+  const file = join(dir, `${name}.json`);
+  if (!listProfiles(dir).includes(name)) {
+    throw new SandboxProfileError(`unknown sandbox profile "${name}" (no ${file}); available: ${listProfiles(dir).join(', ')}.`);
+  }
+  const value = readJson(file);
+  if (!checkProfile.Check(value)) {
+    throw new SandboxProfileError(`sandbox profile ${file} is malformed at ${firstError(checkProfile, value)}; restore it from the conch distribution.`);
+  }
+  for (const [index, mount] of value.bwrap.mounts.entries()) {
+    const variable = mount.path.startsWith('{');
+    if (variable ? !(MOUNT_VARIABLES as readonly string[]).includes(mount.path) : !mount.path.startsWith('/')) {
+      throw new SandboxProfileError(
+        `sandbox profile ${file}: /bwrap/mounts/${index}/path "${mount.path}" must be an absolute path or one of ${MOUNT_VARIABLES.join(', ')}.`,
+      );
+    }
+  }
+  // Whatever a profile says, the root must be read-only first: a profile cannot open the machine.
+  const first = value.bwrap.mounts[0]!;
+  if (first.type !== 'ro-bind' || first.path !== '/') {
+    throw new SandboxProfileError(`sandbox profile ${file}: the first mount must be { "type": "ro-bind", "path": "/" }.`);
+  }
+  const profile: SandboxProfile = { ...value, name, file };
+  profileCache.set(key, profile);
+  return profile;
+}
+
+let protectedCache: { dir: string; value: ProtectedDefaults } | null = null;
+
+export function loadProtectedDefaults(dir: string = PROFILES_DIR): ProtectedDefaults {
+  if (protectedCache?.dir === dir) return protectedCache.value;
+  const file = join(dir, 'protected.json');
+  const value = readJson(file);
+  if (!checkProtected.Check(value)) {
+    throw new SandboxProfileError(`sandbox policy ${file} is malformed at ${firstError(checkProtected, value)}; restore it from the conch distribution.`);
+  }
+  protectedCache = { dir, value };
+  return value;
+}
+
+const templateCache = new Map<string, string>();
+
+/** A Seatbelt template or fragment from sandbox-profiles/ (validated names only). */
+export function loadTemplate(name: string, dir: string = PROFILES_DIR): string {
+  const key = `${dir}\0${name}`;
+  const cached = templateCache.get(key);
+  if (cached !== undefined) return cached;
+  const file = join(dir, name);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new SandboxProfileError(`cannot read Seatbelt template ${file}: ${(error as Error).message}`);
+  }
+  templateCache.set(key, text);
+  return text;
+}

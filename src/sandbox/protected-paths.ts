@@ -1,0 +1,163 @@
+// Which workspace paths a command must not change, as concrete paths for bind mounts. Cost is bounded
+// by the patterns, not by the workspace: a literal costs a few lstat calls, a glob segment one readdir
+// of an existing directory; nothing walks the tree.
+//
+// A protected path that does not exist yet is covered by masking its first missing component (a
+// placeholder bound read-only, see placeholders.ts), so `.env.local` or `.conch/x` cannot be created.
+// The existing directories between the workspace and a nested protected path are "pinned" (bound onto
+// themselves with their current mode): a mount point cannot be renamed or removed, so moving a parent
+// away cannot carry the protection off with it and free the name.
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import picomatch from 'picomatch';
+import type { ProtectedDefaults } from './profiles.ts';
+
+export type PathKind = 'dir' | 'file';
+
+export interface ProtectedPattern {
+  pattern: string;
+  kind: PathKind;
+  /** Names to mask even when absent (globs cannot be enumerated before they exist). */
+  knownNames?: string[];
+}
+
+export interface ProtectedPlan {
+  /** Existing protected paths (absolute). */
+  existing: string[];
+  /** First missing component of an absent protected path; masked with a placeholder. */
+  missing: { path: string; kind: PathKind }[];
+  /** Existing directories above nested protected paths (absolute). */
+  pins: string[];
+  /** What could not be fully enforced, for the user (workspace-relative). */
+  notes: string[];
+}
+
+/** A protected path the sandbox cannot hold (a symlink), or a malformed pattern: names it and the fix. */
+export class ProtectedPathError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ProtectedPathError';
+  }
+}
+
+const GLOB_CHARS = /[*?[\]{}()!+@]/;
+const MAX_CANDIDATES = 256;
+
+export function defaultPatterns(defaults: ProtectedDefaults): ProtectedPattern[] {
+  return [
+    ...defaults.paths.map((p) => ({ pattern: p.path, kind: p.kind })),
+    ...defaults.globs.map((g) => ({ pattern: g.pattern, kind: g.kind, knownNames: g.knownNames })),
+  ];
+}
+
+/** A configured glob (workspace-relative, picomatch) as a pattern; `dir/**` means the directory. */
+export function patternFromGlob(glob: string): ProtectedPattern {
+  let pattern = glob.trim().replace(/^(\.\/)+/, '');
+  let kind: PathKind = 'file';
+  while (pattern.endsWith('/**') || pattern.endsWith('/')) {
+    pattern = pattern.endsWith('/') ? pattern.slice(0, -1) : pattern.slice(0, -3);
+    kind = 'dir';
+  }
+  const segments = pattern.split('/');
+  if (glob.startsWith('/') || segments.includes('..') || pattern.includes('\0')) {
+    throw new ProtectedPathError(
+      `protected glob "${glob}" must be workspace-relative and stay inside the workspace; fix it in the config (workspace.protectedGlobs).`,
+    );
+  }
+  return { pattern, kind };
+}
+
+/** Expand patterns to concrete workspace-relative paths (existing matches plus literal/known names). */
+async function expand(root: string, item: ProtectedPattern, notes: string[]): Promise<string[]> {
+  const segments = item.pattern === '' || item.pattern === '**' ? [] : item.pattern.split('/').filter((s) => s !== '' && s !== '.');
+  let candidates = [''];
+  for (const [index, segment] of segments.entries()) {
+    const last = index === segments.length - 1;
+    if (segment === '**') {
+      // Matching at every depth would mean walking the workspace; only the shallowest match is held.
+      notes.push(`protected glob "${item.pattern}": the sandbox holds its matches at the first level only; deeper matches are protected for the file tools, not for shell commands.`);
+      continue;
+    }
+    if (!GLOB_CHARS.test(segment)) {
+      candidates = candidates.map((c) => (c ? `${c}/${segment}` : segment));
+      continue;
+    }
+    const match = picomatch(segment, { dot: true });
+    const next = new Set<string>();
+    for (const dir of candidates) {
+      for (const name of await listDir(join(root, dir))) if (match(name)) next.add(dir ? `${dir}/${name}` : name);
+      if (last) for (const name of item.knownNames ?? []) if (match(name)) next.add(dir ? `${dir}/${name}` : name);
+    }
+    candidates = [...next];
+    if (candidates.length > MAX_CANDIDATES) {
+      notes.push(`protected glob "${item.pattern}" matches more than ${MAX_CANDIDATES} paths; only the first ${MAX_CANDIDATES} are held by the sandbox.`);
+      candidates = candidates.slice(0, MAX_CANDIDATES);
+    }
+  }
+  return candidates;
+}
+
+async function listDir(dir: string): Promise<string[]> {
+  try {
+    const info = await lstat(dir);
+    return info.isDirectory() ? await readdir(dir) : [];
+  } catch {
+    return [];
+  }
+}
+
+function inside(parent: string, child: string): boolean {
+  return parent === child || parent === '' || child.startsWith(`${parent}/`);
+}
+
+export async function planProtected(root: string, patterns: ProtectedPattern[]): Promise<ProtectedPlan> {
+  const notes: string[] = [];
+  const targets = new Map<string, { exists: boolean; kind: PathKind }>();
+  const pins = new Set<string>();
+
+  for (const item of patterns) {
+    for (const rel of await expand(root, item, notes)) {
+      const parts = rel === '' ? [] : rel.split('/');
+      let prefix = '';
+      let outcome: { rel: string; exists: boolean; kind: PathKind } | null = null;
+      const walked: string[] = [];
+      for (const [index, part] of parts.entries()) {
+        prefix = prefix ? `${prefix}/${part}` : part;
+        const last = index === parts.length - 1;
+        let info;
+        try {
+          info = await lstat(join(root, prefix));
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+          outcome = { rel: prefix, exists: false, kind: last ? item.kind : 'dir' };
+          break;
+        }
+        if (info.isSymbolicLink()) {
+          throw new ProtectedPathError(
+            `protected path "${prefix}" is a symbolic link; a sandboxed command could replace the link itself, so conch refuses to run it. ` +
+              `Replace the link with the file or directory it points to, or pass --unrestricted.`,
+          );
+        }
+        if (last) outcome = { rel: prefix, exists: true, kind: info.isDirectory() ? 'dir' : 'file' };
+        else if (!info.isDirectory()) break; // a file where a directory would be: the path cannot exist
+        else walked.push(prefix);
+      }
+      if (parts.length === 0) outcome = { rel: '', exists: true, kind: 'dir' };
+      if (!outcome) continue;
+      targets.set(outcome.rel, { exists: outcome.exists, kind: outcome.kind });
+      for (const dir of walked) if (dir !== outcome.rel) pins.add(dir);
+    }
+  }
+
+  // A target inside another target is already covered; so is a pin inside or equal to a target.
+  const rels = [...targets.keys()].sort();
+  const kept = rels.filter((rel) => !rels.some((other) => other !== rel && inside(other, rel)));
+  const keptPins = [...pins].filter((pin) => !kept.some((rel) => inside(rel, pin))).sort();
+  const abs = (rel: string) => (rel === '' ? root : join(root, rel));
+  return {
+    existing: kept.filter((rel) => targets.get(rel)!.exists).map(abs),
+    missing: kept.filter((rel) => !targets.get(rel)!.exists).map((rel) => ({ path: abs(rel), kind: targets.get(rel)!.kind })),
+    pins: keptPins.map(abs),
+    notes: [...new Set(notes)],
+  };
+}

@@ -1,0 +1,159 @@
+// macOS: render the Seatbelt profile for /usr/bin/sandbox-exec from the template in
+// sandbox-profiles/. Paths become SBPL string literals (escaped); glob patterns become regexes, so a
+// protected name is covered whether or not it exists and `.env.*` really means every such name.
+//
+// Escaping rules (SBPL is a Scheme dialect):
+// - "…" strings: backslash and double quote are escaped; control characters cannot be expressed
+//   reliably, so a path containing one is refused (fail closed) instead of being mangled.
+// - #"…" regex literals keep backslashes as they are, which is what the regex needs, but cannot hold a
+//   double quote: a quote (or control character) in a path becomes [^/] there, which matches a little
+//   more than the name. Regexes are only used to deny writes, so matching more is the safe side.
+import type { SandboxProfile } from './profiles.ts';
+import { loadTemplate } from './profiles.ts';
+import type { ProtectedPattern } from './protected-paths.ts';
+
+export const SANDBOX_EXEC = '/usr/bin/sandbox-exec';
+
+export interface SeatbeltInput {
+  profile: SandboxProfile;
+  /** Canonical (realpath) paths: Seatbelt sees /private/tmp, not /tmp. */
+  workspace: string;
+  tmpDir: string;
+  writableRoots: string[];
+  /** Default and configured protected patterns, workspace-relative. */
+  protected: ProtectedPattern[];
+  network: boolean;
+}
+
+export class SeatbeltPathError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SeatbeltPathError';
+  }
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const GLOB_CHARS = /[*?[\]{}()!+@]/;
+
+/** An SBPL string literal. */
+export function sbString(value: string): string {
+  if (CONTROL.test(value)) {
+    throw new SeatbeltPathError(
+      `path ${JSON.stringify(value)} contains a control character, which a Seatbelt profile cannot express; rename it or pass --unrestricted.`,
+    );
+  }
+  return `"${value.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+}
+
+/** Literal text as a regex fragment for a #"…" literal. */
+export function regexLiteral(text: string): string {
+  let out = '';
+  for (const ch of text) {
+    if (ch === '"' || CONTROL.test(ch)) out += '[^/]';
+    else if (/[\\.^$|()[\]{}*+?]/.test(ch)) out += `\\${ch}`;
+    else out += ch;
+  }
+  return out;
+}
+
+/** One glob segment (no slash) as a regex fragment; unsupported constructs widen to [^/]*. */
+function segmentRegex(segment: string): string {
+  let out = '';
+  for (let i = 0; i < segment.length; i++) {
+    const ch = segment[i]!;
+    if (ch === '*') {
+      out += '[^/]*';
+      while (segment[i + 1] === '*') i++;
+    } else if (ch === '?') out += '[^/]';
+    else if (ch === '{') {
+      const end = segment.indexOf('}', i);
+      if (end === -1) return '[^/]*';
+      const options = segment.slice(i + 1, end).split(',');
+      out += `(${options.map(segmentRegex).join('|')})`;
+      i = end;
+    } else if ('[]()!+@'.includes(ch)) return '[^/]*';
+    else out += regexLiteral(ch);
+  }
+  return out;
+}
+
+/** A workspace-relative glob as an anchored regex matching the path and everything below it. */
+export function globRegex(workspace: string, pattern: string): string {
+  const parts = pattern.split('/').filter((s) => s !== '' && s !== '.');
+  let body = '';
+  for (const [index, part] of parts.entries()) {
+    const last = index === parts.length - 1;
+    if (part === '**') {
+      if (!last) body += '(/.*)?';
+    } else body += `/${segmentRegex(part)}`;
+  }
+  return `^${regexLiteral(workspace)}${body}(/.*)?$`;
+}
+
+function join(root: string, rel: string): string {
+  return rel === '' ? root : `${root}/${rel}`;
+}
+
+function rules(filters: string[], indent: string): string {
+  return filters.map((f) => `${indent}${f}`).join('\n');
+}
+
+export function protectedFilters(workspace: string, patterns: ProtectedPattern[]): string[] {
+  const out = new Set<string>();
+  for (const { pattern } of patterns) {
+    if (pattern === '' || pattern === '**') out.add(`(subpath ${sbString(workspace)})`);
+    else if (GLOB_CHARS.test(pattern)) out.add(`(regex #"${globRegex(workspace, pattern)}")`);
+    else out.add(`(subpath ${sbString(join(workspace, pattern))})`);
+  }
+  return [...out];
+}
+
+/** The workspace and the literal directories above nested protected patterns (rename/remove denied). */
+export function pinnedFilters(workspace: string, patterns: ProtectedPattern[]): string[] {
+  const out = new Set<string>([`(literal ${sbString(workspace)})`]);
+  for (const { pattern } of patterns) {
+    const parts = pattern.split('/').filter((s) => s !== '' && s !== '.');
+    let prefix = '';
+    for (const part of parts.slice(0, -1)) {
+      if (GLOB_CHARS.test(part)) break;
+      prefix = prefix ? `${prefix}/${part}` : part;
+      out.add(`(literal ${sbString(join(workspace, prefix))})`);
+    }
+  }
+  return [...out];
+}
+
+export function writableFilters(input: SeatbeltInput): string[] {
+  const out = new Set<string>();
+  for (const entry of input.profile.seatbelt.writable) {
+    const paths =
+      entry === '{workspace}' ? [input.workspace]
+      : entry === '{tmpDir}' ? [input.tmpDir]
+      : entry === '{writableRoots}' ? input.writableRoots
+      : [entry];
+    for (const path of paths) out.add(`(subpath ${sbString(path)})`);
+  }
+  return [...out];
+}
+
+export function renderSeatbeltProfile(input: SeatbeltInput): string {
+  const template = loadTemplate(input.profile.seatbelt.template);
+  const network = input.network ? loadTemplate('seatbelt-network.sb').trimEnd() : '; network off (--no-network): no network rules';
+  const protectedRules = protectedFilters(input.workspace, input.protected);
+  const values: Record<string, string> = {
+    WRITABLE: rules(writableFilters(input), '      '),
+    PROTECTED: rules(protectedRules, '        '),
+    PINNED: rules(pinnedFilters(input.workspace, input.protected), '  '),
+    NETWORK: network,
+  };
+  // One pass over the template: substituted text is never scanned again for markers.
+  return template.replace(/\{\{([A-Z]+)\}\}/g, (marker, name: string) => {
+    const value = values[name];
+    if (value === undefined) throw new Error(`Seatbelt template ${input.profile.seatbelt.template}: unknown marker ${marker}`);
+    return value;
+  });
+}
+
+export function seatbeltArgv(profileText: string, command: string[]): string[] {
+  return [SANDBOX_EXEC, '-p', profileText, ...command];
+}
