@@ -50,62 +50,71 @@ const DEFAULT_LOAD_TIMEOUT_MS = 5000;
 export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugins> {
   const { settings } = opts;
   if (!settings.enabled) return { tools: [], reports: [] };
-  const { candidates, reports } = await collectCandidates(opts);
-  if (candidates.length === 0) return { tools: [], reports };
+  const slots = await collectCandidates(opts);
+  const candidates = slots.flatMap((s) => ('candidate' in s ? [s.candidate] : []));
+  if (candidates.length === 0) return { tools: [], reports: slots.flatMap((s) => ('report' in s ? [s.report] : [])) };
 
   const jiti = await getImporter(opts.cacheDir ?? defaultCacheDir());
   const timeout = opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
-  // Imports run concurrently, but results are settled in candidate order below so that which
+  // Imports run concurrently, but results are settled in discovery order below so that which
   // plugin wins a name never depends on timing.
   const outcomes = await withStdoutGuard(() => Promise.all(candidates.map((c) => importPlugin(jiti, c.path, timeout))));
 
   const owners = new Map<string, { source: string; report: PluginReport | null }>();
   for (const [name, source] of opts.reserved) owners.set(name, { source, report: null });
   const tools = new Map<string, Tool>();
-  candidates.forEach((candidate, i) => {
-    const report = settle(candidate, outcomes[i]!, settings.allowOverride, owners, tools);
-    reports.push(report);
-  });
+  let next = 0;
+  const reports = slots.map((slot) =>
+    'report' in slot ? slot.report : settle(slot.candidate, outcomes[next++]!, settings.allowOverride, owners, tools),
+  );
   return { tools: [...tools.values()], reports };
 }
 
-/** Every file to import, plus reports for what is skipped or missing before anything is imported. */
-async function collectCandidates(opts: LoadPluginsOptions): Promise<{ candidates: PluginCandidate[]; reports: PluginReport[] }> {
+type Slot = { candidate: PluginCandidate } | { report: PluginReport };
+
+/**
+ * Every plugin in discovery order (first-party, user folder, --tools-dir folders, project): a file to
+ * import, or a report for what is skipped or missing. Nothing is imported here.
+ */
+async function collectCandidates(opts: LoadPluginsOptions): Promise<Slot[]> {
   const { settings } = opts;
-  const candidates: PluginCandidate[] = [];
-  const reports: PluginReport[] = [];
+  const slots: Slot[] = [];
+  const add = (path: string, origin: PluginCandidate['origin']) => slots.push({ candidate: { path, origin } });
+  const report = (path: string, status: 'skipped' | 'failed', reason: string) => slots.push({ report: { path, status, tools: [], reason } });
 
   if (settings.firstParty.length > 0) {
     const available = await availableFirstParty();
     for (const name of settings.firstParty) {
-      if (available.includes(name)) candidates.push({ path: join(FIRST_PARTY_DIR, name, 'index.ts'), origin: 'first-party' });
-      else reports.push({ path: join(FIRST_PARTY_DIR, name), status: 'failed', tools: [], reason: (await checkFirstParty([name]))! });
+      if (available.includes(name)) add(join(FIRST_PARTY_DIR, name, 'index.ts'), 'first-party');
+      else report(join(FIRST_PARTY_DIR, name), 'failed', (await checkFirstParty([name]))!);
     }
   }
-  for (const path of (await listPluginFiles(userToolsDir(opts.configDir))) ?? []) candidates.push({ path, origin: 'user' });
+  for (const path of (await listPluginFiles(userToolsDir(opts.configDir))) ?? []) add(path, 'user');
   for (const dir of settings.dirs) {
     const files = await listPluginFiles(dir);
-    if (files === null) reports.push({ path: dir, status: 'failed', tools: [], reason: `tools folder not found: ${dir} (--tools-dir)` });
-    for (const path of files ?? []) candidates.push({ path, origin: 'dir' });
+    if (files === null) report(dir, 'failed', `tools folder not found: ${dir} (--tools-dir)`);
+    for (const path of files ?? []) add(path, 'dir');
   }
   const projectFiles = (await listPluginFiles(projectToolsDir(opts.cwd))) ?? [];
   if (projectFiles.length > 0) {
     const trust = settings.projectTools ? null : await trustState(opts.configDir, opts.cwd);
     for (const path of projectFiles) {
-      if (!trust || trust.state === 'trusted') candidates.push({ path, origin: 'project' });
-      else reports.push({ path, status: 'skipped', tools: [], reason: trust.reason });
+      if (!trust || trust.state === 'trusted') add(path, 'project');
+      else report(path, 'skipped', trust.reason);
     }
   }
   // The same file reached twice (a --tools-dir that is the user folder, a symlink) loads once.
   const seen = new Set<string>();
-  const unique: PluginCandidate[] = [];
-  for (const candidate of candidates) {
-    const real = await realpath(candidate.path).catch(() => candidate.path);
-    if (seen.has(real)) continue;
-    seen.add(real);
-    unique.push(candidate);
+  const unique: Slot[] = [];
+  for (const slot of slots) {
+    if ('candidate' in slot) {
+      const real = await realpath(slot.candidate.path).catch(() => slot.candidate.path);
+      if (seen.has(real)) continue;
+      seen.add(real);
+    }
+    unique.push(slot);
   }
-  return { candidates: unique, reports };
+  return unique;
 }
 
 /** Check one imported file and claim its names. A file's tools load together or not at all. */

@@ -1,0 +1,153 @@
+// `conch tools`, `conch tools new NAME`, `conch trust`: what people use to see and manage plugins.
+import { mkdir, writeFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join, relative } from 'node:path';
+import type { PluginSettings } from '../config/types.ts';
+import { loadPlugins, type PluginReport } from '../plugins/load.ts';
+import { trustWorkspace } from '../plugins/trust.ts';
+import { Catalog, TOOL_NAME } from '../tools/catalog.ts';
+import type { Tool } from '../tools/define.ts';
+import { starterPlugin } from './tools-template.ts';
+
+export interface CommandIO {
+  out: (text: string) => void;
+  err: (text: string) => void;
+}
+
+const defaultIO: CommandIO = {
+  out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
+};
+
+export interface ToolsListOptions {
+  /** The kernel tools as the run builds them (already narrowed by policy). */
+  kernel: Tool[];
+  configDir: string;
+  cwd: string;
+  settings: PluginSettings;
+  json: boolean;
+  cacheDir?: string | false;
+  io?: CommandIO;
+}
+
+interface ListedTool {
+  name: string;
+  description: string;
+  source: string;
+  /** The closed JSON Schema the model receives. */
+  parameters: Record<string, unknown>;
+}
+
+/**
+ * Print the catalog as the model will see it, and every plugin file with its status. Exit code 1
+ * when a plugin failed to load (so a CI step can catch it), 0 otherwise; skipped is not a failure.
+ */
+export async function toolsList(opts: ToolsListOptions): Promise<number> {
+  const io = opts.io ?? defaultIO;
+  const reserved = new Map(opts.kernel.map((t) => [t.name, t.source]));
+  const { tools: pluginTools, reports } = await loadPlugins({
+    configDir: opts.configDir,
+    cwd: opts.cwd,
+    settings: opts.settings,
+    reserved,
+    cacheDir: opts.cacheDir,
+  });
+  const catalog = new Catalog();
+  for (const tool of opts.kernel) catalog.register(tool);
+  for (const tool of pluginTools) catalog.register(tool, { override: opts.settings.allowOverride.includes(tool.name) });
+  const tools: ListedTool[] = catalog.specs().map((spec) => ({ ...spec, source: catalog.get(spec.name)!.source }));
+  const failed = reports.some((r) => r.status === 'failed');
+
+  if (opts.json) {
+    io.out(`${JSON.stringify({ tools, plugins: reports, pluginsEnabled: opts.settings.enabled }, null, 2)}\n`);
+    return failed ? 1 : 0;
+  }
+  const show = (path: string) => displayPath(path, opts.cwd);
+  const lines: string[] = [`Tools (${tools.length}):`];
+  for (const tool of tools) {
+    lines.push(`  ${tool.name.padEnd(20)} ${tool.source === 'kernel' ? 'kernel' : show(tool.source)}`);
+    lines.push(`      ${tool.description.split('\n')[0]}`);
+    lines.push(`      parameters: ${describeParameters(tool.parameters)}`);
+  }
+  if (!opts.settings.enabled) lines.push('', 'Plugins: off (--no-plugins)');
+  else if (reports.length === 0) lines.push('', `Plugins: none found (add files to ${show(join(opts.configDir, 'tools'))}, or \`conch tools new NAME\`)`);
+  else {
+    lines.push('', 'Plugins:');
+    for (const r of reports) {
+      lines.push(`  ${r.status.padEnd(8)} ${show(r.path)}${r.tools.length ? `  (${r.tools.join(', ')})` : ''}`);
+      if (r.reason) lines.push(`           ${r.reason}`);
+    }
+  }
+  io.out(`${lines.join('\n')}\n`);
+  return failed ? 1 : 0;
+}
+
+/** One stderr line per plugin that did not load, for the start of a run. */
+export function pluginDiagnostics(reports: PluginReport[], cwd: string): string[] {
+  return reports
+    .filter((r) => r.status !== 'loaded' || r.reason)
+    .map((r) => `conch: plugin ${displayPath(r.path, cwd)} ${r.status}: ${r.reason ?? ''}`.trimEnd());
+}
+
+/** Write a commented starter plugin to <dir>/<name>.ts; never overwrites. */
+export async function toolsNew(name: string, dir: string, io: CommandIO = defaultIO): Promise<number> {
+  if (!TOOL_NAME.test(name)) {
+    io.err(`conch: invalid tool name '${name}': use lowercase letters, digits and _ , starting with a letter (${TOOL_NAME.source})\n`);
+    return 1;
+  }
+  const file = join(dir, `${name}.ts`);
+  try {
+    await mkdir(dir, { recursive: true });
+    await writeFile(file, starterPlugin(name), { flag: 'wx' });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    io.err(code === 'EEXIST' ? `conch: ${file} already exists; pick another name or edit that file\n` : `conch: cannot write ${file}: ${(error as Error).message}\n`);
+    return 1;
+  }
+  io.out(`created ${file}\nedit it, then run \`conch tools\` to check that it loads\n`);
+  return 0;
+}
+
+/** Trust the workspace's ./.conch/tools as it is now. */
+export async function trustCommand(configDir: string, cwd: string, io: CommandIO = defaultIO): Promise<number> {
+  const result = await trustWorkspace(configDir, cwd);
+  if (!result.ok) {
+    io.err(`conch: ${result.message}\n`);
+    return 1;
+  }
+  const lines = [`trusted ${result.workspace}`];
+  if (result.files.length === 0) lines.push('  .conch/tools is empty or absent; plugins added later need `conch trust` again');
+  else {
+    lines.push(`  .conch/tools (${result.files.length} file${result.files.length === 1 ? '' : 's'}, ${result.hash.slice(0, 19)}…) will load here:`);
+    for (const file of result.files) lines.push(`    ${file}`);
+    lines.push('  any change to that folder needs `conch trust` again');
+  }
+  io.out(`${lines.join('\n')}\n`);
+  return 0;
+}
+
+/** Workspace files relative, home as ~, anything else absolute. */
+function displayPath(path: string, cwd: string): string {
+  const rel = relative(cwd, path);
+  if (rel && !rel.startsWith('..') && !rel.startsWith('/')) return rel;
+  const home = process.env.HOME || homedir();
+  return home && path.startsWith(`${home}/`) ? `~${path.slice(home.length)}` : path;
+}
+
+/** `name: type, other?: type` from a closed object schema. */
+export function describeParameters(schema: Record<string, unknown>): string {
+  const properties = (schema.properties ?? {}) as Record<string, Record<string, unknown>>;
+  const required = new Set((schema.required ?? []) as string[]);
+  const parts = Object.entries(properties).map(([key, value]) => `${key}${required.has(key) ? '' : '?'}: ${describeType(value)}`);
+  return parts.length ? parts.join(', ') : '(none)';
+}
+
+function describeType(schema: Record<string, unknown>): string {
+  if ('const' in schema) return JSON.stringify(schema.const);
+  if (Array.isArray(schema.enum)) return schema.enum.map((v) => JSON.stringify(v)).join(' | ');
+  const union = (schema.anyOf ?? schema.oneOf) as Record<string, unknown>[] | undefined;
+  if (Array.isArray(union)) return union.map(describeType).join(' | ');
+  if (schema.type === 'array') return `${schema.items ? describeType(schema.items as Record<string, unknown>) : 'any'}[]`;
+  if (Array.isArray(schema.type)) return schema.type.join(' | ');
+  return typeof schema.type === 'string' ? schema.type : 'any';
+}

@@ -1,0 +1,34 @@
+// The starter plugin `conch tools new NAME` writes. It must load as written: a test imports it.
+
+export function starterPlugin(name: string): string {
+  return `// A conch plugin: this file is a tool the model can call, loaded at every start.
+// No build step and no node_modules needed: 'conch' and 'typebox' are provided by conch itself.
+// Check that it loads with \`conch tools\`.
+import { defineTool, Type } from 'conch';
+
+export default defineTool({
+  // Lowercase letters, digits and _ ; must not collide with another tool.
+  name: '${name}',
+  // The model reads this to decide when to call the tool: say what it does and when to use it.
+  description: 'Describe what ${name} does and when the model should use it.',
+  // The arguments, as a TypeBox schema (or a plain JSON Schema object). Unknown keys are rejected
+  // and the arguments are validated before execute runs.
+  parameters: Type.Object({
+    text: Type.String({ description: 'What to work on' }),
+    count: Type.Optional(Type.Integer({ minimum: 1, description: 'How many times (default 1)' })),
+  }),
+  // args is typed from the schema. ctx gives:
+  //   ctx.cwd                            the workspace root
+  //   ctx.signal                         aborted on cancel or deadline: pass it on, or check it
+  //   ctx.workspace.resolve(p, 'read')   a path checked against the workspace policy
+  //   ctx.exec(command, { timeoutMs })   a shell command under the same sandbox and limits as bash
+  //   ctx.update('…')                    progress shown to the user
+  // Return a string, any JSON value, or { content: [{ type: 'text', text }], isError: true }.
+  // A thrown error becomes an error result for the model; the run goes on.
+  async execute({ text, count = 1 }, ctx) {
+    const result = await ctx.exec('date -u +%Y-%m-%dT%H:%M:%SZ');
+    return { text: text.repeat(count), at: result.output.trim() };
+  },
+});
+`;
+}

@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdir, mkdtemp, readFile, realpath, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { PluginSettings } from '../../src/config/types.ts';
+import { toolsList, toolsNew, trustCommand, type CommandIO } from '../../src/cli/tools-command.ts';
+import { loadPlugins } from '../../src/plugins/load.ts';
+import { defineTool, Type } from '../../src/index.ts';
+import type { Tool } from '../../src/tools/define.ts';
+import { makeContext } from '../support/plugin-context.ts';
+
+let root: string;
+let configDir: string;
+let cwd: string;
+let cacheDir: string;
+
+const bash: Tool = {
+  ...defineTool({ name: 'bash', description: 'Run a shell command', parameters: Type.Object({ command: Type.String() }), execute: () => '' }),
+  source: 'kernel',
+};
+const settings = (over: Partial<PluginSettings> = {}): PluginSettings => ({ enabled: true, dirs: [], firstParty: [], projectTools: false, allowOverride: [], ...over });
+
+function capture(): CommandIO & { stdout: () => string; stderr: () => string } {
+  let out = '';
+  let err = '';
+  return { out: (t) => void (out += t), err: (t) => void (err += t), stdout: () => out, stderr: () => err };
+}
+
+beforeAll(async () => {
+  root = await realpath(await mkdtemp(join(tmpdir(), 'conch-tools-cmd-')));
+  configDir = join(root, 'config', 'conch');
+  cwd = join(root, 'work');
+  cacheDir = join(root, 'cache');
+  await mkdir(join(configDir, 'tools'), { recursive: true });
+  await mkdir(join(cwd, '.conch', 'tools'), { recursive: true });
+  await writeFile(
+    join(configDir, 'tools', 'greet.ts'),
+    `import { defineTool, Type } from 'conch';
+console.log('plugin chatter at load');
+export default defineTool({ name: 'greet', description: 'Greet someone\\nsecond line', parameters: Type.Object({ who: Type.String(), loud: Type.Optional(Type.Boolean()), mode: Type.Union([Type.Literal('a'), Type.Literal('b')]) }), execute: () => 'hi' });\n`,
+  );
+  await writeFile(join(configDir, 'tools', 'broken.ts'), 'export default {\n  name: "x",,\n};\n');
+  await writeFile(join(cwd, '.conch', 'tools', 'proj.ts'), 'export default 1;\n');
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+describe('conch tools', () => {
+  test('--json: the catalog as the model sees it plus every plugin file with its status', async () => {
+    const io = capture();
+    const code = await toolsList({ kernel: [bash], configDir, cwd, settings: settings(), json: true, cacheDir, io });
+    expect(code).toBe(1); // a plugin failed
+    const doc = JSON.parse(io.stdout());
+    expect(doc.tools.map((t: { name: string; source: string }) => [t.name, t.source])).toEqual([
+      ['bash', 'kernel'],
+      ['greet', join(configDir, 'tools', 'greet.ts')],
+    ]);
+    const greet = doc.tools[1];
+    expect(greet.parameters).toMatchObject({ type: 'object', additionalProperties: false, required: ['who', 'mode'] });
+    expect(doc.plugins).toEqual([
+      { path: join(configDir, 'tools', 'broken.ts'), status: 'failed', tools: [], reason: expect.stringMatching(/^syntax error at line 2, column 13: /) },
+      { path: join(configDir, 'tools', 'greet.ts'), status: 'loaded', tools: ['greet'] },
+      { path: join(cwd, '.conch', 'tools', 'proj.ts'), status: 'skipped', tools: [], reason: expect.stringContaining('workspace not trusted') },
+    ]);
+    expect(doc.pluginsEnabled).toBe(true);
+  });
+
+  test('human listing: sources, parameters, and reasons; exit 0 without failures', async () => {
+    const io = capture();
+    await toolsList({ kernel: [bash], configDir, cwd, settings: settings(), json: false, cacheDir, io });
+    const text = io.stdout();
+    expect(text).toContain('Tools (2):');
+    expect(text).toContain('parameters: who: string, loud?: boolean, mode: "a" | "b"');
+    expect(text).toContain('      Greet someone\n');
+    expect(text).toMatch(/failed +\S*broken\.ts\n +syntax error at line 2/);
+    expect(text).toMatch(/skipped +\.conch\/tools\/proj\.ts\n +workspace not trusted/);
+
+    const off = capture();
+    expect(await toolsList({ kernel: [bash], configDir, cwd, settings: settings({ enabled: false }), json: false, cacheDir, io: off })).toBe(0);
+    expect(off.stdout()).toContain('Plugins: off (--no-plugins)');
+    expect(off.stdout()).toContain('Tools (1):');
+  });
+
+  test('in a real process, plugin console output at load does not corrupt the JSON on stdout', async () => {
+    const script = `
+      import { toolsList } from ${JSON.stringify(join(import.meta.dir, '../../src/cli/tools-command.ts'))};
+      process.exitCode = await toolsList({ kernel: [], configDir: ${JSON.stringify(configDir)}, cwd: ${JSON.stringify(cwd)},
+        settings: { enabled: true, dirs: [], firstParty: [], projectTools: false, allowOverride: [] }, json: true, cacheDir: ${JSON.stringify(cacheDir)} });`;
+    const proc = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'pipe' });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    expect(code).toBe(1);
+    expect(JSON.parse(out).tools.map((t: { name: string }) => t.name)).toEqual(['greet']);
+    expect(err).toContain('plugin chatter at load');
+  });
+});
+
+describe('conch tools new', () => {
+  test('writes a starter that loads and runs; refuses to overwrite and bad names', async () => {
+    const dir = join(root, 'new-tools');
+    const io = capture();
+    expect(await toolsNew('my_tool', dir, io)).toBe(0);
+    expect(io.stdout()).toContain(join(dir, 'my_tool.ts'));
+    const source = await readFile(join(dir, 'my_tool.ts'), 'utf8');
+    expect(source).toContain("name: 'my_tool'");
+
+    const { tools, reports } = await loadPlugins({ configDir: join(root, 'none'), cwd: dir, settings: settings({ dirs: [dir] }), reserved: new Map(), cacheDir });
+    expect(reports).toEqual([{ path: join(dir, 'my_tool.ts'), status: 'loaded', tools: ['my_tool'] }]);
+    const result = (await tools[0]!.execute({ text: 'ab', count: 2 }, await makeContext(cwd))) as { text: string; at: string };
+    expect(result.text).toBe('abab');
+    expect(result.at).toMatch(/^\d{4}-\d\d-\d\dT/);
+
+    const again = capture();
+    expect(await toolsNew('my_tool', dir, again)).toBe(1);
+    expect(again.stderr()).toContain('already exists');
+    expect(await readFile(join(dir, 'my_tool.ts'), 'utf8')).toBe(source);
+
+    const bad = capture();
+    expect(await toolsNew('My-Tool', dir, bad)).toBe(1);
+    expect(bad.stderr()).toContain("invalid tool name 'My-Tool'");
+  });
+});
+
+describe('conch trust', () => {
+  test('trusts the workspace, lists the files that will load, and the project plugin is then imported', async () => {
+    const io = capture();
+    expect(await trustCommand(configDir, cwd, io)).toBe(0);
+    expect(io.stdout()).toContain(`trusted ${cwd}`);
+    expect(io.stdout()).toContain('    proj.ts');
+    const list = capture();
+    await toolsList({ kernel: [], configDir, cwd, settings: settings(), json: true, cacheDir, io: list });
+    const proj = JSON.parse(list.stdout()).plugins.find((p: { path: string }) => p.path.endsWith('proj.ts'));
+    expect(proj).toMatchObject({ status: 'failed', reason: expect.stringContaining('not a tool definition') });
+  });
+});

@@ -1,0 +1,104 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hashFolder, isTrusted, trustFilePath, trustState, trustWorkspace } from '../../src/plugins/trust.ts';
+
+let root: string;
+beforeAll(async () => {
+  root = await realpath(await mkdtemp(join(tmpdir(), 'conch-trust-')));
+});
+afterAll(async () => {
+  await rm(root, { recursive: true, force: true });
+});
+
+async function workspace(files: Record<string, string>): Promise<{ configDir: string; cwd: string }> {
+  const base = await mkdtemp(join(root, 'ws-'));
+  const cwd = join(base, 'work');
+  for (const [rel, text] of Object.entries(files)) {
+    const path = join(cwd, '.conch', 'tools', rel);
+    await mkdir(join(path, '..'), { recursive: true });
+    await writeFile(path, text);
+  }
+  await mkdir(cwd, { recursive: true });
+  return { configDir: join(base, 'config'), cwd };
+}
+
+describe('hashFolder', () => {
+  test('is deterministic and changes with a name, a byte, or a new nested file', async () => {
+    const a = await workspace({ 'a.ts': 'one', 'sub/index.ts': 'two' });
+    const b = await workspace({ 'sub/index.ts': 'two', 'a.ts': 'one' });
+    const ha = await hashFolder(join(a.cwd, '.conch', 'tools'));
+    expect(ha.hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(ha.files).toEqual(['a.ts', 'sub/index.ts']);
+    expect((await hashFolder(join(b.cwd, '.conch', 'tools'))).hash).toBe(ha.hash);
+
+    const variants: Record<string, string>[] = [{ 'a.ts': 'onE', 'sub/index.ts': 'two' }, { 'b.ts': 'one', 'sub/index.ts': 'two' }, { 'a.ts': 'one', 'sub/index.ts': 'two', 'sub/x.json': '' }];
+    for (const files of variants) {
+      const other = await workspace(files);
+      expect((await hashFolder(join(other.cwd, '.conch', 'tools'))).hash).not.toBe(ha.hash);
+    }
+    // Content moved between files is not the same folder.
+    const moved = await workspace({ 'a.ts': 'onetwo', 'sub/index.ts': '' });
+    expect((await hashFolder(join(moved.cwd, '.conch', 'tools'))).hash).not.toBe(ha.hash);
+  });
+
+  test('a missing folder hashes as empty, and a symlink loop does not hang', async () => {
+    const empty = await hashFolder(join(root, 'does-not-exist'));
+    expect(empty.files).toEqual([]);
+    const ws = await workspace({ 'a.ts': 'x' });
+    await symlink('..', join(ws.cwd, '.conch', 'tools', 'loop'));
+    const looped = await hashFolder(join(ws.cwd, '.conch', 'tools'));
+    expect(looped.files).toEqual(['a.ts']);
+  });
+});
+
+describe('trust', () => {
+  test('untrusted → trusted → changed → trusted again', async () => {
+    const ws = await workspace({ 'tool.ts': 'export default 1;' });
+    expect(await trustState(ws.configDir, ws.cwd)).toMatchObject({ state: 'untrusted', reason: expect.stringContaining('run `conch trust`') });
+    expect(await isTrusted(ws.configDir, ws.cwd)).toBe(false);
+
+    const trusted = await trustWorkspace(ws.configDir, ws.cwd);
+    expect(trusted).toMatchObject({ ok: true, files: ['tool.ts'] });
+    expect(await isTrusted(ws.configDir, ws.cwd)).toBe(true);
+    const record = JSON.parse(await readFile(trustFilePath(ws.configDir), 'utf8'));
+    expect(record.version).toBe(1);
+    expect(record.workspaces[ws.cwd].hash).toBe((trusted as { hash: string }).hash);
+
+    await writeFile(join(ws.cwd, '.conch', 'tools', 'added.ts'), 'export default 2;');
+    expect(await trustState(ws.configDir, ws.cwd)).toMatchObject({ state: 'changed', reason: expect.stringContaining('changed since trusted') });
+    await trustWorkspace(ws.configDir, ws.cwd);
+    expect(await isTrusted(ws.configDir, ws.cwd)).toBe(true);
+  });
+
+  test('the canonical path is recorded: a symlink to the workspace is the same workspace, a copy is not', async () => {
+    const ws = await workspace({ 'tool.ts': 'x' });
+    const link = join(root, `link-${Date.now()}`);
+    await symlink(ws.cwd, link);
+    await trustWorkspace(ws.configDir, link);
+    expect(Object.keys(JSON.parse(await readFile(trustFilePath(ws.configDir), 'utf8')).workspaces)).toEqual([ws.cwd]);
+    expect(await isTrusted(ws.configDir, ws.cwd)).toBe(true);
+
+    const copy = await workspace({ 'tool.ts': 'x' });
+    expect(await isTrusted(ws.configDir, copy.cwd)).toBe(false);
+  });
+
+  test('trusting a workspace without .conch/tools, then adding one, needs trust again', async () => {
+    const ws = await workspace({});
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: true, files: [] });
+    await mkdir(join(ws.cwd, '.conch', 'tools'), { recursive: true });
+    await writeFile(join(ws.cwd, '.conch', 'tools', 'late.ts'), 'x');
+    expect((await trustState(ws.configDir, ws.cwd)).state).toBe('changed');
+  });
+
+  test('a corrupt trust file trusts nothing and says how to fix it; trust refuses to overwrite it', async () => {
+    const ws = await workspace({ 'tool.ts': 'x' });
+    await mkdir(ws.configDir, { recursive: true });
+    await writeFile(trustFilePath(ws.configDir), '{ not json');
+    const state = await trustState(ws.configDir, ws.cwd);
+    expect(state).toMatchObject({ state: 'untrusted', reason: expect.stringContaining(`${trustFilePath(ws.configDir)} is not a valid trust file`) });
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: false, message: expect.stringContaining('delete it') });
+    expect(await readFile(trustFilePath(ws.configDir), 'utf8')).toBe('{ not json');
+  });
+});
