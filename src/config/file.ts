@@ -33,7 +33,7 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return null;
     const why = code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (code ?? String(e));
-    throw new ConfigError(`${file}: the config file cannot be read (${why}). Fix its permissions or remove it.`, file);
+    throw new ConfigError(`${file}: the config file cannot be read (${why}). Make it a readable JSON file or remove it.`, file);
   }
   let value: unknown;
   try {

@@ -1,0 +1,393 @@
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { DEFAULT_LIMITS } from '../../src/agent/limits.ts';
+import { loadConfig, noModelMessage, parseDuration } from '../../src/config/load.ts';
+import { type CliFlags, type Config, ConfigError } from '../../src/config/types.ts';
+import { createCommandGuard, findOnPath, shellRuleLayers } from '../../src/policy/command-rules.ts';
+
+let root: string;
+let home: string;
+let xdg: string;
+let project: string;
+
+beforeEach(() => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), 'conch-config-')));
+  home = join(root, 'home');
+  xdg = join(root, 'xdg');
+  project = join(root, 'project');
+  for (const d of [home, xdg, project]) mkdirSync(d);
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+const userFile = () => join(xdg, 'conch', 'config.json');
+const projectFile = () => join(project, '.conch', 'config.json');
+
+function put(file: string, content: unknown): string {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, typeof content === 'string' ? content : JSON.stringify(content));
+  return file;
+}
+
+function load(flags: CliFlags = {}, env: Record<string, string | undefined> = {}): Promise<Config> {
+  return loadConfig({ cwd: project, env: { HOME: home, XDG_CONFIG_HOME: xdg, ...env }, flags });
+}
+
+async function refused(flags: CliFlags = {}, env: Record<string, string | undefined> = {}): Promise<ConfigError> {
+  const e = await load(flags, env).catch((err) => err);
+  expect(e).toBeInstanceOf(ConfigError);
+  return e as ConfigError;
+}
+
+describe('files and defaults', () => {
+  test('nothing configured: defaults and no model', async () => {
+    const c = await load();
+    expect(c.provider).toBeNull();
+    expect(c.files).toEqual([]);
+    expect(c.configDir).toBe(join(xdg, 'conch'));
+    expect(c.limits).toEqual(DEFAULT_LIMITS);
+    expect(c.sandbox).toEqual({ profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [] });
+    expect(c.tools).toEqual({ only: null, denied: [], shell: true, filesystem: true, readOnly: false });
+    expect(c.shellRules).toBeNull();
+    expect(c.unrestricted).toBe(false);
+    expect(c.policy).toMatchObject({ stopOnDeny: false, file: null });
+  });
+
+  test('XDG_CONFIG_HOME is honoured, else ~/.config; a relative XDG_CONFIG_HOME is ignored', async () => {
+    put(userFile(), { model: 'openai/from-xdg' });
+    put(join(home, '.config', 'conch', 'config.json'), { model: 'openai/from-home' });
+    const env = { OPENAI_API_KEY: 'k' };
+    expect((await load({}, env)).provider?.model).toBe('from-xdg');
+    expect((await load({}, { ...env, XDG_CONFIG_HOME: undefined })).provider?.model).toBe('from-home');
+    expect((await load({}, { ...env, XDG_CONFIG_HOME: 'relative' })).configDir).toBe(join(home, '.config', 'conch'));
+  });
+
+  test('user then project: both files are read, in order', async () => {
+    put(userFile(), { retry: { maxRetries: 1 } });
+    put(projectFile(), { retry: { maxDelayMs: 5 } });
+    const c = await load({}, { ANTHROPIC_API_KEY: 'k' });
+    expect(c.files).toEqual([userFile(), projectFile()]);
+    expect(c.provider?.retry).toEqual({ maxRetries: 1, initialDelayMs: 1000, maxDelayMs: 5 });
+  });
+});
+
+describe('errors name the file, the key and what is expected', () => {
+  test('unknown key, with the valid keys and a suggestion', async () => {
+    put(userFile(), { limitz: {} });
+    const e = await refused();
+    expect(e.message).toStartWith(`${userFile()}: "limitz" is not a known key. Valid keys: model, providers, limits,`);
+    expect(e.message).toContain('Did you mean "limits"?');
+    expect(e.file).toBe(userFile());
+    expect(e.key).toBe('limitz');
+  });
+  test('unknown nested key', async () => {
+    put(projectFile(), { limits: { modelcalls: 3 } });
+    const e = await refused();
+    expect(e.message).toContain(`${projectFile()}: "limits.modelcalls" is not a known key. Valid keys in "limits": deadline_ms, model_calls`);
+    expect(e.message).toContain('Did you mean "model_calls"?');
+  });
+  test('wrong type', async () => {
+    put(userFile(), { limits: { model_calls: 'ten' } });
+    expect((await refused()).message).toBe(`${userFile()}: "limits.model_calls" must be a non-negative integer, got "ten".`);
+  });
+  test('wrong type inside a command rule', async () => {
+    put(userFile(), { shell: { commands: { allow: [{ executable: '/bin/ls', match: 'all' }] } } });
+    expect((await refused()).message).toContain('"shell.commands.allow[0].match" must be one of "prefix", "exact", got "all"');
+  });
+  test('bad model string', async () => {
+    put(userFile(), { model: 'claude' });
+    expect((await refused()).message).toBe(
+      `${userFile()}: "model" must be a "provider/model" string such as "anthropic/claude-sonnet-4-5" or "local/qwen2.5-coder", got "claude".`,
+    );
+  });
+  test('model naming an unknown provider', async () => {
+    put(userFile(), { model: 'lokal/qwen' });
+    const e = await refused();
+    expect(e.message).toContain(`${userFile()}: "model" "lokal/qwen" names the unknown provider "lokal" (known: anthropic, openai)`);
+  });
+  test('not JSON', async () => {
+    put(userFile(), '{ "model": ');
+    expect((await refused()).message).toContain(`${userFile()}: not valid JSON`);
+  });
+  test('unreadable file', async () => {
+    mkdirSync(userFile(), { recursive: true });
+    expect((await refused()).message).toBe(`${userFile()}: the config file cannot be read (it is a directory). Make it a readable JSON file or remove it.`);
+  });
+  test('bad --env', async () => {
+    const e = await refused({ env: ['HOME=/evil'] });
+    expect(e.message).toStartWith('--env HOME=/evil: expected NAME=VALUE with a NAME beginning with CONCH_TASK_');
+    expect(e.key).toBe('--env');
+    expect((await refused({ env: ['CONCH_TASK_X'] })).key).toBe('--env');
+  });
+  test('bad --timeout, --max-turns, --profile, --tools', async () => {
+    expect((await refused({ timeout: 'soon' })).message).toContain('--timeout soon: expected seconds or a duration');
+    expect((await refused({ maxTurns: -1 })).message).toContain('--max-turns -1');
+    expect((await refused({ maxToolCalls: '2.5' as unknown as number })).message).toContain('--max-tool-calls 2.5');
+    expect((await refused({ profile: 'none' })).message).toContain('--profile none');
+    expect((await refused({ tools: ' , ' })).message).toContain('--tools needs');
+  });
+});
+
+describe('model and provider', () => {
+  test('no key and no base URL → provider null, and the message names three ways', async () => {
+    expect((await load()).provider).toBeNull();
+    const m = noModelMessage();
+    expect(m).toContain('ANTHROPIC_API_KEY');
+    expect(m).toContain('OPENAI_API_KEY');
+    expect(m).toContain('--base-url');
+    expect(m).toContain('Ollama');
+    expect(m).toContain('~/.config/conch/config.json');
+    expect(m).toContain('"providers"');
+  });
+  test('a key in the environment picks that provider and its default model', async () => {
+    expect((await load({}, { ANTHROPIC_API_KEY: 'a' })).provider).toMatchObject({ type: 'anthropic', name: 'anthropic', model: 'claude-sonnet-4-5', apiKey: 'a' });
+    expect((await load({}, { OPENAI_API_KEY: 'o' })).provider).toMatchObject({ type: 'openai', name: 'openai', apiKey: 'o' });
+    expect((await load({}, { OPENAI_API_KEY: 'o', ANTHROPIC_API_KEY: 'a' })).provider?.name).toBe('anthropic');
+    expect((await load({}, { ANTHROPIC_API_KEY: '' })).provider).toBeNull();
+  });
+  test('--model > CONCH_MODEL > config model', async () => {
+    put(userFile(), { model: 'openai/from-config' });
+    const env = { OPENAI_API_KEY: 'o', ANTHROPIC_API_KEY: 'a' };
+    expect((await load({}, env)).provider?.model).toBe('from-config');
+    expect((await load({}, { ...env, CONCH_MODEL: 'anthropic/from-env' })).provider).toMatchObject({ name: 'anthropic', model: 'from-env' });
+    expect((await load({ model: 'openai/from-flag' }, { ...env, CONCH_MODEL: 'anthropic/from-env' })).provider?.model).toBe('from-flag');
+    expect((await refused({ model: 'gpt-4o' }, env)).message).toContain('--model "gpt-4o" must be "provider/model"');
+  });
+  test('named providers with a ${ENV} key', async () => {
+    put(userFile(), {
+      model: 'router/meta/llama-3',
+      providers: { router: { type: 'openai', baseUrl: 'https://router.example/v1', apiKey: '${ROUTER_KEY}' } },
+    });
+    expect((await load({}, { ROUTER_KEY: 'secret' })).provider).toMatchObject({
+      type: 'openai',
+      name: 'router',
+      model: 'meta/llama-3',
+      baseUrl: 'https://router.example/v1',
+      apiKey: 'secret',
+    });
+    const e = await refused();
+    expect(e.message).toContain(`${userFile()}: "providers.router.apiKey" refers to \${ROUTER_KEY}, which is not set`);
+    expect(e.key).toBe('providers.router.apiKey');
+  });
+  test('a literal key, and a keyless local provider', async () => {
+    put(userFile(), {
+      model: 'local/qwen2.5-coder',
+      providers: { local: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1' }, lit: { type: 'anthropic', apiKey: 'sk-literal' } },
+    });
+    expect((await load()).provider).toMatchObject({ name: 'local', model: 'qwen2.5-coder', baseUrl: 'http://127.0.0.1:11434/v1' });
+    expect((await load()).provider?.apiKey).toBeUndefined();
+    expect((await load({ model: 'lit/claude-x' })).provider).toMatchObject({ type: 'anthropic', apiKey: 'sk-literal' });
+  });
+  test('--base-url without a provider means an OpenAI-compatible server', async () => {
+    const c = await load({ baseUrl: 'http://127.0.0.1:8080/v1', model: 'qwen2.5-coder' });
+    expect(c.provider).toMatchObject({ type: 'openai', name: 'openai-compatible', model: 'qwen2.5-coder', baseUrl: 'http://127.0.0.1:8080/v1' });
+    const anthropic = await load({ baseUrl: 'http://127.0.0.1:8080', model: 'anthropic/claude-x' }, { ANTHROPIC_API_KEY: 'a' });
+    expect(anthropic.provider).toMatchObject({ type: 'anthropic', model: 'claude-x', baseUrl: 'http://127.0.0.1:8080', apiKey: 'a' });
+    expect((await refused({ baseUrl: 'http://127.0.0.1:8080/v1' })).message).toContain('--base-url needs --model');
+  });
+  test('base URLs from the environment', async () => {
+    const c = await load({}, { ANTHROPIC_API_KEY: 'a', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/' });
+    expect(c.provider?.baseUrl).toBe('http://127.0.0.1:9/');
+  });
+  test('a project config cannot carry keys or redefine your providers', async () => {
+    put(projectFile(), { providers: { mine: { type: 'openai', baseUrl: 'https://evil.example', apiKey: '${OPENAI_API_KEY}' } } });
+    expect((await refused()).message).toContain(`${projectFile()}: "providers.mine.apiKey" is not allowed in a project config`);
+    put(projectFile(), { providers: { anthropic: { type: 'anthropic', baseUrl: 'https://evil.example' } } });
+    expect((await refused({}, { ANTHROPIC_API_KEY: 'a' })).message).toContain('"providers.anthropic" redefines a provider built into conch');
+    put(userFile(), { providers: { corp: { type: 'openai', baseUrl: 'https://corp.example', apiKey: 'k' } } });
+    put(projectFile(), { providers: { corp: { type: 'openai', baseUrl: 'https://evil.example' } } });
+    expect((await refused()).message).toContain('"providers.corp" redefines a provider from your user config');
+  });
+});
+
+describe('limits, env and flags', () => {
+  test('--timeout accepts seconds and 30s/5m/1h', () => {
+    expect(parseDuration(90)).toBe(90_000);
+    expect(parseDuration('90')).toBe(90_000);
+    expect(parseDuration('30s')).toBe(30_000);
+    expect(parseDuration('5m')).toBe(300_000);
+    expect(parseDuration('1h')).toBe(3_600_000);
+    expect(parseDuration('250ms')).toBe(250);
+    expect(parseDuration('0')).toBeNull();
+    expect(parseDuration('5 minutes')).toBeNull();
+  });
+  test('flags map onto limits', async () => {
+    const c = await load({ maxTurns: 7, maxToolCalls: '9' as unknown as number, timeout: '5m' });
+    expect(c.limits).toMatchObject({ model_calls: 7, tool_calls: 9, deadline_ms: 300_000 });
+  });
+  test('the user config sets limits; a project config may only lower them; flags override both', async () => {
+    put(userFile(), { limits: { model_calls: 10, tool_calls: 0, deadline_ms: 7_200_000 } });
+    put(projectFile(), { limits: { model_calls: 0, tool_calls: 5, deadline_ms: 9_000_000, tool_argument_bytes: 1024 } });
+    const c = await load();
+    expect(c.limits).toMatchObject({ model_calls: 10, tool_calls: 5, deadline_ms: 7_200_000, tool_argument_bytes: 1024 });
+    expect((await load({ maxTurns: 50 })).limits.model_calls).toBe(50);
+  });
+  test('--env passes CONCH_TASK_* variables', async () => {
+    expect((await load({ env: ['CONCH_TASK_TICKET=42', 'CONCH_TASK_EMPTY=', 'CONCH_TASK_EQ=a=b'] })).env).toEqual({
+      CONCH_TASK_TICKET: '42',
+      CONCH_TASK_EMPTY: '',
+      CONCH_TASK_EQ: 'a=b',
+    });
+  });
+  test('plugins: names, object form, flags; disabling anywhere wins; a project cannot add folders', async () => {
+    put(userFile(), { plugins: { firstParty: ['web'], dirs: ['tools'], allowOverride: ['read', 'bash'] } });
+    put(projectFile(), { plugins: ['git'] });
+    const c = await load({ plugin: ['todo'], toolsDir: ['more'], projectTools: true });
+    expect(c.plugins).toEqual({
+      enabled: true,
+      firstParty: ['web', 'git', 'todo'],
+      dirs: [join(xdg, 'conch', 'tools'), join(project, 'more')],
+      projectTools: true,
+      allowOverride: ['read', 'bash'],
+    });
+    put(projectFile(), { plugins: { enabled: false, allowOverride: ['read', 'write'] } });
+    expect((await load()).plugins).toMatchObject({ enabled: false, allowOverride: ['read'] });
+    expect((await load({ plugins: false })).plugins.enabled).toBe(false);
+    put(projectFile(), { plugins: { dirs: ['evil'] } });
+    expect((await refused()).message).toContain('"plugins.dirs" is not allowed in a project config');
+  });
+  test('stopOnDeny and --unrestricted', async () => {
+    put(userFile(), { policy: { stopOnDeny: true } });
+    const c = await load({ unrestricted: true });
+    expect(c.policy.stopOnDeny).toBe(true);
+    expect(c.unrestricted).toBe(true);
+    expect((await load({ stopOnDeny: false })).policy.stopOnDeny).toBe(false);
+  });
+});
+
+describe('policy layers narrow, never widen', () => {
+  test('tools: deny lists accumulate, allow lists and --tools intersect; denying bash turns the shell off', async () => {
+    put(userFile(), { tools: { allow: ['read', 'write', 'edit', 'bash'], deny: ['web'] } });
+    put(projectFile(), { tools: { allow: ['read', 'edit', 'bash', 'extra'], deny: ['bash'] } });
+    const c = await load({ tools: 'read,bash,extra' });
+    expect(c.tools.only).toEqual(['read', 'bash']);
+    expect(c.tools.denied).toEqual([
+      { name: 'web', rule: 'user:tools.deny[0]' },
+      { name: 'bash', rule: 'project:tools.deny[0]' },
+    ]);
+    expect(c.tools.shell).toBe(false);
+  });
+  test('capability flags', async () => {
+    const c = await load({ shell: false, filesystem: false, readOnly: true, network: false });
+    expect(c.tools).toMatchObject({ shell: false, filesystem: false, readOnly: true });
+    expect(c.sandbox).toMatchObject({ profile: 'read-only', network: false });
+    const defaults = await load({ shell: true, filesystem: true, plugins: true, network: true });
+    expect(defaults.tools).toMatchObject({ shell: true, filesystem: true, readOnly: false });
+  });
+  test('shell off, network off and read-only anywhere win over a later "on"', async () => {
+    put(userFile(), { shell: { enabled: false }, network: false, sandbox: { profile: 'read-only' } });
+    put(projectFile(), { shell: { enabled: true }, network: true, sandbox: { profile: 'workspace-write' } });
+    const c = await load({ network: true, profile: 'workspace-write' });
+    expect(c.tools.shell).toBe(false);
+    expect(c.sandbox).toMatchObject({ network: false, profile: 'read-only' });
+  });
+  test('protected globs and read denials accumulate; read roots intersect; relative paths per file', async () => {
+    mkdirSync(join(project, 'src'));
+    put(userFile(), { write: { protected: ['secrets/**'] }, read: { roots: [project, join(root, 'shared')], deny: ['**/*.pem'] } });
+    put(projectFile(), { sandbox: { protected: ['dist/**'] }, read: { roots: ['src', join(root, 'elsewhere')], denySecretFiles: true } });
+    const c = await load();
+    expect(c.workspace.protectedGlobs).toEqual(['secrets/**', 'dist/**']);
+    expect(c.sandbox.protectedGlobs).toEqual(['secrets/**', 'dist/**']);
+    expect(c.workspace.readRoots).toEqual([join(project, 'src')]);
+    expect(c.workspace.readDeny).toEqual(['**/*.pem']);
+    expect(c.workspace.denySecretFiles).toBe(true);
+    expect(c.policy.denied).toContainEqual({ mode: 'write', rule: 'user:write.protected[0]', glob: 'secrets/**' });
+  });
+  test('writable roots: the user grants, a project only narrows (with a warning), --allow-write adds', async () => {
+    const build = join(root, 'build');
+    mkdirSync(join(build, 'out'), { recursive: true });
+    put(userFile(), { write: { writableRoots: ['../../build'] } });
+    put(projectFile(), { write: { writableRoots: ['../build/out', '/etc'] } });
+    const c = await load({ allowWrite: ['extra'] });
+    expect(c.workspace.writableRoots).toEqual([join(build, 'out'), join(project, 'extra')]);
+    expect(c.sandbox.writableRoots).toEqual(c.workspace.writableRoots);
+    expect(c.warnings?.join('\n')).toContain(`${projectFile()}: writable root /etc ignored: a project config can only narrow`);
+  });
+});
+
+describe('a policy file', () => {
+  const policy = (content: unknown) => put(join(root, 'policy.json'), { version: 1, ...(content as object) });
+
+  test('denies a tool even under --unrestricted and --tools', async () => {
+    policy({ tools: { deny: [{ id: 'org.no-bash', name: 'bash' }] } });
+    const c = await load({ policy: join(root, 'policy.json'), unrestricted: true, tools: 'bash,read' });
+    expect(c.unrestricted).toBe(true);
+    expect(c.tools.denied).toContainEqual({ name: 'bash', rule: 'org.no-bash' });
+    expect(c.tools.shell).toBe(false);
+    expect(c.policy.file).toBe(join(root, 'policy.json'));
+    expect(c.files).toContain(join(root, 'policy.json'));
+  });
+  test('a denied root cannot be reopened by --allow-write, and a config root under it is dropped', async () => {
+    const secrets = join(root, 'secrets');
+    policy({ write: { deny: [{ id: 'org.secrets', root: secrets }] } });
+    const e = await refused({ policy: join(root, 'policy.json'), allowWrite: [join(secrets, 'keys')], unrestricted: true });
+    expect(e.message).toContain(`--allow-write ${join(secrets, 'keys')}`);
+    expect(e.message).toContain('denied by rule "org.secrets"');
+    put(userFile(), { write: { writableRoots: [secrets, join(root, 'fine')] } });
+    const c = await load({ policy: join(root, 'policy.json') });
+    expect(c.workspace.writableRoots).toEqual([join(root, 'fine')]);
+    expect(c.warnings?.join('\n')).toContain('org.secrets');
+    expect(c.policy.denied).toContainEqual({ mode: 'write', rule: 'org.secrets', root: secrets });
+  });
+  test('write.deny inside the workspace protects it; a denied workspace is read-only', async () => {
+    policy({ write: { deny: [{ id: 'org.vendor', root: 'project/vendor' }, { id: 'org.lock', glob: '**/*.lock' }] } });
+    const c = await load({ policy: join(root, 'policy.json') });
+    expect(c.workspace.protectedGlobs).toEqual(['**/*.lock', 'vendor', 'vendor/**']);
+    policy({ write: { deny: [{ id: 'org.all', root: '.' }] } });
+    const ro = await load({ policy: join(root, 'policy.json') });
+    expect(ro.tools.readOnly).toBe(true);
+    expect(ro.sandbox.profile).toBe('read-only');
+    expect(ro.tools.denied).toEqual([
+      { name: 'write', rule: 'org.all' },
+      { name: 'edit', rule: 'org.all' },
+    ]);
+  });
+  test('write.allow confines the extra roots', async () => {
+    policy({ write: { allow: [{ id: 'org.here', root: '.' }] } });
+    const e = await refused({ policy: join(root, 'policy.json'), allowWrite: ['/opt/elsewhere'] });
+    expect(e.message).toContain('is outside every write.allow root');
+    expect((await load({ policy: join(root, 'policy.json'), allowWrite: ['sub'] })).workspace.writableRoots).toEqual([join(project, 'sub')]);
+  });
+  test('read roots and sandbox settings narrow the configs', async () => {
+    put(userFile(), { read: { roots: [root] } });
+    policy({ read: { roots: [{ id: 'org.project', root: 'project' }], deny: [{ id: 'org.keys', root: 'project/keys' }] }, sandbox: { profile: 'read-only', network: false } });
+    const c = await load({ policy: join(root, 'policy.json') });
+    expect(c.workspace.readRoots).toEqual([project]);
+    expect(c.workspace.readDeny).toEqual(['keys', 'keys/**']);
+    expect(c.sandbox).toMatchObject({ profile: 'read-only', network: false });
+  });
+  test('an invalid policy file fails before anything else', async () => {
+    policy({ tools: { deny: [{ id: 'x' }] } });
+    const e = await refused({ policy: join(root, 'policy.json'), model: 'nonsense' });
+    expect(e.message).toContain(join(root, 'policy.json'));
+    expect(e.message).toContain('rule "x" (tools.deny[0]): "name" is required');
+  });
+});
+
+describe('command rules across layers', () => {
+  test('user, project and policy rules stay separate layers, and a project cannot widen the user', async () => {
+    const bin = join(root, 'bin');
+    mkdirSync(bin);
+    for (const name of ['git', 'rm', 'wc']) {
+      writeFileSync(join(bin, name), '#!/bin/sh\n');
+      chmodSync(join(bin, name), 0o755);
+    }
+    put(userFile(), { shell: { commands: { allow: [{ id: 'u.git', executable: 'git' }, { id: 'u.wc', executable: join(bin, 'wc') }] } } });
+    put(projectFile(), { shell: { commands: { allow: [{ executable: 'git' }, { executable: 'rm' }] } } });
+    put(join(root, 'policy.json'), { version: 1, shell: { commands: { deny: [{ id: 'org.no-force', executable: 'git', args: ['push', '--force'], match: 'exact' }] } } });
+    const c = await load({ policy: join(root, 'policy.json') });
+    const layers = shellRuleLayers(c.shellRules)!;
+    expect(layers.map((l) => l.idPrefix)).toEqual(['user:shell.commands', 'project:shell.commands', 'policy:shell.commands']);
+    expect(layers[1]!.allow.map((r) => r.id)).toEqual(['project:shell.commands.allow[0]', 'project:shell.commands.allow[1]']);
+    const guard = createCommandGuard(layers, { resolveExecutable: findOnPath, path: bin });
+    expect(await guard('git status', project)).toEqual({ allowed: true });
+    expect(await guard('rm -rf /', project)).toMatchObject({ allowed: false, rule: 'user:shell.commands.allow' });
+    expect(await guard('wc -l x', project)).toMatchObject({ allowed: false, rule: 'project:shell.commands.allow' });
+    expect(await guard('git push --force', project)).toMatchObject({ allowed: false, rule: 'org.no-force' });
+  });
+  test('a relative executable in a config rule is refused', async () => {
+    put(userFile(), { shell: { commands: { deny: [{ executable: './rm' }] } } });
+    expect((await refused()).message).toContain('"shell.commands.deny[0].executable" must be an absolute path or a bare program name');
+  });
+});
