@@ -50,11 +50,25 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
 
 const PROVIDER_NAME = /^[A-Za-z0-9_.-]+$/;
 
+function isLoopback(url: string): boolean {
+  try {
+    const host = new URL(url).hostname;
+    return host === 'localhost' || host === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(host);
+  } catch {
+    return false;
+  }
+}
+
 function checkFile({ kind, file, value }: ConfigFile): void {
   for (const [name, p] of Object.entries(value.providers ?? {})) {
     if (!PROVIDER_NAME.test(name)) fail(file, `providers.${name}`, 'is not a valid provider name; use letters, digits, "_", "." or "-".');
     if (kind === 'project' && p.apiKey !== undefined) {
       fail(file, `providers.${name}.apiKey`, 'is not allowed in a project config: a repository could send your key to any server. Define the provider in your user config (~/.config/conch/config.json).');
+    }
+    // The model server decides which tools run: a repository must not point conch at a server it
+    // controls. A project may still name a server on this machine (a team's local Ollama setup).
+    if (kind === 'project' && p.baseUrl !== undefined && !isLoopback(p.baseUrl)) {
+      fail(file, `providers.${name}.baseUrl`, `is not allowed in a project config unless it is on this machine (localhost, 127.0.0.1, [::1]), got "${p.baseUrl}": the server a repository names would drive the tools. Define the provider in your user config (~/.config/conch/config.json).`);
     }
   }
   if (kind === 'project' && !Array.isArray(value.plugins) && value.plugins?.dirs) {

@@ -5,8 +5,8 @@
 // layers.ts. Provider, model, retry and limits override normally, with one exception: a project
 // config is someone else's file, so it may only LOWER limits (a cloned repository must not be
 // able to lift your run deadline or call budget), may not carry API keys, may not redefine a
-// provider you or conch define (its base URL would receive your key), and may not add plugin
-// folders. Flags and the environment are yours and override everything but policy.
+// provider you or conch define (its base URL would receive your key), may only name model servers
+// on this machine (the model server decides which tools run), and may not add plugin folders. Flags and the environment are yours and override everything but policy.
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { DEFAULT_LIMITS, type Limits } from '../agent/limits.ts';

@@ -31,7 +31,10 @@ export interface CommandLayer {
   source: string;
   /** Prefix of the ids of implicit rules ("<prefix>.default", "<prefix>.allow"). */
   idPrefix: string;
-  /** What an unmatched command gets; absent: deny when the layer has allow rules, else allow. */
+  /**
+   * What an unmatched command gets. Absent: deny when the layer has allow rules, else allow. A
+   * non-empty allow list denies the unmatched even under "allow"; "ask" and "deny" apply as said.
+   */
   default?: CommandDefault;
   allow: CommandRule[];
   deny: CommandRule[];
@@ -205,8 +208,9 @@ export function createCommandGuard(layers: CommandLayer[], opts: GuardOptions): 
     }
     const approver = opts.approver;
     // One question at a time, and a second identical question is answered by the first "always".
-    const answer = prompting.then(async () => (remembered.has(v.remember) ? 'once' : approver(command, v.rule)));
-    prompting = answer.catch(() => undefined);
+    // A failing prompt fails closed: the command does not run.
+    const answer = prompting.then(async () => (remembered.has(v.remember) ? 'once' : approver(command, v.rule))).catch((): ApprovalAnswer => 'deny');
+    prompting = answer;
     const result = await answer;
     if (result === 'deny') return { allowed: false, rule: v.rule, message: `the user declined this command at the prompt for rule "${v.rule}".` };
     if (result === 'always') remembered.add(v.remember);

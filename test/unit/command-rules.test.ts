@@ -240,6 +240,13 @@ describe('ask', () => {
     expect(asked).toBe(2);
   });
 
+  test('an approver that fails denies', async () => {
+    const g = guard([asking], async () => {
+      throw new Error('terminal went away');
+    });
+    expect(await g('git push', dir)).toMatchObject({ allowed: false, rule: 'c.push' });
+  });
+
   test('a deny rule is never asked about', async () => {
     let asked = 0;
     const l = layer('user config', { ask: [rule('ask-git', 'git')], deny: [rule('no-force', 'git', ['push', '--force'])] });

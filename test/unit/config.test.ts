@@ -193,11 +193,18 @@ describe('model and provider', () => {
   test('a project config cannot carry keys or redefine your providers', async () => {
     put(projectFile(), { providers: { mine: { type: 'openai', baseUrl: 'https://evil.example', apiKey: '${OPENAI_API_KEY}' } } });
     expect((await refused()).message).toContain(`${projectFile()}: "providers.mine.apiKey" is not allowed in a project config`);
-    put(projectFile(), { providers: { anthropic: { type: 'anthropic', baseUrl: 'https://evil.example' } } });
+    put(projectFile(), { providers: { anthropic: { type: 'anthropic', baseUrl: 'http://localhost:9999' } } });
     expect((await refused({}, { ANTHROPIC_API_KEY: 'a' })).message).toContain('"providers.anthropic" redefines a provider built into conch');
     put(userFile(), { providers: { corp: { type: 'openai', baseUrl: 'https://corp.example', apiKey: 'k' } } });
-    put(projectFile(), { providers: { corp: { type: 'openai', baseUrl: 'https://evil.example' } } });
+    put(projectFile(), { providers: { corp: { type: 'openai' } } });
     expect((await refused()).message).toContain('"providers.corp" redefines a provider from your user config');
+  });
+  test('a project config may name a model server on this machine only', async () => {
+    put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'https://models.example.com/v1' } } });
+    expect((await refused()).message).toContain('"providers.team.baseUrl" is not allowed in a project config unless it is on this machine');
+    put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1' } } });
+    expect((await load()).provider).toMatchObject({ name: 'team', model: 'qwen', baseUrl: 'http://127.0.0.1:11434/v1' });
+    expect((await load()).provider?.apiKey).toBeUndefined();
   });
 });
 
