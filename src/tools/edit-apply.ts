@@ -82,7 +82,12 @@ const squash = (s: string) => s.replace(/\s+/g, ' ').trim();
 
 /** The region of the file most like `old`: lines voting for where old_text would start. */
 function closestRegion(lines: Lines, old: string): string {
-  const oldLines = old.replace(/\r\n/g, '\n').split('\n');
+  let oldLines = old.replace(/\r\n/g, '\n').split('\n');
+  const hints: string[] = [];
+  if (oldLines.filter((l) => l.trim()).every((l) => /^\s*\d+\t/.test(l))) {
+    hints.push('old_text seems to include the "N<TAB>" line-number prefixes from read output; they are not part of the file.');
+    oldLines = oldLines.map((l) => l.replace(/^\s*\d+\t/, ''));
+  }
   const wanted = new Map<string, number[]>();
   oldLines.forEach((l, j) => {
     const key = squash(l);
@@ -97,10 +102,6 @@ function closestRegion(lines: Lines, old: string): string {
   let best = -1;
   let bestVotes = 0;
   for (const [start, count] of votes) if (count > bestVotes || (count === bestVotes && start < best)) [best, bestVotes] = [start, count];
-  const hints: string[] = [];
-  if (oldLines.filter((l) => l.trim()).every((l) => /^\s*\d+\t/.test(l))) {
-    hints.push('old_text seems to include the "N<TAB>" line-number prefixes from read output; they are not part of the file.');
-  }
   if (bestVotes === 0) {
     hints.push('No line of old_text occurs in the file, even ignoring whitespace; re-read the file before editing.');
     return hints.join(' ');

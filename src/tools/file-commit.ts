@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import { writeFileAtomic } from '../workspace/atomic.ts';
 import { identityOf, revisionOf } from '../workspace/revision.ts';
 import type { FileToolDeps } from './file-deps.ts';
-import { directoryMessage, errorCode, fsErrorMessage } from './file-errors.ts';
+import { blockingFile, directoryMessage, errorCode, fsErrorMessage } from './file-errors.ts';
 
 export interface Current {
   stat: BigIntStats;
@@ -20,7 +20,8 @@ export async function loadCurrent(deps: FileToolDeps, abs: string, action: 'writ
   try {
     st = await stat(abs, { bigint: true });
   } catch (error) {
-    if (errorCode(error) === 'ENOENT') return null;
+    // ENOTDIR: a file stands where a parent directory should be; commit() explains that.
+    if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return null;
     const message = await fsErrorMessage(error, abs, deps.workspace, action);
     if (message === null) throw error;
     return { error: message };
@@ -71,8 +72,18 @@ export class ChangedMeanwhile extends Error {
  */
 export async function commit(deps: FileToolDeps, abs: string, bytes: Uint8Array, before: BigIntStats | null): Promise<{ revision: string } | { error: string }> {
   const shown = deps.workspace.display(abs);
+  if (!before) {
+    const blocker = await blockingFile(abs);
+    if (blocker) return { error: `Cannot create ${shown}: ${deps.workspace.display(blocker)} is a file, not a directory.` };
+    try {
+      await mkdir(dirname(abs), { recursive: true });
+    } catch (error) {
+      const message = await fsErrorMessage(error, dirname(abs), deps.workspace, 'write');
+      if (message === null) throw error;
+      return { error: message };
+    }
+  }
   try {
-    if (!before) await mkdir(dirname(abs), { recursive: true });
     await writeFileAtomic(abs, bytes, {
       createOnly: before === null,
       mode: before ? Number(before.mode) & 0o7777 : undefined,
@@ -89,7 +100,6 @@ export async function commit(deps: FileToolDeps, abs: string, bytes: Uint8Array,
     if (errorCode(error) === 'EEXIST') {
       return { error: `${shown} already exists (it appeared while conch was creating it); nothing was written. Read it, then replace it with expected_revision.` };
     }
-    if (errorCode(error) === 'ENOTDIR') return { error: `Cannot write ${shown}: a directory on its path is an existing file.` };
     const message = await fsErrorMessage(error, abs, deps.workspace, 'write');
     if (message === null) throw error;
     return { error: `${message} Nothing was written.` };

@@ -15,7 +15,9 @@ export function toolError(text: string, details?: Record<string, unknown>): Tool
 
 /** Small edit distance, bounded: enough to spot a typo without scoring whole directories. */
 function closeEnough(a: string, b: string): boolean {
-  if (Math.abs(a.length - b.length) > 2 || a.length > 64 || b.length > 64) return false;
+  // One typo per five characters: "confg.json" finds "config.json", "nope.ts" does not find "code.ts".
+  const allowed = Math.max(1, Math.floor(Math.min(a.length, b.length) / 5));
+  if (Math.abs(a.length - b.length) > allowed || a.length > 64 || b.length > 64) return false;
   let prev = Array.from({ length: b.length + 1 }, (_, i) => i);
   for (let i = 1; i <= a.length; i++) {
     const row = [i];
@@ -24,7 +26,7 @@ function closeEnough(a: string, b: string): boolean {
     }
     prev = row;
   }
-  return prev[b.length]! <= 2;
+  return prev[b.length]! <= allowed;
 }
 
 function similarNames(wanted: string, names: string[]): string[] {
@@ -88,5 +90,14 @@ export async function fsErrorMessage(error: unknown, abs: string, ws: Workspace,
       return `Cannot ${action} ${shown}: the file name is too long.`;
     default:
       return null;
+  }
+}
+
+/** The existing file that stands where a directory on the path to `abs` should be, if any. */
+export async function blockingFile(abs: string): Promise<string | null> {
+  for (let dir = dirname(abs); ; dir = dirname(dir)) {
+    const st = await stat(dir).catch(() => null);
+    if (st) return st.isDirectory() ? null : dir;
+    if (dirname(dir) === dir) return null;
   }
 }

@@ -29,10 +29,10 @@ const description = [
   'To change part of a file, prefer edit.',
 ].join(' ');
 
-function lineCount(text: string): number {
-  if (text === '') return 0;
+function lineCount(text: string): string {
   const breaks = text.split('\n').length - 1;
-  return text.endsWith('\n') ? breaks : breaks + 1;
+  const n = text === '' ? 0 : text.endsWith('\n') ? breaks : breaks + 1;
+  return n === 1 ? '1 line' : `${n} lines`;
 }
 
 export function createWriteTool(deps: FileToolDeps): Tool {
@@ -72,8 +72,8 @@ export function createWriteTool(deps: FileToolDeps): Tool {
         notes.push('note: the previous content used CRLF line endings; the new content uses LF.');
       }
       const summary = current
-        ? `Replaced ${shown}: ${lineCount(content)} lines, ${formatBytes(bytes.length)} (+${diff.added} -${diff.removed} lines); revision ${done.revision}.`
-        : `Created ${shown}: ${lineCount(content)} lines, ${formatBytes(bytes.length)}; revision ${done.revision}.`;
+        ? `Replaced ${shown}: ${lineCount(content)}, ${formatBytes(bytes.length)} (+${diff.added} -${diff.removed} lines); revision ${done.revision}.`
+        : `Created ${shown}: ${lineCount(content)}, ${formatBytes(bytes.length)}; revision ${done.revision}.`;
       return {
         content: [{ type: 'text', text: [summary, ...notes].join('\n') }],
         details: {

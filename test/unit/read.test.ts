@@ -27,7 +27,7 @@ async function setup(over: Partial<FileToolDeps> = {}, wsOptions: Partial<Worksp
   return { deps, read: (args: Record<string, unknown>) => run(tool, workspace, args) };
 }
 
-export async function run(tool: Tool, workspace: Workspace, args: Record<string, unknown>): Promise<ToolResult & { text: string }> {
+async function run(tool: Tool, workspace: Workspace, args: Record<string, unknown>): Promise<ToolResult & { text: string }> {
   const ctx: ToolContext = {
     cwd: workspace.root,
     signal: new AbortController().signal,
