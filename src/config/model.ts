@@ -104,7 +104,7 @@ export function resolveProvider(input: {
 /** The setup message when no model is configured: the three ways to configure one. */
 export function noModelMessage(configFile = '~/.config/conch/config.json'): string {
   return [
-    'conch: no model is configured. Configure one of these three ways:',
+    'no model is configured. Configure one of these three ways:',
     '  1. Set an API key:  export ANTHROPIC_API_KEY=…   (or OPENAI_API_KEY=…)',
     '  2. Use a local OpenAI-compatible server (Ollama, vLLM, llama.cpp):',
     '       conch --base-url http://localhost:11434/v1 --model qwen2.5-coder "your task"',
