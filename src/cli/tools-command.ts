@@ -2,11 +2,10 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, relative } from 'node:path';
-import type { PluginSettings } from '../config/types.ts';
-import { loadPlugins, type PluginReport } from '../plugins/load.ts';
+import type { PluginReport } from '../plugins/load.ts';
+import { userToolsDir } from '../plugins/discover.ts';
 import { trustWorkspace } from '../plugins/trust.ts';
-import { Catalog, TOOL_NAME } from '../tools/catalog.ts';
-import type { Tool } from '../tools/define.ts';
+import { TOOL_NAME, type Catalog } from '../tools/catalog.ts';
 import { starterPlugin } from './tools-template.ts';
 
 export interface CommandIO {
@@ -20,13 +19,15 @@ const defaultIO: CommandIO = {
 };
 
 export interface ToolsListOptions {
-  /** The kernel tools as the run builds them (already narrowed by policy). */
-  kernel: Tool[];
-  configDir: string;
-  cwd: string;
-  settings: PluginSettings;
+  /** The run's catalog (kernel and plugins, narrowed by policy): exactly what the model is offered. */
+  catalog: Catalog;
+  /** Per-file plugin reports from loadPlugins. */
+  reports: PluginReport[];
+  /** Canonical workspace root: workspace files are shown relative to it. */
+  workspace: string;
   json: boolean;
-  cacheDir?: string | false;
+  /** false under --no-plugins, so the listing says plugins are off rather than "none found". */
+  pluginsEnabled?: boolean;
   io?: CommandIO;
 }
 
@@ -44,33 +45,24 @@ interface ListedTool {
  */
 export async function toolsList(opts: ToolsListOptions): Promise<number> {
   const io = opts.io ?? defaultIO;
-  const reserved = new Map(opts.kernel.map((t) => [t.name, t.source]));
-  const { tools: pluginTools, reports } = await loadPlugins({
-    configDir: opts.configDir,
-    cwd: opts.cwd,
-    settings: opts.settings,
-    reserved,
-    cacheDir: opts.cacheDir,
-  });
-  const catalog = new Catalog();
-  for (const tool of opts.kernel) catalog.register(tool);
-  for (const tool of pluginTools) catalog.register(tool, { override: opts.settings.allowOverride.includes(tool.name) });
+  const { catalog, reports } = opts;
+  const enabled = opts.pluginsEnabled ?? true;
   const tools: ListedTool[] = catalog.specs().map((spec) => ({ ...spec, source: catalog.get(spec.name)!.source }));
   const failed = reports.some((r) => r.status === 'failed');
 
   if (opts.json) {
-    io.out(`${JSON.stringify({ tools, plugins: reports, pluginsEnabled: opts.settings.enabled }, null, 2)}\n`);
+    io.out(`${JSON.stringify({ tools, plugins: reports, pluginsEnabled: enabled }, null, 2)}\n`);
     return failed ? 1 : 0;
   }
-  const show = (path: string) => displayPath(path, opts.cwd);
+  const show = (path: string) => displayPath(path, opts.workspace);
   const lines: string[] = [`Tools (${tools.length}):`];
   for (const tool of tools) {
     lines.push(`  ${tool.name.padEnd(20)} ${tool.source === 'kernel' ? 'kernel' : show(tool.source)}`);
-    lines.push(`      ${tool.description.split('\n')[0]}`);
+    lines.push(...wrap(tool.description.split('\n')[0] ?? '', 96).map((l) => `      ${l}`));
     lines.push(`      parameters: ${describeParameters(tool.parameters)}`);
   }
-  if (!opts.settings.enabled) lines.push('', 'Plugins: off (--no-plugins)');
-  else if (reports.length === 0) lines.push('', `Plugins: none found (add files to ${show(join(opts.configDir, 'tools'))}, or \`conch tools new NAME\`)`);
+  if (!enabled) lines.push('', 'Plugins: off (--no-plugins)');
+  else if (reports.length === 0) lines.push('', 'Plugins: none found (`conch tools new NAME` writes a starter)');
   else {
     lines.push('', 'Plugins:');
     for (const r of reports) {
@@ -89,8 +81,9 @@ export function pluginDiagnostics(reports: PluginReport[], cwd: string): string[
     .map((r) => `conch: plugin ${displayPath(r.path, cwd)} ${r.status}: ${r.reason ?? ''}`.trimEnd());
 }
 
-/** Write a commented starter plugin to <dir>/<name>.ts; never overwrites. */
-export async function toolsNew(name: string, dir: string, io: CommandIO = defaultIO): Promise<number> {
+/** Write a commented starter plugin to <configDir>/tools/<name>.ts; never overwrites. */
+export async function toolsNew(name: string, configDir: string, io: CommandIO = defaultIO): Promise<number> {
+  const dir = userToolsDir(configDir);
   if (!TOOL_NAME.test(name)) {
     io.err(`conch: invalid tool name '${name}': use lowercase letters, digits and _ , starting with a letter (${TOOL_NAME.source})\n`);
     return 1;
@@ -132,6 +125,19 @@ function displayPath(path: string, cwd: string): string {
   if (rel && !rel.startsWith('..') && !rel.startsWith('/')) return rel;
   const home = process.env.HOME || homedir();
   return home && path.startsWith(`${home}/`) ? `~${path.slice(home.length)}` : path;
+}
+
+function wrap(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/)) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
 }
 
 /** `name: type, other?: type` from a closed object schema. */

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PluginSettings } from '../../src/config/types.ts';
 import { toolsList, toolsNew, trustCommand, type CommandIO } from '../../src/cli/tools-command.ts';
+import { Catalog } from '../../src/tools/catalog.ts';
 import { loadPlugins } from '../../src/plugins/load.ts';
 import { defineTool, Type } from '../../src/index.ts';
 import type { Tool } from '../../src/tools/define.ts';
@@ -24,6 +25,18 @@ function capture(): CommandIO & { stdout: () => string; stderr: () => string } {
   let out = '';
   let err = '';
   return { out: (t) => void (out += t), err: (t) => void (err += t), stdout: () => out, stderr: () => err };
+}
+
+/** What a session does: kernel first, then plugins, into one catalog; then list it. */
+async function list(over: Partial<PluginSettings>, json: boolean, io: CommandIO): Promise<number> {
+  const s = settings(over);
+  const catalog = new Catalog();
+  catalog.register(bash);
+  const { tools, reports } = s.enabled
+    ? await loadPlugins({ configDir, cwd, settings: s, reserved: new Map([['bash', 'kernel']]), cacheDir })
+    : { tools: [], reports: [] };
+  for (const tool of tools) catalog.register(tool);
+  return toolsList({ catalog, reports, workspace: cwd, json, pluginsEnabled: s.enabled, io });
 }
 
 beforeAll(async () => {
@@ -49,7 +62,7 @@ afterAll(async () => {
 describe('conch tools', () => {
   test('--json: the catalog as the model sees it plus every plugin file with its status', async () => {
     const io = capture();
-    const code = await toolsList({ kernel: [bash], configDir, cwd, settings: settings(), json: true, cacheDir, io });
+    const code = await list({}, true, io);
     expect(code).toBe(1); // a plugin failed
     const doc = JSON.parse(io.stdout());
     expect(doc.tools.map((t: { name: string; source: string }) => [t.name, t.source])).toEqual([
@@ -68,7 +81,7 @@ describe('conch tools', () => {
 
   test('human listing: sources, parameters, and reasons; exit 0 without failures', async () => {
     const io = capture();
-    await toolsList({ kernel: [bash], configDir, cwd, settings: settings(), json: false, cacheDir, io });
+    await list({}, false, io);
     const text = io.stdout();
     expect(text).toContain('Tools (2):');
     expect(text).toContain('parameters: who: string, loud?: boolean, mode: "a" | "b"');
@@ -77,29 +90,33 @@ describe('conch tools', () => {
     expect(text).toMatch(/skipped +\.conch\/tools\/proj\.ts\n +workspace not trusted/);
 
     const off = capture();
-    expect(await toolsList({ kernel: [bash], configDir, cwd, settings: settings({ enabled: false }), json: false, cacheDir, io: off })).toBe(0);
+    expect(await list({ enabled: false }, false, off)).toBe(0);
     expect(off.stdout()).toContain('Plugins: off (--no-plugins)');
     expect(off.stdout()).toContain('Tools (1):');
   });
 
-  test('in a real process, plugin console output at load does not corrupt the JSON on stdout', async () => {
-    const script = `
-      import { toolsList } from ${JSON.stringify(join(import.meta.dir, '../../src/cli/tools-command.ts'))};
-      process.exitCode = await toolsList({ kernel: [], configDir: ${JSON.stringify(configDir)}, cwd: ${JSON.stringify(cwd)},
-        settings: { enabled: true, dirs: [], firstParty: [], projectTools: false, allowOverride: [] }, json: true, cacheDir: ${JSON.stringify(cacheDir)} });`;
-    const proc = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'pipe' });
+  test('`conch tools --json` in a real process: one JSON document, plugin console output kept off stdout', async () => {
+    const conch = join(import.meta.dir, '../../bin/conch');
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, XDG_CONFIG_HOME: join(root, 'config'), XDG_CACHE_HOME: join(root, 'xdg-cache') };
+    const proc = Bun.spawn([conch, 'tools', '--json'], { cwd, env, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
     const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
-    expect(code).toBe(1);
-    expect(JSON.parse(out).tools.map((t: { name: string }) => t.name)).toEqual(['greet']);
+    expect(code).toBe(1); // broken.ts failed
+    const doc = JSON.parse(out);
+    const names = doc.tools.map((t: { name: string }) => t.name);
+    expect(names).toContain('bash');
+    expect(names).toContain('greet');
+    expect(doc.tools.find((t: { name: string }) => t.name === 'greet').source).toBe(join(configDir, 'tools', 'greet.ts'));
+    expect(doc.plugins.map((p: { status: string }) => p.status)).toEqual(['failed', 'loaded', 'skipped']);
     expect(err).toContain('plugin chatter at load');
   });
 });
 
 describe('conch tools new', () => {
   test('writes a starter that loads and runs; refuses to overwrite and bad names', async () => {
-    const dir = join(root, 'new-tools');
+    const newConfig = join(root, 'new-config');
+    const dir = join(newConfig, 'tools');
     const io = capture();
-    expect(await toolsNew('my_tool', dir, io)).toBe(0);
+    expect(await toolsNew('my_tool', newConfig, io)).toBe(0);
     expect(io.stdout()).toContain(join(dir, 'my_tool.ts'));
     const source = await readFile(join(dir, 'my_tool.ts'), 'utf8');
     expect(source).toContain("name: 'my_tool'");
@@ -111,12 +128,12 @@ describe('conch tools new', () => {
     expect(result.at).toMatch(/^\d{4}-\d\d-\d\dT/);
 
     const again = capture();
-    expect(await toolsNew('my_tool', dir, again)).toBe(1);
+    expect(await toolsNew('my_tool', newConfig, again)).toBe(1);
     expect(again.stderr()).toContain('already exists');
     expect(await readFile(join(dir, 'my_tool.ts'), 'utf8')).toBe(source);
 
     const bad = capture();
-    expect(await toolsNew('My-Tool', dir, bad)).toBe(1);
+    expect(await toolsNew('My-Tool', newConfig, bad)).toBe(1);
     expect(bad.stderr()).toContain("invalid tool name 'My-Tool'");
   });
 });
@@ -127,9 +144,9 @@ describe('conch trust', () => {
     expect(await trustCommand(configDir, cwd, io)).toBe(0);
     expect(io.stdout()).toContain(`trusted ${cwd}`);
     expect(io.stdout()).toContain('    proj.ts');
-    const list = capture();
-    await toolsList({ kernel: [], configDir, cwd, settings: settings(), json: true, cacheDir, io: list });
-    const proj = JSON.parse(list.stdout()).plugins.find((p: { path: string }) => p.path.endsWith('proj.ts'));
+    const listed = capture();
+    await list({}, true, listed);
+    const proj = JSON.parse(listed.stdout()).plugins.find((p: { path: string }) => p.path.endsWith('proj.ts'));
     expect(proj).toMatchObject({ status: 'failed', reason: expect.stringContaining('not a tool definition') });
   });
 });
