@@ -2,7 +2,7 @@
 // The official SDK speaks the protocol; this file only wires its handlers to conch sessions.
 // stdout carries nothing but protocol messages; every diagnostic goes to stderr.
 import { stat } from 'node:fs/promises';
-import { isAbsolute } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type InitializeResponse } from '@agentclientprotocol/sdk';
 import pkg from '../../package.json' with { type: 'json' };
 import type { CliFlags } from '../config/types.ts';
@@ -61,7 +61,22 @@ async function checkCwd(cwd: string): Promise<void> {
   if (!info.isDirectory()) throw RequestError.invalidParams({ cwd }, `cwd '${cwd}' is not a directory`);
 }
 
-export async function serveAcp(flags: CliFlags): Promise<void> {
+/**
+ * Paths on the command line mean what they mean where `conch acp` was started, as for every other
+ * command; left relative, each session would resolve them against its own workspace instead.
+ */
+export function anchorFlags(flags: CliFlags, base: string): CliFlags {
+  const all = (list: string[] | undefined) => list?.map((p) => resolve(base, p));
+  return {
+    ...flags,
+    ...(flags.policy !== undefined ? { policy: resolve(base, flags.policy) } : {}),
+    ...(flags.toolsDir ? { toolsDir: all(flags.toolsDir) } : {}),
+    ...(flags.allowWrite ? { allowWrite: all(flags.allowWrite) } : {}),
+  };
+}
+
+export async function serveAcp(given: CliFlags): Promise<void> {
+  const flags = anchorFlags(given, process.cwd());
   const output = claimStdout();
   const input = Bun.stdin.stream() as ReadableStream<Uint8Array>;
   const sessions = new Map<string, AcpSession>();
