@@ -113,7 +113,7 @@ function closestRegion(lines: Lines, old: string): string {
   if (squash(region.join('\n')) === squash(oldLines.join('\n'))) {
     hints.push('That region differs from old_text only in whitespace (indentation, tabs or trailing spaces); copy it exactly.');
   }
-  return `The closest region is around lines ${Math.max(best, 0) + 1}-${to + 1}:\n${numbered(lines, from, to)}\n${hints.join(' ')}`.trimEnd();
+  return `The closest region is lines ${Math.max(best, 0) + 1}-${Math.min(total, best + oldLines.length)} (with a line of context):\n${numbered(lines, from, to)}\n${hints.join(' ')}`.trimEnd();
 }
 
 /**

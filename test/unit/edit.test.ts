@@ -1,0 +1,229 @@
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { createHash } from 'node:crypto';
+import { chmod, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../../src/tools/define.ts';
+import { createEditTool } from '../../src/tools/edit.ts';
+import type { FileToolDeps } from '../../src/tools/file-deps.ts';
+import { createReadTool } from '../../src/tools/read.ts';
+import { TEMP_MARKER } from '../../src/workspace/atomic.ts';
+import { Workspace } from '../../src/workspace/paths.ts';
+import { RevisionTracker } from '../../src/workspace/revision.ts';
+
+let base: string;
+
+beforeAll(async () => {
+  base = await realpath(await mkdtemp(join(tmpdir(), 'conch-edit-')));
+});
+afterAll(async () => {
+  await rm(base, { recursive: true, force: true });
+});
+
+const sha = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
+
+type Result = ToolResult & { text: string };
+
+async function setup(over: Partial<FileToolDeps> = {}) {
+  const root = await mkdtemp(join(base, 'ws-'));
+  const workspace = await Workspace.open({ root, unrestricted: false });
+  const deps: FileToolDeps = { workspace, revisions: new RevisionTracker(), ...over };
+  const ctx: ToolContext = {
+    cwd: root,
+    signal: new AbortController().signal,
+    workspace,
+    exec: () => Promise.reject(new Error('no exec here')),
+    update: () => {},
+    callId: 't',
+  };
+  const run = async (tool: Tool, args: Record<string, unknown>): Promise<Result> => {
+    const result = (await tool.execute(args as never, ctx)) as ToolResult;
+    return { ...result, text: result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n') };
+  };
+  const read = createReadTool(deps);
+  const edit = createEditTool(deps);
+  const at = (rel: string) => join(root, rel);
+  return {
+    root,
+    at,
+    read: (args: Record<string, unknown>) => run(read, args),
+    edit: (path: string, edits: [string, string][], extra: Record<string, unknown> = {}) =>
+      run(edit, { path, edits: edits.map(([old_text, new_text]) => ({ old_text, new_text })), ...extra }),
+    put: (rel: string, content: string | Uint8Array) => writeFile(at(rel), content),
+    get: (rel: string) => readFile(at(rel), 'utf8'),
+  };
+}
+
+const code = ['function a() {', '    return 1;', '}', '', 'function b() {', '    return 2;', '}', ''].join('\n');
+
+describe('applying edits', () => {
+  test('one edit: new content, compact unified diff, new revision, host details', async () => {
+    const { edit, put, get, at } = await setup();
+    await put('code.ts', code);
+    const r = await edit('code.ts', [['return 2;', 'return 20;']]);
+    expect(r.isError).toBeUndefined();
+    const after = code.replace('return 2;', 'return 20;');
+    expect(await get('code.ts')).toBe(after);
+    const diff = '--- a/code.ts\n+++ b/code.ts\n@@ -3,5 +3,5 @@\n }\n \n function b() {\n-    return 2;\n+    return 20;\n }';
+    expect(r.text).toBe(`Edited code.ts: 1 edit, +1 -1 lines; revision ${sha(after)}.\n${diff}`);
+    expect(r.details).toEqual({ path: at('code.ts'), oldText: code, newText: after, revision: sha(after), diff });
+  });
+
+  test('several edits apply together, each matched against the original', async () => {
+    const { edit, put, get } = await setup();
+    await put('code.ts', code);
+    // The second old_text only exists before the first edit is applied; both refer to the original.
+    const r = await edit('code.ts', [
+      ['function a() {', 'function b() {'],
+      ['function b() {\n    return 2;', 'function c() {\n    return 3;'],
+    ]);
+    expect(r.isError).toBeUndefined();
+    expect(await get('code.ts')).toBe(code.replace('function a() {', 'function b() {').replace('function b() {\n    return 2;', 'function c() {\n    return 3;'));
+  });
+
+  test('all or nothing: one failing edit leaves the file untouched', async () => {
+    const { edit, put, get, root } = await setup();
+    await put('code.ts', code);
+    const r = await edit('code.ts', [
+      ['return 1;', 'return 10;'],
+      ['return 99;', 'return 100;'],
+    ]);
+    expect(r.isError).toBe(true);
+    expect(r.text).toStartWith('edit 2: old_text was not found in code.ts.');
+    expect(await get('code.ts')).toBe(code);
+    expect((await readdir(root)).filter((n) => n.includes(TEMP_MARKER))).toEqual([]);
+  });
+
+  test('no match shows the closest region with line numbers and a whitespace hint', async () => {
+    const { edit, put } = await setup();
+    await put('code.ts', code);
+    const r = await edit('code.ts', [['function b() {\n  return 2;\n}', 'x']]);
+    expect(r.isError).toBe(true);
+    expect(r.text).toContain('The closest region is lines 5-7 (with a line of context):\n4\t\n5\tfunction b() {\n6\t    return 2;\n7\t}\nThat region');
+    expect(r.text).toContain('differs from old_text only in whitespace');
+  });
+
+  test('old_text copied with read line numbers gets a specific hint', async () => {
+    const { edit, put } = await setup();
+    await put('code.ts', code);
+    const r = await edit('code.ts', [['5\tfunction b() {\n6\t    return 2;', 'x']]);
+    expect(r.text).toContain('line-number prefixes');
+    expect(r.text).toContain('5\tfunction b() {');
+  });
+
+  test('more than one match gives the count and line numbers', async () => {
+    const { edit, put } = await setup();
+    await put('code.ts', code);
+    const r = await edit('code.ts', [['return', 'yield']]);
+    expect(r.isError).toBe(true);
+    expect(r.text).toBe('old_text occurs 2 times in code.ts (starting on lines 2, 6); include more surrounding lines so it matches exactly once.');
+  });
+
+  test('overlapping edits and no-op edits are refused', async () => {
+    const { edit, put } = await setup();
+    await put('code.ts', code);
+    const overlap = await edit('code.ts', [
+      ['function a() {\n    return 1;', 'x'],
+      ['return 1;\n}', 'y'],
+    ]);
+    expect(overlap.text).toBe('edits 1 and 2 overlap in code.ts; merge them into one edit.');
+    expect((await edit('code.ts', [['return 1;', 'return 1;']])).text).toContain('change nothing');
+  });
+
+  test('a missing file suggests write; a binary file is refused', async () => {
+    const { edit, put } = await setup();
+    expect((await edit('nope.ts', [['a', 'b']])).text).toEndWith('To create a new file, use write.');
+    await put('blob.bin', Buffer.from([0xff, 0xfe, 0x00, 0x41]));
+    expect((await edit('blob.bin', [['A', 'B']])).text).toContain('blob.bin is not UTF-8 text');
+  });
+});
+
+describe('line endings and BOM', () => {
+  test('a CRLF file edited with \\n text keeps CRLF everywhere, and nothing else changes', async () => {
+    const { edit, put, at } = await setup();
+    const crlf = 'one\r\ntwo\r\nthree\r\nfour\r\n';
+    await put('win.txt', crlf);
+    const r = await edit('win.txt', [['two\nthree', 'TWO\nTHREE\nextra']]);
+    expect(r.isError).toBeUndefined();
+    expect((await readFile(at('win.txt'))).toString('latin1')).toBe('one\r\nTWO\r\nTHREE\r\nextra\r\nfour\r\n');
+    expect(r.text).toContain('-two\n-three\n+TWO\n+THREE\n+extra');
+  });
+
+  test('in a mixed file only the edited text changes', async () => {
+    const { edit, put, at } = await setup();
+    await put('mixed.txt', 'a\r\nb\r\nc\nd\r\n');
+    await edit('mixed.txt', [['b', 'B']]);
+    expect((await readFile(at('mixed.txt'))).toString('latin1')).toBe('a\r\nB\r\nc\nd\r\n');
+  });
+
+  test('a BOM is kept', async () => {
+    const { edit, put, at } = await setup();
+    await put('bom.txt', '\uFEFFfirst\nsecond\n');
+    await edit('bom.txt', [['first', 'FIRST']]);
+    const bytes = await readFile(at('bom.txt'));
+    expect([...bytes.subarray(0, 3)]).toEqual([0xef, 0xbb, 0xbf]);
+    expect(bytes.subarray(3).toString()).toBe('FIRST\nsecond\n');
+  });
+});
+
+describe('freshness, permissions and policy', () => {
+  test('an edit without a prior read is allowed; a change after the read is refused with the current revision', async () => {
+    const { edit, read, put, get } = await setup();
+    await put('f.txt', 'x = 1\n');
+    expect((await edit('f.txt', [['x = 1', 'x = 2']])).isError).toBeUndefined();
+    await read({ path: 'f.txt' });
+    await put('f.txt', 'x = 3\n');
+    const r = await edit('f.txt', [['x = 3', 'x = 4']]);
+    expect(r.isError).toBe(true);
+    expect(r.text).toContain(`changed on disk since it was last read or written in this session (current revision ${sha('x = 3\n')})`);
+    expect(await get('f.txt')).toBe('x = 3\n');
+  });
+
+  test('a stale expected_revision is refused; a current one is accepted', async () => {
+    const { edit, put, get } = await setup();
+    await put('f.txt', 'v = 1\n');
+    const stale = await edit('f.txt', [['v = 1', 'v = 2']], { expected_revision: sha('v = 0\n') });
+    expect(stale.isError).toBe(true);
+    expect(stale.text).toContain(`its current revision is ${sha('v = 1\n')}`);
+    expect((await edit('f.txt', [['v = 1', 'v = 2']], { expected_revision: sha('v = 1\n') })).isError).toBeUndefined();
+    expect(await get('f.txt')).toBe('v = 2\n');
+  });
+
+  test('successive edits chain on the revision conch wrote', async () => {
+    const { edit, read, put, get } = await setup();
+    await put('f.txt', 'a\n');
+    await read({ path: 'f.txt' });
+    await edit('f.txt', [['a', 'b']]);
+    expect((await edit('f.txt', [['b', 'c']])).isError).toBeUndefined();
+    expect(await get('f.txt')).toBe('c\n');
+  });
+
+  test('permissions are preserved', async () => {
+    const { edit, put, at } = await setup();
+    await put('tool.sh', '#!/bin/sh\necho a\n');
+    await chmod(at('tool.sh'), 0o750);
+    await edit('tool.sh', [['echo a', 'echo b']]);
+    expect((await stat(at('tool.sh'))).mode & 0o7777).toBe(0o750);
+  });
+
+  test('an injected failure before the rename leaves the file byte-for-byte intact', async () => {
+    const { edit, put, get, root } = await setup({
+      beforeRename: () => {
+        throw new Error('disk fell off');
+      },
+    });
+    await put('f.txt', 'keep me\r\n');
+    await expect(edit('f.txt', [['keep', 'lose']])).rejects.toThrow('disk fell off');
+    expect(await get('f.txt')).toBe('keep me\r\n');
+    expect((await readdir(root)).filter((n) => n.includes(TEMP_MARKER))).toEqual([]);
+  });
+
+  test('protected files are refused with a PolicyError', async () => {
+    const { edit, put } = await setup();
+    await put('.env.local', 'A=1\n');
+    const error = await edit('.env.local', [['A=1', 'A=2']]).catch((e) => e);
+    expect(error).toBeInstanceOf(PolicyError);
+    expect(error.rule).toBe('workspace.protected');
+    expect(error.message).toContain("'.env.local' is protected");
+  });
+});
