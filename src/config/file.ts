@@ -7,7 +7,7 @@ import { isAbsolute, resolve } from 'node:path';
 import type { Static } from 'typebox';
 import type { CommandLayer, CommandRule } from '../policy/command-rules.ts';
 import type { PathRule, PolicyLayer } from './layers.ts';
-import { ConfigFileSchema, firstProblem, keyPath } from './schema.ts';
+import type { ConfigFileSchema } from './schema.ts';
 import { ConfigError } from './types.ts';
 
 export type ConfigFileValue = Static<typeof ConfigFileSchema>;
@@ -41,6 +41,8 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
   } catch (e) {
     throw new ConfigError(`${file}: not valid JSON (${(e as Error).message}). A config file is one JSON object.`, file);
   }
+  // Loaded only when a file exists: most runs have no config file and need no schema compiler.
+  const { ConfigFileSchema, firstProblem, keyPath } = await import('./schema.ts');
   const problem = firstProblem(ConfigFileSchema, value);
   if (problem) fail(file, keyPath(problem.path), problem.text);
   const config: ConfigFile = { kind, file, base, value: value as ConfigFileValue };

@@ -12,7 +12,6 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { DEFAULT_LIMITS, type Limits } from '../agent/limits.ts';
 import type { RetryPolicy } from '../providers/types.ts';
 import type { SandboxProfileName } from '../sandbox/index.ts';
-import { loadPolicyFile } from '../policy/policy-file.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { mergePolicy, type PolicyLayer } from './layers.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
@@ -137,7 +136,7 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
     await readConfigFile('user', userPath, dirname(userPath)),
     await readConfigFile('project', join(cwd, '.conch', 'config.json'), cwd),
   ].filter((f): f is ConfigFile => f !== null);
-  const policyLayer = flags.policy ? await loadPolicyFile(flags.policy, cwd) : undefined;
+  const policyLayer = flags.policy ? await (await import('../policy/policy-file.ts')).loadPolicyFile(flags.policy, cwd) : undefined;
 
   // Flags are checked before anything that depends on them, so a typo is reported as itself.
   const env_ = taskEnv(flags.env);
