@@ -207,6 +207,25 @@ describe('conch acp', () => {
     expect(toModel).toContain('declined');
   });
 
+  test('cancelling while the editor is still asking withdraws the question and resolves cancelled', async () => {
+    await writeConfig(dirs, { retry: { maxRetries: 0 }, shell: { commands: { ask: [{ id: 'ask-touch', executable: 'touch' }] } } });
+    server.script([{ toolCalls: [{ id: 'call_q', name: 'bash', arguments: { command: 'touch never.txt' } }] }, { text: 'unused' }]);
+    let sessionId = '';
+    // An editor whose user never answers; the cancel arrives while the question is open.
+    const agent: AgentProcess = launch([], {
+      onPermission: () => {
+        void agent.conn.agent.notify('session/cancel', { sessionId });
+        return new Promise(() => {});
+      },
+    });
+    sessionId = await ready(agent);
+    expect((await prompt(agent, sessionId, 'touch it')).stopReason).toBe('cancelled');
+    expect(agent.permissions).toHaveLength(1);
+    expect(existsSync(join(dirs.workspace, 'never.txt'))).toBe(false);
+    expect(toolUpdates(updatesOf(agent, sessionId)).at(-1)).toMatchObject({ toolCallId: 'call_q', status: 'failed' });
+    expect(server.requests).toHaveLength(1);
+  });
+
   test('"allow always" runs the command and is not asked again in that session', async () => {
     await writeConfig(dirs, { retry: { maxRetries: 0 }, shell: { commands: { ask: [{ id: 'ask-touch', executable: 'touch' }] } } });
     server.script([
@@ -272,9 +291,16 @@ describe('conch acp with bad input', () => {
       const { sessionId } = (await raw.response(8)).result;
       rpc(9, 'session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hello' }] });
       expect((await raw.response(9)).result.stopReason).toBe('end_turn');
+      // A closed session is gone.
+      rpc(10, 'session/close', { sessionId });
+      expect((await raw.response(10)).result).toEqual({});
+      rpc(11, 'session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hello?' }] });
+      expect((await raw.response(11)).error.code).toBe(-32002);
       // stdout carried only JSON-RPC.
       for (const line of raw.lines) expect(JSON.parse(line).jsonrpc).toBe('2.0');
       expect(raw.lines.some((l) => l.includes('still here'))).toBe(true);
+      // The editor closing stdin ends the process cleanly.
+      expect(await raw.close()).toBe(0);
     } finally {
       await raw.close();
     }

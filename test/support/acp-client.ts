@@ -105,7 +105,8 @@ export interface RawAgent {
   response(id: number | string | null): Promise<any>;
   lines: string[];
   child: ChildProcessWithoutNullStreams;
-  close(): Promise<void>;
+  /** Ends stdin and resolves with the exit code (or the signal that killed it). */
+  close(): Promise<number | string>;
 }
 
 export function startRaw(dirs: Sandbox, args: string[], env: Record<string, string>): RawAgent {
@@ -133,7 +134,7 @@ export function startRaw(dirs: Sandbox, args: string[], env: Record<string, stri
     }
     settle();
   });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<number | string>((resolve) => child.once('exit', (code, signal) => resolve(code ?? String(signal))));
   return {
     lines,
     child,
@@ -147,8 +148,9 @@ export function startRaw(dirs: Sandbox, args: string[], env: Record<string, stri
     async close() {
       child.stdin.end();
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
+      const status = await exited;
       clearTimeout(timer);
+      return status;
     },
   };
 }
