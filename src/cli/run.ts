@@ -39,6 +39,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     return EXIT_CODES.setup_error;
   }
 
+  const controller = new AbortController();
   let config: Config;
   let session: Session | undefined;
   try {
@@ -48,7 +49,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
       throw new SetupError(noModelMessage());
     }
     // `ask` rules prompt only on a terminal and never under --json; elsewhere they deny, saying so.
-    const approver = out.json ? undefined : await terminalApprover();
+    const approver = out.json ? undefined : await terminalApprover(controller.signal);
     session = await openSession(config, {
       cwd: process.cwd(),
       guard: await buildGuard(config, approver),
@@ -57,7 +58,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   } catch (error) {
     return setupFailure(error, out.json, runId);
   }
-  for (const warning of session.warnings) process.stderr.write(`conch: ${warning}\n`);
+  for (const warning of [...(config.warnings ?? []), ...session.warnings]) process.stderr.write(`conch: ${warning}\n`);
 
   const { createProvider } = await import('../providers/index.ts');
   const provider = await createProvider(config.provider!);
@@ -71,7 +72,6 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   if (out.trace) sinks.push(traceSink(out.trace, out.traceContent));
 
   // First Ctrl-C cancels through the one AbortSignal; a second one exits at once.
-  const controller = new AbortController();
   let interrupts = 0;
   const onSigint = () => {
     interrupts++;

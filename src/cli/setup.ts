@@ -4,7 +4,7 @@ import type { CliFlags, Config } from '../config/types.ts';
 import { ConfigError } from '../config/types.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { SetupError, type SessionOptions } from '../agent/session.ts';
-import type { Approver, CommandLayer } from '../policy/command-rules.ts';
+import type { Approver } from '../policy/command-rules.ts';
 
 export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
   const { loadConfig } = await import('../config/load.ts');
@@ -13,22 +13,23 @@ export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promi
 
 /** The command guard for this config; `approver` answers `ask` rules (TTY prompt, or ACP permission). */
 export async function buildGuard(config: Config, approver?: Approver): Promise<SessionOptions['guard']> {
-  const layers = (config.shellRules ?? []) as CommandLayer[];
-  if (layers.length === 0) return undefined;
-  const [{ createCommandGuard, findOnPath }, { cleanEnv }] = await Promise.all([
+  if (!config.shellRules) return undefined;
+  const [{ createCommandGuard, findOnPath, shellRuleLayers }, { cleanEnv }] = await Promise.all([
     import('../policy/command-rules.ts'),
     import('../process/spawn.ts'),
   ]);
   // Executables resolve through the PATH commands actually run with, not the user's shell PATH.
   const path = cleanEnv(process.env, {}).PATH ?? '/usr/bin:/bin';
+  const layers = shellRuleLayers(config.shellRules);
+  if (!layers || layers.length === 0) return undefined;
   return createCommandGuard(layers, { resolveExecutable: findOnPath, path, approver });
 }
 
 /** An approver that asks on the terminal, only when both stdin and stderr are TTYs. */
-export async function terminalApprover(): Promise<Approver | undefined> {
+export async function terminalApprover(signal: AbortSignal): Promise<Approver | undefined> {
   if (!process.stdin.isTTY || !process.stderr.isTTY) return undefined;
   const { ttyApprover } = await import('../policy/approve.ts');
-  return ttyApprover(process.stdin, process.stderr);
+  return ttyApprover(process.stdin, process.stderr, signal);
 }
 
 export function buildPluginLoader(config: Config): SessionOptions['loadPlugins'] {
