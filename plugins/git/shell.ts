@@ -26,7 +26,11 @@ export function failure(result: ExecResult, what: string): string | null {
   if (result.cancelled) return `${what} was cancelled`;
   if (result.exitCode === 0) return null;
   const status = result.exitCode === null ? `killed by ${result.signal ?? 'a signal'}` : `exit code ${result.exitCode}`;
-  return `${what} failed (${status}):\n${result.output.trim()}`;
+  // The sandbox protects .git (a command must not rewrite history or hooks), so git cannot write there.
+  const readOnly = /\.git\b[^\n]*Read-only file system/.test(result.output)
+    ? "\n(conch's sandbox keeps .git read-only, so this cannot run here; the user can rerun conch with --unrestricted, or commit themselves)"
+    : '';
+  return `${what} failed (${status}):\n${result.output.trim()}${readOnly}`;
 }
 
 const MAX_COLLECT = 8 * 1024 * 1024;

@@ -7,7 +7,7 @@ import { OutputBuffer } from './buffer.ts';
 const MAX_RUNNING = 8;
 const KEEP_CHARS = 1024 * 1024;
 const DEFAULT_PAGE = 16 * 1024;
-const DEFAULT_TIMEOUT_S = 30 * 60;
+const DEFAULT_TIMEOUT_S = 15 * 60;
 const STOP_WAIT_MS = 10_000;
 
 interface Job {
@@ -123,7 +123,7 @@ const jobStart = defineTool({
     'Read its output with job_check, stop it with job_stop. Every job is stopped when the run ends.',
   parameters: Type.Object({
     command: Type.String({ minLength: 1, description: 'Shell command, run with /bin/sh -c in the workspace' }),
-    timeout_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: `Stop the job after this long (default ${DEFAULT_TIMEOUT_S})` })),
+    timeout_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: `Stop the job after this many seconds (default ${DEFAULT_TIMEOUT_S}; the run's maximum command timeout caps it)` })),
   }),
   async execute({ command, timeout_seconds = DEFAULT_TIMEOUT_S }, ctx) {
     const run = jobsOf(ctx);

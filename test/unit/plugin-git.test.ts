@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Catalog } from '../../src/tools/catalog.ts';
 import type { Tool, ToolContext, ToolResult } from '../../src/tools/define.ts';
 import { loadPlugins } from '../../src/plugins/load.ts';
+import { probeSandbox } from '../../src/sandbox/index.ts';
 import { makeContext } from '../support/plugin-context.ts';
 
 let root: string;
@@ -13,6 +14,9 @@ let repo: string;
 let tools: Map<string, Tool>;
 let catalog: Catalog;
 let ctx: ToolContext;
+
+const sandbox = await probeSandbox();
+if (!sandbox.ok) console.warn(`SKIPPING the sandboxed git test: the sandbox cannot run here: ${sandbox.detail}`);
 
 async function sh(command: string, cwd = repo): Promise<string> {
   const proc = Bun.spawn(['/bin/sh', '-c', command], { cwd, stdout: 'pipe', stderr: 'pipe' });
@@ -151,5 +155,16 @@ describe('git plugin', () => {
     expect(result.text).toContain('../elsewhere.txt');
     const diff = await call('git_diff', { paths: ['/etc/passwd'] });
     expect(diff.isError).toBe(true);
+  });
+
+  test.skipIf(!sandbox.ok)('under the sandbox: git reads work, and a checkpoint fails on the read-only .git with a clear hint', async () => {
+    ctx = await makeContext(repo, { sandbox: true });
+    await writeFile(join(repo, 'a.txt'), 'a2\n');
+    expect((await call('git_status', {})).text).toContain(' M a.txt');
+    expect((await call('git_diff', {})).text).toContain('+a2');
+    const checkpoint = await call('git_checkpoint', { message: 'm', paths: ['a.txt'] });
+    expect(checkpoint.isError).toBe(true);
+    expect(checkpoint.text).toContain("conch's sandbox keeps .git read-only");
+    expect((await sh('git rev-list --count HEAD')).trim()).toBe('1');
   });
 });

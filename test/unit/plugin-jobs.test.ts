@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { Catalog } from '../../src/tools/catalog.ts';
 import type { Tool, ToolContext, ToolResult } from '../../src/tools/define.ts';
 import { loadPlugins } from '../../src/plugins/load.ts';
+import { probeSandbox } from '../../src/sandbox/index.ts';
 import { OutputBuffer } from '../../plugins/jobs/buffer.ts';
 import { makeContext } from '../support/plugin-context.ts';
 
@@ -14,6 +15,9 @@ let work: string;
 let tools: Map<string, Tool>;
 let catalog: Catalog;
 const runs: AbortController[] = [];
+
+const sandbox = await probeSandbox();
+if (!sandbox.ok) console.warn(`SKIPPING the sandboxed jobs test: the sandbox cannot run here: ${sandbox.detail}`);
 
 beforeAll(async () => {
   root = await mkdtemp(join(tmpdir(), 'conch-jobs-'));
@@ -37,7 +41,7 @@ afterAll(async () => {
 });
 
 /** A run: its own runSignal, and a fresh call signal per call (each ends when the call returns). */
-async function newRun(): Promise<{ call: (name: string, args: Record<string, unknown>) => Promise<{ text: string; isError: boolean }>; end: () => void }> {
+async function newRun(options: { sandbox?: boolean } = {}): Promise<{ call: (name: string, args: Record<string, unknown>) => Promise<{ text: string; isError: boolean }>; end: () => void }> {
   const run = new AbortController();
   runs.push(run);
   return {
@@ -46,7 +50,7 @@ async function newRun(): Promise<{ call: (name: string, args: Record<string, unk
       const checked = catalog.validate(name, JSON.stringify(args));
       if (!checked.ok) return { text: checked.message, isError: true };
       const callController = new AbortController();
-      const ctx: ToolContext = await makeContext(work, { signal: callController.signal, runSignal: run.signal });
+      const ctx: ToolContext = await makeContext(work, { signal: callController.signal, runSignal: run.signal, sandbox: options.sandbox });
       try {
         const result = (await tools.get(name)!.execute(checked.args, ctx)) as ToolResult;
         return { text: result.content.map((c) => (c.type === 'text' ? c.text : '')).join(''), isError: result.isError === true };
@@ -153,5 +157,16 @@ describe('jobs plugin', () => {
     expect(buffer.read(0, 100)).toEqual({ text: '56789abcde', from: 5, next: 15, skipped: 5 });
     expect(buffer.read(12, 2)).toEqual({ text: 'cd', from: 12, next: 14, skipped: 0 });
     expect(buffer.read(99, 2)).toEqual({ text: '', from: 15, next: 15, skipped: 0 });
+  });
+
+  test.skipIf(!sandbox.ok)('jobs run inside the sandbox: a write outside the workspace never reaches the host', async () => {
+    const { call } = await newRun({ sandbox: true });
+    const outside = join(root, `outside-${Date.now()}.txt`);
+    const inside = join(work, `inside-${Date.now()}.txt`);
+    const id = idOf((await call('job_start', { command: `echo ok > ${inside}; echo x > ${outside}` })).text);
+    expect(await until(async () => !(await call('job_check', { id, wait_seconds: 1 })).text.includes('running'))).toBe(true);
+    // Whether the write fails or lands in the sandbox's private /tmp, the host never sees it.
+    expect(existsSync(inside)).toBe(true);
+    expect(existsSync(outside)).toBe(false);
   });
 });
