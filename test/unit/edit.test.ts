@@ -4,7 +4,9 @@ import { chmod, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../../src/tools/define.ts';
+import { Catalog } from '../../src/tools/catalog.ts';
 import { createEditTool } from '../../src/tools/edit.ts';
+import { createWriteTool } from '../../src/tools/write.ts';
 import type { FileToolDeps } from '../../src/tools/file-deps.ts';
 import { createReadTool } from '../../src/tools/read.ts';
 import { TEMP_MARKER } from '../../src/workspace/atomic.ts';
@@ -225,5 +227,34 @@ describe('freshness, permissions and policy', () => {
     expect(error).toBeInstanceOf(PolicyError);
     expect(error.rule).toBe('workspace.protected');
     expect(error.message).toContain("'.env.local' is protected");
+  });
+});
+
+describe('schemas (read, write, edit) through the catalog', () => {
+  test('closed, with the documented shapes', async () => {
+    const workspace = await Workspace.open({ root: base, unrestricted: false });
+    const deps = { workspace, revisions: new RevisionTracker() };
+    const catalog = new Catalog();
+    for (const tool of [createReadTool(deps), createWriteTool(deps), createEditTool(deps)]) {
+      expect(catalog.register(tool)).toBeNull();
+      expect(tool.source).toBe('kernel');
+    }
+    const ok = (name: string, args: unknown) => catalog.validate(name, JSON.stringify(args)).ok;
+    expect(ok('read', { path: 'a', offset: 3, limit: 10 })).toBe(true);
+    expect(ok('read', { path: 'a', offset: 0 })).toBe(false);
+    expect(ok('read', { path: 'a', lines: 10 })).toBe(false);
+    expect(ok('read', { path: '' })).toBe(false);
+    expect(ok('write', { path: 'a', content: '' })).toBe(true);
+    expect(ok('write', { path: 'a', content: 'x', expected_revision: null })).toBe(true);
+    expect(ok('write', { path: 'a', content: 'x', expected_revision: 'abc' })).toBe(true);
+    expect(ok('write', { path: 'a', content: 'x', overwrite: true })).toBe(false);
+    expect(ok('edit', { path: 'a', edits: [{ old_text: 'x', new_text: '' }] })).toBe(true);
+    expect(ok('edit', { path: 'a', edits: [] })).toBe(false);
+    expect(ok('edit', { path: 'a', edits: [{ old_text: '', new_text: 'y' }] })).toBe(false);
+    expect(ok('edit', { path: 'a', edits: [{ old_text: 'x', new_text: 'y', replace_all: true }] })).toBe(false);
+    for (const spec of catalog.specs()) {
+      const props = (spec.parameters as { properties: Record<string, { description?: string }> }).properties;
+      for (const [key, prop] of Object.entries(props)) expect(`${spec.name}.${key}: ${prop.description ?? ''}`.length).toBeGreaterThan(`${spec.name}.${key}: `.length + 10);
+    }
   });
 });
