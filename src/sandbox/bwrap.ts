@@ -37,6 +37,8 @@ export interface MountInputs {
 export interface ConcreteMount {
   type: BwrapMount['type'];
   path: string;
+  /** bind/ro-bind only: the host path mounted at path (default: path). */
+  source?: string;
   /** base mounts 0, pins 1, protected 2: at equal depth the higher rank goes on top. */
   rank: number;
 }
@@ -57,7 +59,9 @@ export function baseMounts(profile: SandboxProfile, inputs: MountInputs): Concre
       : mount.path === '{writableRoots}' ? inputs.writableRoots
       : mount.path === '{protected}' ? []
       : [mount.path];
-    for (const path of paths) out.push({ type: mount.type, path, rank: 0 });
+    const source =
+      mount.source === '{workspace}' ? inputs.workspace : mount.source === '{tmpDir}' ? inputs.tmpDir : mount.source;
+    for (const path of paths) out.push({ type: mount.type, path, rank: 0, ...(source ? { source } : {}) });
   }
   return out;
 }
@@ -108,7 +112,7 @@ export function withProtection(
 export function mountArgs(mounts: ConcreteMount[]): string[] {
   const args: string[] = [];
   for (const mount of sortMounts(mounts)) {
-    if (mount.type === 'bind' || mount.type === 'ro-bind') args.push(`--${mount.type}`, mount.path, mount.path);
+    if (mount.type === 'bind' || mount.type === 'ro-bind') args.push(`--${mount.type}`, mount.source ?? mount.path, mount.path);
     else args.push(`--${mount.type}`, mount.path);
   }
   return args;

@@ -142,9 +142,8 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   }
 
   const plan = await planProtected(workspace, protectedPatterns);
-  const targets = [...plan.existing, ...plan.missing.map((m) => m.path)];
   for (const root of writableRoots) {
-    const clash = targets.find((target) => within(target, root));
+    const clash = plan.targets.map((t) => t.path).find((target) => within(target, root));
     if (clash) {
       throw new SandboxRequestError(
         `writable root ${root} lies inside the protected path ${clash}; protected paths stay read-only. Remove it from --allow-write / workspace.writableRoots.`,
@@ -166,13 +165,13 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   };
 
   try {
-    const protectedPaths = plan.existing.filter(needed);
-    for (const missing of plan.missing.filter((m) => needed(m.path))) {
-      const lease = await acquirePlaceholder(missing.path, missing.kind);
-      if (lease) leases.push(lease);
-      // null: it appeared meanwhile; it is real now and protected all the same.
-      protectedPaths.push(missing.path);
-    }
+    const wanted = plan.targets.filter((t) => needed(t.path));
+    // Existing paths too: one may be another command's placeholder, about to be released.
+    const acquired = await Promise.allSettled(wanted.map((t) => acquirePlaceholder(t.path, t.kind)));
+    for (const outcome of acquired) if (outcome.status === 'fulfilled' && outcome.value) leases.push(outcome.value);
+    const failed = acquired.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+    const protectedPaths = wanted.map((t) => t.path);
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();
     const argv = buildBwrapArgv({

@@ -83,8 +83,11 @@ async function remove(path: string, entry: Entry): Promise<void> {
 }
 
 /**
- * Create (or share) a placeholder at `path`. Returns null when something already exists there that
- * conch did not create: then it is a real path and is protected as such, never removed.
+ * Every protected path a command needs goes through here, existing or not, under the path's lock:
+ * - a live placeholder of ours: shared (count + 1);
+ * - something real: null, it is protected as it is and never removed;
+ * - nothing: a placeholder is created.
+ * Deciding "real or ours" anywhere else would race with the release of another command.
  * The parent must already be a real directory (it is re-checked: no placeholder through a symlink).
  */
 export async function acquirePlaceholder(path: string, kind: PathKind): Promise<PlaceholderLease | null> {
@@ -94,6 +97,12 @@ export async function acquirePlaceholder(path: string, kind: PathKind): Promise<
     if (existing) {
       existing.count++;
       return lease(path);
+    }
+    try {
+      await lstat(path);
+      return null;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
     const parent = dirname(path);
     if ((await realpath(parent)) !== parent) {

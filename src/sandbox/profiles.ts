@@ -18,6 +18,8 @@ const MountSchema = Type.Object(
   {
     type: Type.Union([Type.Literal('ro-bind'), Type.Literal('bind'), Type.Literal('dev'), Type.Literal('proc'), Type.Literal('tmpfs')]),
     path: Type.String({ minLength: 1 }),
+    /** For bind/ro-bind: what to mount at path (default: path itself). */
+    source: Type.Optional(Type.String({ minLength: 1 })),
   },
   { additionalProperties: false },
 );
@@ -121,11 +123,19 @@ export function loadProfile(name: string, dir: string = PROFILES_DIR): SandboxPr
     throw new SandboxProfileError(`sandbox profile ${file} is malformed at ${firstError(checkProfile, value)}; restore it from the conch distribution.`);
   }
   for (const [index, mount] of value.bwrap.mounts.entries()) {
-    const variable = mount.path.startsWith('{');
-    if (variable ? !(MOUNT_VARIABLES as readonly string[]).includes(mount.path) : !mount.path.startsWith('/')) {
-      throw new SandboxProfileError(
-        `sandbox profile ${file}: /bwrap/mounts/${index}/path "${mount.path}" must be an absolute path or one of ${MOUNT_VARIABLES.join(', ')}.`,
-      );
+    for (const key of ['path', 'source'] as const) {
+      const entry = mount[key];
+      if (entry === undefined) continue;
+      const variable = entry.startsWith('{');
+      if (variable ? !(MOUNT_VARIABLES as readonly string[]).includes(entry) : !entry.startsWith('/')) {
+        throw new SandboxProfileError(
+          `sandbox profile ${file}: /bwrap/mounts/${index}/${key} "${entry}" must be an absolute path or one of ${MOUNT_VARIABLES.join(', ')}.`,
+        );
+      }
+    }
+    const single = mount.path !== '{writableRoots}' && mount.path !== '{protected}';
+    if (mount.source !== undefined && (!single || !mount.type.endsWith('bind') || mount.source === '{writableRoots}' || mount.source === '{protected}')) {
+      throw new SandboxProfileError(`sandbox profile ${file}: /bwrap/mounts/${index}/source is only for a bind or ro-bind of a single path.`);
     }
   }
   // Whatever a profile says, the root must be read-only first: a profile cannot open the machine.

@@ -21,11 +21,16 @@ export interface ProtectedPattern {
   knownNames?: string[];
 }
 
+export interface ProtectedTarget {
+  /** Absolute path: the protected path itself, or the first missing component of an absent one. */
+  path: string;
+  kind: PathKind;
+  exists: boolean;
+}
+
 export interface ProtectedPlan {
-  /** Existing protected paths (absolute). */
-  existing: string[];
-  /** First missing component of an absent protected path; masked with a placeholder. */
-  missing: { path: string; kind: PathKind }[];
+  /** What to hold read-only; absent ones are masked with a placeholder. */
+  targets: ProtectedTarget[];
   /** Existing directories above nested protected paths (absolute). */
   pins: string[];
   /** What could not be fully enforced, for the user (workspace-relative). */
@@ -155,8 +160,7 @@ export async function planProtected(root: string, patterns: ProtectedPattern[]):
   const keptPins = [...pins].filter((pin) => !kept.some((rel) => inside(rel, pin))).sort();
   const abs = (rel: string) => (rel === '' ? root : join(root, rel));
   return {
-    existing: kept.filter((rel) => targets.get(rel)!.exists).map(abs),
-    missing: kept.filter((rel) => !targets.get(rel)!.exists).map((rel) => ({ path: abs(rel), kind: targets.get(rel)!.kind })),
+    targets: kept.map((rel) => ({ path: abs(rel), ...targets.get(rel)! })),
     pins: keptPins.map(abs),
     notes: [...new Set(notes)],
   };

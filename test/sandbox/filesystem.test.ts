@@ -1,0 +1,265 @@
+// Filesystem escapes through the real bubblewrap sandbox. Every test runs the attack, expects it to
+// fail, and checks the host afterwards: the workspace and the outside directory are byte-for-byte
+// what they were (or changed only where a change is allowed).
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { canRun, fixture, isRoot, randomName, sandboxed, snapshotAll, type Fixture } from './harness.ts';
+
+let fx: Fixture;
+beforeEach(() => {
+  fx = fixture();
+});
+afterEach(() => fx.cleanup());
+
+/** Run an attack; it must fail (non-zero) and leave the host as it was. */
+async function attack(command: string, options: Parameters<typeof sandboxed>[2] = {}) {
+  const before = snapshotAll(fx);
+  const result = await sandboxed(fx, command, options);
+  expect(snapshotAll(fx)).toBe(before);
+  return result;
+}
+
+describe.skipIf(!canRun)('writes outside the workspace', () => {
+  test('create a file in /etc', async () => {
+    const target = join('/etc', randomName('conch-attack'));
+    try {
+      const result = await attack(`echo pwned > ${target}`);
+      expect(result.code).not.toBe(0);
+      expect(result.stderr).toMatch(/Read-only file system|Permission denied/);
+      expect(existsSync(target)).toBe(false);
+    } finally {
+      rmSync(target, { force: true });
+    }
+  });
+
+  test('create a file in $HOME', async () => {
+    const target = join(homedir(), randomName('conch-attack'));
+    try {
+      const result = await attack(`echo pwned > "$HOME/${target.split('/').pop()}"`);
+      expect(result.code).not.toBe(0);
+      expect(existsSync(target)).toBe(false);
+    } finally {
+      rmSync(target, { force: true });
+    }
+  });
+
+  test('create a file in /var/tmp', async () => {
+    const target = join('/var/tmp', randomName('conch-attack'));
+    try {
+      const result = await attack(`echo pwned > ${target}`);
+      expect(result.code).not.toBe(0);
+      expect(existsSync(target)).toBe(false);
+    } finally {
+      rmSync(target, { force: true });
+    }
+  });
+
+  test('overwrite an existing file outside the workspace', async () => {
+    const result = await attack(`echo pwned > ${fx.outside}/file`);
+    expect(result.code).not.toBe(0);
+    expect(readFileSync(join(fx.outside, 'file'), 'utf8')).toBe('outside\n');
+  });
+
+  test('/tmp inside is the run\'s temp dir: a write there never reaches the host /tmp', async () => {
+    const name = randomName('conch-attack');
+    try {
+      const first = await sandboxed(fx, `echo private > /tmp/${name}`);
+      expect(first.code).toBe(0);
+      expect(existsSync(join('/tmp', name))).toBe(false);
+      // …and it is still there for the next command of the same run
+      const second = await sandboxed(fx, `cat /tmp/${name}`);
+      expect(second).toMatchObject({ code: 0, stdout: 'private\n' });
+      expect(readFileSync(join(fx.tmp, name), 'utf8')).toBe('private\n');
+    } finally {
+      rmSync(join('/tmp', name), { force: true });
+    }
+  });
+
+  test('the host /tmp is not visible inside', async () => {
+    const name = randomName('conch-host');
+    writeFileSync(join('/tmp', name), 'host\n');
+    try {
+      const result = await sandboxed(fx, `cat /tmp/${name}`);
+      expect(result.code).not.toBe(0);
+    } finally {
+      rmSync(join('/tmp', name), { force: true });
+    }
+  });
+
+  test('write through a symlink created in the workspace pointing outside', async () => {
+    const before = readFileSync(join(fx.outside, 'file'), 'utf8');
+    const result = await sandboxed(fx, `ln -s ${fx.outside}/file link && echo pwned > link`);
+    expect(result.code).not.toBe(0);
+    expect(readFileSync(join(fx.outside, 'file'), 'utf8')).toBe(before);
+  });
+
+  test('write through a symlink that already existed in the workspace (to an outside directory)', async () => {
+    symlinkSync(fx.outside, join(fx.ws, 'out'));
+    const result = await attack('echo pwned > out/new; echo pwned > out/file');
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.outside, 'new'))).toBe(false);
+  });
+
+  test('hardlink an outside file into the workspace and write through it', async () => {
+    const result = await attack(`ln ${fx.outside}/file hard && echo pwned >> hard`);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/cross-device|Invalid cross-device link|Operation not permitted/i);
+    expect(existsSync(join(fx.ws, 'hard'))).toBe(false);
+  });
+
+  test('rename the workspace itself away', async () => {
+    const result = await attack(`mv "$PWD" "$PWD.moved"`);
+    expect(result.code).not.toBe(0);
+    expect(existsSync(`${fx.ws}.moved`)).toBe(false);
+  });
+});
+
+describe.skipIf(!canRun)('the workspace, the temp dir and writable roots', () => {
+  test('the workspace and the temp dir are writable', async () => {
+    const result = await sandboxed(fx, `echo ok > made.txt && echo tmp > "$TMPDIR/t" && mkdir -p a/b && cat "$TMPDIR/t"`);
+    expect(result).toMatchObject({ code: 0, stdout: 'tmp\n' });
+    expect(readFileSync(join(fx.ws, 'made.txt'), 'utf8')).toBe('ok\n');
+    expect(readFileSync(join(fx.tmp, 't'), 'utf8')).toBe('tmp\n');
+  });
+
+  test('the read-only profile: workspace writes fail, the temp dir stays writable', async () => {
+    const result = await attack(`echo x > new.txt; echo y > src/main.txt; rm -f src/main.txt; echo tmp > "$TMPDIR/t"`, {
+      profile: 'read-only',
+    });
+    expect(result.stderr).toContain('Read-only file system');
+    expect(readFileSync(join(fx.tmp, 't'), 'utf8')).toBe('tmp\n');
+  });
+
+  test('a configured writable root is writable; its siblings are not', async () => {
+    const extra = join(fx.outside, 'extra');
+    mkdirSync(extra);
+    const result = await sandboxed(fx, `echo ok > ${extra}/f; echo no > ${fx.outside}/g`, { writableRoots: [extra] });
+    expect(result.code).not.toBe(0);
+    expect(readFileSync(join(extra, 'f'), 'utf8')).toBe('ok\n');
+    expect(existsSync(join(fx.outside, 'g'))).toBe(false);
+  });
+});
+
+describe.skipIf(!canRun)('protected paths', () => {
+  test('write .git/config', async () => {
+    const result = await attack('echo "[core] hooksPath=/tmp" >> .git/config');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('Read-only file system');
+  });
+
+  test('create .git/hooks/pre-commit', async () => {
+    const result = await attack('printf "#!/bin/sh\\necho pwned\\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit');
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.ws, '.git', 'hooks', 'pre-commit'))).toBe(false);
+  });
+
+  test('delete .git', async () => {
+    const result = await attack('rm -rf .git');
+    expect(result.code).not.toBe(0);
+  });
+
+  test('mv .git away, then write a new .git/config', async () => {
+    const result = await attack('mv .git .git-old; mkdir -p .git && echo evil > .git/config');
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.ws, '.git-old'))).toBe(false);
+  });
+
+  test('overwrite the existing .env', async () => {
+    const result = await attack('echo STOLEN=1 > .env');
+    expect(result.code).not.toBe(0);
+    expect(readFileSync(join(fx.ws, '.env'), 'utf8')).toBe('SECRET=1\n');
+  });
+
+  test('create .env.local when absent (and no placeholder is left behind)', async () => {
+    const result = await attack('echo X=1 > .env.local');
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.ws, '.env.local'))).toBe(false);
+  });
+
+  test('create .conch/x when .conch is absent (and no placeholder is left behind)', async () => {
+    const result = await attack('mkdir -p .conch && echo x > .conch/x');
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.ws, '.conch'))).toBe(false);
+  });
+
+  test('create a .git when the workspace has none', async () => {
+    rmSync(join(fx.ws, '.git'), { recursive: true });
+    const result = await attack('git init -q . 2>&1 || mkdir -p .git/hooks');
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.ws, '.git'))).toBe(false);
+  });
+
+  test('an existing .env.* match outside the known names is protected too', async () => {
+    writeFileSync(join(fx.ws, '.env.preview'), 'P=1\n');
+    const result = await attack('echo P=2 > .env.preview; rm -f .env.preview');
+    expect(result.code).not.toBe(0);
+    expect(readFileSync(join(fx.ws, '.env.preview'), 'utf8')).toBe('P=1\n');
+  });
+
+  test('a configured protected glob holds existing matches', async () => {
+    mkdirSync(join(fx.ws, 'deploy'));
+    writeFileSync(join(fx.ws, 'deploy', 'prod.yaml'), 'replicas: 3\n');
+    const result = await attack('echo replicas: 0 > deploy/prod.yaml', { protectedGlobs: ['deploy/*.yaml'] });
+    expect(result.code).not.toBe(0);
+  });
+
+  test('rename a parent of a nested protected file, then recreate the file', async () => {
+    mkdirSync(join(fx.ws, 'config', 'secrets'), { recursive: true });
+    writeFileSync(join(fx.ws, 'config', 'secrets', 'prod.json'), '{"key":"k"}\n');
+    const result = await attack(
+      'mv config config-old || mv config/secrets config/s2 || true; mkdir -p config/secrets; echo evil > config/secrets/prod.json',
+      { protectedGlobs: ['config/secrets/prod.json'] },
+    );
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/busy|Read-only/i);
+  });
+
+  test('rename a parent of a nested protected path that does not exist yet', async () => {
+    mkdirSync(join(fx.ws, 'keys'));
+    const result = await attack('mv keys keys-old; mkdir -p keys/prod && echo evil > keys/prod/id', { protectedGlobs: ['keys/prod/**'] });
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.ws, 'keys', 'prod'))).toBe(false);
+  });
+
+  test('remount a protected path read-write (as root inside when conch runs as root)', async () => {
+    const result = await attack(
+      'id -u; mount -o remount,rw,bind .git && echo REMOUNTED; mount -o remount,rw .git && echo REMOUNTED; ' +
+        'umount .git && echo UNMOUNTED; echo evil > .git/config',
+    );
+    expect(result.stdout.trim().split('\n')[0]).toBe(isRoot ? '0' : String(process.getuid?.()));
+    expect(result.stdout).not.toContain('REMOUNTED');
+    expect(result.stdout).not.toContain('UNMOUNTED');
+    expect(result.code).not.toBe(0);
+  });
+
+  test('a nested user namespace to regain capabilities and remount', async () => {
+    const result = await attack('unshare -rm sh -c "mount -o remount,rw,bind .git && echo evil > .git/config"');
+    expect(result.code).not.toBe(0);
+  });
+
+  test('umount /proc', async () => {
+    const result = await attack('umount /proc && echo UNMOUNTED; umount -l /proc && echo UNMOUNTED; test -r /proc/self/status');
+    expect(result.stdout).not.toContain('UNMOUNTED');
+    expect(result.code).toBe(0); // /proc is still there
+  });
+
+  test('a writable root inside a protected path is refused, not run', async () => {
+    await expect(sandboxed(fx, 'touch ran', { writableRoots: [join(fx.ws, '.git')] })).rejects.toThrow(/inside the protected path/);
+    expect(existsSync(join(fx.ws, 'ran'))).toBe(false);
+  });
+
+  test('a protected path that is a symlink is refused, not run', async () => {
+    rmSync(join(fx.ws, '.env'));
+    symlinkSync(join(fx.outside, 'file'), join(fx.ws, '.env'));
+    await expect(sandboxed(fx, 'touch ran')).rejects.toThrow(/"\.env" is a symbolic link/);
+    expect(existsSync(join(fx.ws, 'ran'))).toBe(false);
+  });
+
+  test('hardlink a protected file into the writable temp dir and write through the link', async () => {
+    const result = await attack(`ln .git/config "$TMPDIR/cfg" && echo evil >> "$TMPDIR/cfg"`);
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.tmp, 'cfg'))).toBe(false);
+  });
+});

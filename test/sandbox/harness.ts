@@ -1,0 +1,119 @@
+// Shared fixtures for the sandbox tests: real bwrap, a temp workspace, an "outside" directory the
+// command must not touch, and snapshots to prove the host is unchanged afterwards.
+import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cleanEnv } from '../../src/process/spawn.ts';
+import { prepareSandboxed, probeSandbox, type SandboxRequest } from '../../src/sandbox/index.ts';
+
+export const status = await probeSandbox();
+export const canRun = status.ok;
+if (!canRun) {
+  console.warn(`\n*** SANDBOX TESTS SKIPPED: bubblewrap cannot run here: ${status.detail} ${status.fix ?? ''} ***\n`);
+}
+
+/** python3 at a path readable by any user (root's may be a pyenv shim under /root). */
+export const PYTHON = ['/usr/bin/python3', Bun.which('python3')].find((p): p is string => !!p && existsSync(p)) ?? null;
+if (canRun && !PYTHON) console.warn('\n*** python3 not found: the socket, ptrace, io_uring and TIOCSTI attack tests are SKIPPED ***\n');
+
+export const isRoot = process.getuid?.() === 0;
+
+export interface Fixture {
+  root: string;
+  ws: string;
+  tmp: string;
+  outside: string;
+  cleanup(): void;
+}
+
+/** A workspace with a .git (config, hooks), a .env, and an outside directory with a file in it. */
+export function fixture(): Fixture {
+  const root = realpathSync(mkdtempSync(join(tmpdir(), 'conch-sbx-')));
+  const ws = join(root, 'ws');
+  const tmp = join(root, 'tmp');
+  // Not under /tmp: inside the sandbox /tmp is the run's temp dir, so the host's /tmp is not even
+  // visible there. /var/tmp is, read-only, which is what an "outside" directory must be.
+  const outside = realpathSync(mkdtempSync('/var/tmp/conch-sbx-outside-'));
+  for (const dir of [ws, tmp, join(ws, '.git', 'hooks'), join(ws, 'src')]) mkdirSync(dir, { recursive: true });
+  writeFileSync(join(ws, '.git', 'config'), '[core]\n\trepositoryformatversion = 0\n');
+  writeFileSync(join(ws, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+  writeFileSync(join(ws, '.env'), 'SECRET=1\n');
+  writeFileSync(join(ws, 'src', 'main.txt'), 'hello\n');
+  writeFileSync(join(outside, 'file'), 'outside\n');
+  const cleanup = () => {
+    rmSync(root, { recursive: true, force: true });
+    rmSync(outside, { recursive: true, force: true });
+  };
+  return { root, ws, tmp, outside, cleanup };
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export type RunOptions = Partial<Omit<SandboxRequest, 'command'>> & { stdin?: 'ignore' };
+
+/** Run a shell command through prepareSandboxed exactly as the executor would, then release. */
+export async function sandboxed(fx: Fixture, command: string, options: RunOptions = {}): Promise<RunResult> {
+  const prepared = await prepareSandboxed({
+    profile: 'workspace-write',
+    network: true,
+    writableRoots: [],
+    protectedGlobs: [],
+    cwd: fx.ws,
+    workspace: fx.ws,
+    tmpDir: fx.tmp,
+    command,
+    ...options,
+  });
+  try {
+    const child = Bun.spawn(prepared.argv, {
+      cwd: fx.ws,
+      env: cleanEnv(process.env, {}, { tmpDir: fx.tmp }),
+      stdio: ['ignore', 'pipe', 'pipe', ...prepared.extraFds],
+    });
+    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    return { code, stdout, stderr };
+  } finally {
+    await prepared.release();
+  }
+}
+
+/** Python source run inside the sandbox, passed safely through sh. */
+export function py(source: string): string {
+  return `${PYTHON} -c '${source.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Everything about a tree that an attack could change: type, mode, size, content, link target. */
+export function snapshot(dir: string): string {
+  const lines: string[] = [];
+  const walk = (path: string, rel: string) => {
+    let info;
+    try {
+      info = lstatSync(path);
+    } catch {
+      lines.push(`${rel} MISSING`);
+      return;
+    }
+    const mode = (info.mode & 0o7777).toString(8);
+    if (info.isSymbolicLink()) lines.push(`${rel} link ${readlinkSync(path)}`);
+    else if (info.isDirectory()) {
+      lines.push(`${rel} dir ${mode}`);
+      for (const name of readdirSync(path).sort()) walk(join(path, name), `${rel}/${name}`);
+    } else if (info.isFile()) lines.push(`${rel} file ${mode} ${info.size} ${info.nlink} ${readFileSync(path, 'latin1')}`);
+    else lines.push(`${rel} other ${mode}`);
+  };
+  walk(dir, '.');
+  return lines.join('\n');
+}
+
+export function snapshotAll(fx: Fixture): string {
+  return `${snapshot(fx.ws)}\n--outside--\n${snapshot(fx.outside)}`;
+}
+
+export function randomName(prefix: string): string {
+  return `${prefix}-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
+}

@@ -1,0 +1,193 @@
+// Escapes that go through processes, sockets and terminals rather than files, plus exit status
+// propagation. Real bwrap, real seccomp filter; host-side listeners prove nothing got through.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { canRun, fixture, isRoot, PYTHON, py, sandboxed, snapshotAll, type Fixture } from './harness.ts';
+
+let fx: Fixture;
+beforeEach(() => {
+  fx = fixture();
+});
+afterEach(() => fx.cleanup());
+
+const withPython = canRun && PYTHON !== null;
+
+describe.skipIf(!withPython)('sockets', () => {
+  test('connect to a host Unix socket in the workspace', async () => {
+    const path = join(fx.ws, 'agent.sock');
+    let connections = 0;
+    const server = Bun.listen({ unix: path, socket: { open: () => void connections++, data: () => {} } });
+    try {
+      const before = snapshotAll(fx);
+      const result = await sandboxed(
+        fx,
+        py(`import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect("${path}")\ns.send(b"pwned")\nprint("CONNECTED")`),
+      );
+      expect(result.stdout).not.toContain('CONNECTED');
+      expect(result.stderr).toContain('Operation not permitted');
+      await Bun.sleep(50);
+      expect(connections).toBe(0);
+      expect(snapshotAll(fx)).toBe(before);
+    } finally {
+      server.stop(true);
+    }
+  });
+
+  test('create (bind) a new Unix socket', async () => {
+    const result = await sandboxed(fx, py(`import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind("new.sock")\nprint("BOUND")`));
+    expect(result.stdout).not.toContain('BOUND');
+    expect(existsSync(join(fx.ws, 'new.sock'))).toBe(false);
+  });
+
+  test('socketpair stays usable (internal plumbing only reaches itself)', async () => {
+    const result = await sandboxed(fx, py(`import socket\na, b = socket.socketpair()\na.send(b"ok")\nprint(b.recv(2).decode())`));
+    expect(result).toMatchObject({ code: 0, stdout: 'ok\n' });
+  });
+
+  test('--no-network: a TCP listener on the host loopback is unreachable', async () => {
+    let connections = 0;
+    const server = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { open: () => void connections++, data: () => {} } });
+    const connect = py(
+      `import socket\ntry:\n  socket.create_connection(("127.0.0.1", ${server.port}), timeout=2)\n  print("REACHED")\nexcept OSError as e:\n  print("BLOCKED", e)`,
+    );
+    try {
+      const blocked = await sandboxed(fx, connect, { network: false });
+      expect(blocked.stdout).toContain('BLOCKED');
+      expect(connections).toBe(0);
+      // The same probe with network on does reach it: the test can tell the difference.
+      const open = await sandboxed(fx, connect, { network: true });
+      expect(open.stdout).toContain('REACHED');
+    } finally {
+      server.stop(true);
+    }
+  });
+});
+
+describe.skipIf(!withPython)('other processes and the kernel', () => {
+  const ptrace = (pid: number | string) =>
+    py(`import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.ptrace(16, int(${pid}), 0, 0)\nprint(r, os.strerror(ctypes.get_errno()))`);
+
+  test('ptrace PID 1 (the sandbox init)', async () => {
+    const result = await sandboxed(fx, ptrace(1));
+    expect(result.stdout.trim()).toBe('-1 Operation not permitted');
+  });
+
+  test('ptrace a process outside (the test runner)', async () => {
+    const result = await sandboxed(fx, ptrace(process.pid));
+    expect(result.stdout.trim()).toBe('-1 Operation not permitted');
+  });
+
+  test('ptrace a sibling inside the sandbox', async () => {
+    const result = await sandboxed(fx, `sleep 5 & export T=$!; ${ptrace('os.environ["T"]')}; kill $T`);
+    expect(result.stdout.trim()).toBe('-1 Operation not permitted');
+  });
+
+  test('process_vm_readv', async () => {
+    const result = await sandboxed(
+      fx,
+      py(`import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.process_vm_readv(1, None, 0, None, 0, 0)\nprint(r, os.strerror(ctypes.get_errno()))`),
+    );
+    expect(result.stdout.trim()).toBe('-1 Operation not permitted');
+  });
+
+  test('io_uring_setup', async () => {
+    const result = await sandboxed(
+      fx,
+      py(`import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nbuf = ctypes.create_string_buffer(120)\nr = libc.syscall(425, 4, buf)\nprint(r, os.strerror(ctypes.get_errno()))`),
+    );
+    expect(result.stdout.trim()).toBe('-1 Operation not permitted');
+  });
+
+  test.skipIf(process.arch !== 'x64')('an x32 system call', async () => {
+    const result = await sandboxed(
+      fx,
+      py(`import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.syscall(0x40000000 | 39)\nprint(r, os.strerror(ctypes.get_errno()))`),
+    );
+    expect(result.stdout.trim()).toBe('-1 Operation not permitted');
+  });
+
+  test('no capabilities and no_new_privs, even when conch runs as root', async () => {
+    const result = await sandboxed(fx, 'grep -E "^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status');
+    const fields = Object.fromEntries(result.stdout.trim().split('\n').map((line) => line.split(/:\s+/)));
+    expect(fields).toEqual({
+      CapEff: '0000000000000000',
+      CapPrm: '0000000000000000',
+      CapBnd: '0000000000000000',
+      CapAmb: '0000000000000000',
+      NoNewPrivs: '1',
+      Seccomp: '2',
+    });
+  });
+
+  test('a background process does not outlive the command', async () => {
+    const marker = `${Math.floor(Math.random() * 900 + 100)}.${process.pid % 1000}`;
+    const result = await sandboxed(fx, `(sleep 1; echo late > late.txt) & setsid sleep ${marker} & nohup sleep ${marker} >/dev/null 2>&1 & echo started`);
+    expect(result).toMatchObject({ code: 0, stdout: 'started\n' });
+    await Bun.sleep(1600);
+    expect(existsSync(join(fx.ws, 'late.txt'))).toBe(false);
+    const survivors = readdirSync('/proc')
+      .filter((pid) => /^\d+$/.test(pid))
+      .filter((pid) => {
+        try {
+          return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`sleep\0${marker}`);
+        } catch {
+          return false;
+        }
+      });
+    expect(survivors).toEqual([]);
+  });
+
+  test('setuid escalation: mark a copied shell setuid', async () => {
+    const before = snapshotAll(fx);
+    const result = await sandboxed(fx, 'cp /bin/sh ./rootsh && chmod u+s ./rootsh; chmod 4755 ./rootsh');
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toContain('Operation not permitted');
+    expect(statSync(join(fx.ws, 'rootsh')).mode & 0o6000).toBe(0);
+    expect(before).not.toContain('rootsh');
+  });
+
+  test('setuid escalation: create a file with the setuid bit directly', async () => {
+    const result = await sandboxed(fx, py(`import os\nos.close(os.open("suid", os.O_CREAT | os.O_WRONLY, 0o4755))`));
+    expect(result.code).not.toBe(0);
+    expect(existsSync(join(fx.ws, 'suid'))).toBe(false);
+  });
+
+  test('setuid escalation: su (non-root) or changing uid (root) gains nothing', async () => {
+    if (!isRoot) {
+      // su is setuid root on the host; under no_new_privs it runs with the caller's rights only.
+      const result = await sandboxed(fx, 'su -c "id -u" root </dev/null 2>&1; echo "su=$?"');
+      expect(result.stdout).not.toMatch(/^0$/m);
+      expect(result.stdout).not.toContain('su=0');
+    } else {
+      // Root inside has no CAP_SETUID: it cannot even become someone else, let alone back.
+      const result = await sandboxed(fx, 'setpriv --reuid=65534 --regid=65534 --clear-groups id -u 2>&1; echo "rc=$?"');
+      expect(result.stdout).not.toContain('rc=0');
+      expect(result.stdout).not.toMatch(/^65534$/m);
+    }
+  });
+});
+
+describe.skipIf(!canRun)('exit status', () => {
+  for (const [command, code] of [
+    ['true', 0],
+    ['false', 1],
+    ['exit 42', 42],
+    ['no-such-command-conch', 127],
+    ['kill -TERM $$', 128 + 15],
+    ['kill -KILL $$', 128 + 9],
+    ['kill -INT $$', 128 + 2],
+  ] as const) {
+    test(`\`${command}\` exits ${code}`, async () => {
+      const result = await sandboxed(fx, command);
+      expect(result.code).toBe(code);
+    });
+  }
+
+  test('stdout and stderr come through', async () => {
+    const result = await sandboxed(fx, 'echo out; echo err >&2; pwd');
+    expect(result.stdout).toBe(`out\n${fx.ws}\n`);
+    expect(result.stderr).toBe('err\n');
+  });
+
+});
