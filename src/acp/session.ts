@@ -93,8 +93,14 @@ export class AcpSession {
       throw setupError(error);
     }
     for (const warning of session.warnings) log(`session ${id}: ${warning}`);
-    const { createProvider } = await import('../providers/index.ts');
-    const provider = await createProvider(config.provider);
+    let provider: Provider;
+    try {
+      const { createProvider } = await import('../providers/index.ts');
+      provider = await createProvider(config.provider);
+    } catch (error) {
+      await session.dispose();
+      throw error;
+    }
     self = new AcpSession(id, config, session, provider, notifier, log);
     return self;
   }
