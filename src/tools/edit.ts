@@ -44,11 +44,11 @@ export function createEditTool(deps: FileToolDeps): Tool {
     source: 'kernel',
     description,
     parameters,
-    async execute(args) {
+    async execute(args, ctx) {
       const { path, edits, expected_revision } = args as { path: string; edits: EditSpec[]; expected_revision?: string };
       const abs = await ws.resolve(path, 'write');
       const shown = ws.display(abs);
-      const current = await loadCurrent(deps, abs, 'edit');
+      const current = await loadCurrent(deps, abs, 'edit', ctx.signal);
       if (current === null) return toolError(`${await notFoundMessage(abs, ws)} To create a new file, use write.`);
       if ('error' in current) return toolError(current.error);
       const problem = freshnessProblem(deps, abs, current, expected_revision, false);

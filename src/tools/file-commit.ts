@@ -5,17 +5,23 @@ import { mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { writeFileAtomic } from '../workspace/atomic.ts';
 import { identityOf, revisionOf } from '../workspace/revision.ts';
-import type { FileToolDeps } from './file-deps.ts';
+import { formatBytes, type FileToolDeps } from './file-deps.ts';
 import { blockingFile, directoryMessage, errorCode, fsErrorMessage } from './file-errors.ts';
 
 export interface Current {
   stat: BigIntStats;
-  bytes: Buffer;
+  /** null when the file is larger than the caller wanted in memory (its revision is then hashed in chunks). */
+  bytes: Buffer | null;
   revision: string;
 }
 
+/** Largest existing file write loads to show the host a before/after diff. */
+export const WRITE_DIFF_MAX_BYTES = 64 * 1024 * 1024;
+/** Largest file edit works on: it holds the file as text, twice, while editing. */
+export const EDIT_MAX_BYTES = 256 * 1024 * 1024;
+
 /** The file as it is now, null when absent, or a message when it cannot be a write target. */
-export async function loadCurrent(deps: FileToolDeps, abs: string, action: 'write' | 'edit'): Promise<Current | null | { error: string }> {
+export async function loadCurrent(deps: FileToolDeps, abs: string, action: 'write' | 'edit', signal?: AbortSignal): Promise<Current | null | { error: string }> {
   let st: BigIntStats;
   try {
     st = await stat(abs, { bigint: true });
@@ -28,7 +34,12 @@ export async function loadCurrent(deps: FileToolDeps, abs: string, action: 'writ
   }
   if (st.isDirectory()) return { error: directoryMessage(abs, deps.workspace, action) };
   if (!st.isFile()) return { error: `${deps.workspace.display(abs)} is not a regular file (a device, FIFO or socket); ${action} only changes files.` };
+  const size = Number(st.size);
+  if (action === 'edit' && size > EDIT_MAX_BYTES) {
+    return { error: `${deps.workspace.display(abs)} is ${formatBytes(size)}, more than edit handles (${formatBytes(EDIT_MAX_BYTES)}); change it with bash (e.g. sed) instead.` };
+  }
   try {
+    if (action === 'write' && size > WRITE_DIFF_MAX_BYTES) return { stat: st, bytes: null, revision: await deps.revisions.currentRevision(abs, signal) };
     const bytes = await readFile(abs);
     return { stat: st, bytes, revision: revisionOf(bytes) };
   } catch (error) {
@@ -111,7 +122,8 @@ export async function commit(deps: FileToolDeps, abs: string, bytes: Uint8Array,
 }
 
 /** Text for the host's diff view: null for content that is not UTF-8 text. */
-export function asText(bytes: Uint8Array): string | null {
+export function asText(bytes: Uint8Array | null): string | null {
+  if (!bytes) return null;
   try {
     return new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
   } catch {

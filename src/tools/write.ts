@@ -42,11 +42,11 @@ export function createWriteTool(deps: FileToolDeps): Tool {
     source: 'kernel',
     description,
     parameters,
-    async execute(args) {
+    async execute(args, ctx) {
       const { path, content, expected_revision } = args as { path: string; content: string; expected_revision?: string | null };
       const abs = await ws.resolve(path, 'write');
       const shown = ws.display(abs);
-      const current = await loadCurrent(deps, abs, 'write');
+      const current = await loadCurrent(deps, abs, 'write', ctx.signal);
       if (current && 'error' in current) return toolError(current.error);
       if (current && expected_revision === null) {
         return toolError(`${shown} already exists, and expected_revision: null only creates new files. Read it, then replace it (or edit it).`);
@@ -64,7 +64,7 @@ export function createWriteTool(deps: FileToolDeps): Tool {
       if ('error' in done) return toolError(done.error);
 
       const oldText = current ? asText(current.bytes) : null;
-      // A replaced binary file has no meaningful line diff.
+      // A replaced binary (or very large) file has no line diff worth showing.
       const diff = current && oldText === null ? { text: '', added: 0, removed: 0 } : unifiedDiff(oldText ?? '', content);
       const header = `--- ${current ? `a/${shown}` : '/dev/null'}\n+++ b/${shown}`;
       const notes: string[] = [];

@@ -1,12 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { chmod, mkdtemp, readdir, readFile, realpath, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, realpath, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../../src/tools/define.ts';
 import { Catalog } from '../../src/tools/catalog.ts';
 import { createEditTool } from '../../src/tools/edit.ts';
 import { createWriteTool } from '../../src/tools/write.ts';
+import { EDIT_MAX_BYTES } from '../../src/tools/file-commit.ts';
 import type { FileToolDeps } from '../../src/tools/file-deps.ts';
 import { createReadTool } from '../../src/tools/read.ts';
 import { TEMP_MARKER } from '../../src/workspace/atomic.ts';
@@ -130,6 +131,15 @@ describe('applying edits', () => {
     ]);
     expect(overlap.text).toBe('edits 1 and 2 overlap in code.ts; merge them into one edit.');
     expect((await edit('code.ts', [['return 1;', 'return 1;']])).text).toContain('change nothing');
+  });
+
+  test('a file beyond the edit size cap is refused before it is loaded', async () => {
+    const { edit, at } = await setup();
+    await writeFile(at('huge.txt'), '');
+    await truncate(at('huge.txt'), EDIT_MAX_BYTES + 10 * 1024 * 1024); // sparse
+    const r = await edit('huge.txt', [['a', 'b']]);
+    expect(r.isError).toBe(true);
+    expect(r.text).toBe('huge.txt is 266 MiB, more than edit handles (256 MiB); change it with bash (e.g. sed) instead.');
   });
 
   test('a missing file suggests write; a binary file is refused', async () => {

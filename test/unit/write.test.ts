@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../../src/tools/define.ts';
+import { WRITE_DIFF_MAX_BYTES } from '../../src/tools/file-commit.ts';
 import type { FileToolDeps } from '../../src/tools/file-deps.ts';
 import { createReadTool } from '../../src/tools/read.ts';
 import { createWriteTool } from '../../src/tools/write.ts';
@@ -204,6 +205,18 @@ describe('atomicity and permissions', () => {
     const error = await writeFileAtomic(join(root, 'target-is-dir'), Buffer.from('x')).catch((e) => e);
     expect(['EISDIR', 'ENOTEMPTY', 'EEXIST']).toContain(error.code);
     expect(await leftovers(root)).toEqual([]);
+  });
+
+  test('a very large file is replaced without loading it; the host gets no diff', async () => {
+    const { write, read, at } = await setup();
+    const fh = await open(at('huge.dat'), 'w');
+    await fh.truncate(WRITE_DIFF_MAX_BYTES + 1); // sparse: NUL bytes, so read reports it binary
+    await fh.close();
+    expect((await read({ path: 'huge.dat' })).text).toContain('huge.dat is binary');
+    const r = await write({ path: 'huge.dat', content: 'small now\n' });
+    expect(r.isError).toBeUndefined();
+    expect(r.details).toMatchObject({ oldText: null, diff: '' });
+    expect(await readFile(at('huge.dat'), 'utf8')).toBe('small now\n');
   });
 
   test('a CRLF file replaced with LF content gets a note', async () => {
