@@ -7,9 +7,15 @@ import { EXIT_CODES } from '../agent/outcome.ts';
 
 const argv = process.argv.slice(2);
 
+// cac registers dashed boolean flags under their camelCase name, so its parser does not know they
+// are booleans and `--read-only fix it` would eat "fix it" as the flag's value. Spelling the value
+// out keeps the task where it belongs.
+const DASHED_BOOLEANS = new Set(['--read-only', '--project-tools', '--stop-on-deny', '--trace-content']);
+const parseArgv = process.argv.map((arg, i) => (i >= 2 && DASHED_BOOLEANS.has(arg) ? `${arg}=true` : arg));
+
 function globalOptions(command: ReturnType<ReturnType<typeof cac>['command']>) {
   return command
-    .option('-m, --model <provider/model>', 'Model to use, e.g. anthropic/claude-sonnet-4-5 or openai/gpt-5')
+    .option('-m, --model <provider/model>', 'Model to use, e.g. anthropic/claude-sonnet-5-5 or openai/gpt-5')
     .option('--base-url <url>', 'Base URL of the provider (a local OpenAI-compatible server: Ollama, vLLM, llama.cpp)')
     .option('--max-turns <n>', 'Limit on model calls (0 = unlimited)')
     .option('--max-tool-calls <n>', 'Limit on tool calls (0 = unlimited)')
@@ -122,7 +128,7 @@ if (argv.length === 0 && process.stdin.isTTY) {
   cli.outputHelp();
 } else {
   try {
-    cli.parse(process.argv, { run: false });
+    cli.parse(parseArgv, { run: false });
     await cli.runMatchedCommand();
   } catch (error) {
     // cac reports unknown options and missing values by throwing; those are usage errors, not bugs.

@@ -5,7 +5,7 @@
 import type { ProviderConfig, RetryPolicy } from '../providers/types.ts';
 import { ConfigError } from './types.ts';
 
-export const DEFAULT_MODELS = { anthropic: 'claude-sonnet-4-5', openai: 'gpt-4.1' } as const;
+export const DEFAULT_MODELS = { anthropic: 'claude-sonnet-5-5', openai: 'gpt-5.4' } as const;
 
 export const DEFAULT_RETRY: RetryPolicy = { maxRetries: 3, initialDelayMs: 1000, maxDelayMs: 30_000 };
 

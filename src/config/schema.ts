@@ -50,7 +50,7 @@ export const ConfigFileSchema = Type.Object(
   {
     $schema: Type.Optional(Type.String()),
     model: Type.Optional(
-      Type.String({ pattern: '^[^/\\s]+/\\S+$', description: 'a "provider/model" string such as "anthropic/claude-sonnet-4-5" or "local/qwen2.5-coder"' }),
+      Type.String({ pattern: '^[^/\\s]+/\\S+$', description: 'a "provider/model" string such as "anthropic/claude-sonnet-5-5" or "local/qwen2.5-coder"' }),
     ),
     providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),
     limits: Type.Optional(Type.Object(Object.fromEntries(LIMIT_NAMES.map((n) => [n, Type.Optional(Count)])), closed)),

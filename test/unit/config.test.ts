@@ -98,7 +98,7 @@ describe('errors name the file, the key and what is expected', () => {
   test('bad model string', async () => {
     put(userFile(), { model: 'claude' });
     expect((await refused()).message).toBe(
-      `${userFile()}: "model" must be a "provider/model" string such as "anthropic/claude-sonnet-4-5" or "local/qwen2.5-coder", got "claude".`,
+      `${userFile()}: "model" must be a "provider/model" string such as "anthropic/claude-sonnet-5-5" or "local/qwen2.5-coder", got "claude".`,
     );
   });
   test('model naming an unknown provider', async () => {
@@ -141,7 +141,7 @@ describe('model and provider', () => {
     expect(m).toContain('"providers"');
   });
   test('a key in the environment picks that provider and its default model', async () => {
-    expect((await load({}, { ANTHROPIC_API_KEY: 'a' })).provider).toMatchObject({ type: 'anthropic', name: 'anthropic', model: 'claude-sonnet-4-5', apiKey: 'a' });
+    expect((await load({}, { ANTHROPIC_API_KEY: 'a' })).provider).toMatchObject({ type: 'anthropic', name: 'anthropic', model: 'claude-sonnet-5-5', apiKey: 'a' });
     expect((await load({}, { OPENAI_API_KEY: 'o' })).provider).toMatchObject({ type: 'openai', name: 'openai', apiKey: 'o' });
     expect((await load({}, { OPENAI_API_KEY: 'o', ANTHROPIC_API_KEY: 'a' })).provider?.name).toBe('anthropic');
     expect((await load({}, { ANTHROPIC_API_KEY: '' })).provider).toBeNull();
