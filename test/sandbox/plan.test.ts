@@ -1,0 +1,174 @@
+// The pure parts of the Linux sandbox: protected-path planning, mount ordering, profile loading,
+// probe failure messages. No bwrap needed.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  baseMounts,
+  buildBwrapArgv,
+  classifyProbeFailure,
+  probeFailureStatus,
+  withProtection,
+  writableAt,
+} from '../../src/sandbox/bwrap.ts';
+import { listProfiles, loadProfile, loadProtectedDefaults } from '../../src/sandbox/profiles.ts';
+import { defaultPatterns, patternFromGlob, planProtected } from '../../src/sandbox/protected-paths.ts';
+import { DEFAULT_PROTECTED_GLOBS } from '../../src/workspace/paths.ts';
+
+let root: string;
+beforeEach(() => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), 'conch-plan-')));
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+const defaults = () => defaultPatterns(loadProtectedDefaults());
+const rel = (paths: string[]) => paths.map((p) => (p === root ? '.' : p.slice(root.length + 1)));
+
+describe('protected-path planning', () => {
+  test('existing defaults are held, absent ones masked by their first missing component', async () => {
+    mkdirSync(join(root, '.git'));
+    writeFileSync(join(root, '.env'), 'A=1\n');
+    writeFileSync(join(root, '.env.preview'), 'B=1\n');
+    const plan = await planProtected(root, defaults());
+    const existing = plan.targets.filter((t) => t.exists);
+    const missing = plan.targets.filter((t) => !t.exists);
+    expect(rel(existing.map((t) => t.path)).sort()).toEqual(['.env', '.env.preview', '.git']);
+    expect(missing.find((t) => t.path.endsWith('/.conch'))?.kind).toBe('dir');
+    expect(missing.find((t) => t.path.endsWith('/.env.local'))?.kind).toBe('file');
+    expect(rel(missing.map((t) => t.path))).toContain('.env.production.local');
+    expect(plan.pins).toEqual([]);
+  });
+
+  test('nested paths pin their existing parents and mask the first missing component', async () => {
+    mkdirSync(join(root, 'config', 'secrets'), { recursive: true });
+    const plan = await planProtected(root, [patternFromGlob('config/secrets/prod/key.pem')]);
+    expect(plan.targets).toEqual([{ path: join(root, 'config/secrets/prod'), kind: 'dir', exists: false }]);
+    expect(rel(plan.pins)).toEqual(['config', 'config/secrets']);
+  });
+
+  test('a path inside another protected path is covered by it', async () => {
+    mkdirSync(join(root, '.git', 'hooks'), { recursive: true });
+    const plan = await planProtected(root, [...defaults(), patternFromGlob('.git/hooks/**'), patternFromGlob('.git/config')]);
+    expect(rel(plan.targets.map((t) => t.path)).filter((p) => p.startsWith('.git'))).toEqual(['.git']);
+  });
+
+  test('globs expand one directory level at a time, without walking the tree', async () => {
+    mkdirSync(join(root, 'deploy', 'deep'), { recursive: true });
+    writeFileSync(join(root, 'deploy', 'a.yaml'), '');
+    writeFileSync(join(root, 'deploy', 'b.yaml'), '');
+    writeFileSync(join(root, 'deploy', 'deep', 'c.yaml'), '');
+    const plan = await planProtected(root, [patternFromGlob('deploy/*.yaml')]);
+    expect(rel(plan.targets.map((t) => t.path)).sort()).toEqual(['deploy/a.yaml', 'deploy/b.yaml']);
+    expect(rel(plan.pins)).toEqual(['deploy']);
+  });
+
+  test('`**` is held at the first level only, and says so', async () => {
+    writeFileSync(join(root, 'id_rsa'), '');
+    const plan = await planProtected(root, [patternFromGlob('**/id_rsa')]);
+    expect(rel(plan.targets.map((t) => t.path))).toEqual(['id_rsa']);
+    expect(plan.notes[0]).toContain('first level only');
+  });
+
+  test('a symlink at a protected name is refused with the fix', async () => {
+    symlinkSync('/etc/hostname', join(root, '.env'));
+    await expect(planProtected(root, defaults())).rejects.toThrow(/"\.env" is a symbolic link.*--unrestricted/);
+  });
+
+  test('globs: `dir/**` means the directory; escaping the workspace is refused', () => {
+    expect(patternFromGlob('./secrets/**')).toEqual({ pattern: 'secrets', kind: 'dir' });
+    expect(patternFromGlob('a.pem')).toEqual({ pattern: 'a.pem', kind: 'file' });
+    expect(() => patternFromGlob('/etc/passwd')).toThrow(/workspace-relative/);
+    expect(() => patternFromGlob('a/../../b')).toThrow(/workspace-relative/);
+  });
+
+  test('protected.json covers every default protected glob of the workspace layer', () => {
+    const names = defaults().map((p) => p.pattern);
+    for (const glob of DEFAULT_PROTECTED_GLOBS) expect(names).toContain(glob.replace(/\/\*\*$/, ''));
+  });
+});
+
+describe('mounts', () => {
+  const inputs = { workspace: '/home/u/proj', tmpDir: '/tmp/conch-run-1', writableRoots: ['/home/u/.cache/x'] };
+
+  test('workspace-write: read-only root, the run temp dir as /tmp, parents before children, protection last', () => {
+    const profile = loadProfile('workspace-write');
+    const base = baseMounts(profile, inputs);
+    const mounts = withProtection(base, ['/home/u/proj/.git'], ['/home/u/proj/config'], 'ro-bind');
+    const argv = buildBwrapArgv({ bwrap: '/usr/bin/bwrap', mounts, network: false, disableUserns: true, seccompFd: 3, cwd: '/home/u/proj', command: ['/bin/sh', '-c', 'x'] });
+    const text = argv.join(' ');
+    expect(text).toContain('--unshare-user --disable-userns --unshare-pid');
+    expect(text).toContain('--unshare-net');
+    expect(text).toContain('--new-session --die-with-parent --cap-drop ALL --seccomp 3');
+    expect(text.indexOf('--ro-bind / /')).toBeLessThan(text.indexOf('--bind /tmp/conch-run-1 /tmp '));
+    expect(text).toContain('--bind /tmp/conch-run-1 /tmp/conch-run-1');
+    expect(text.indexOf('--bind /home/u/proj /home/u/proj')).toBeLessThan(text.indexOf('--bind /home/u/proj/config /home/u/proj/config'));
+    expect(text.indexOf('--bind /home/u/proj/config')).toBeLessThan(text.indexOf('--ro-bind /home/u/proj/.git'));
+    expect(text.endsWith('--chdir /home/u/proj -- /bin/sh -c x')).toBe(true);
+    expect(writableAt(base, '/home/u/proj/.env')).toBe(true);
+    expect(writableAt(base, '/home/u/other')).toBe(false);
+  });
+
+  test('read-only: the workspace is read-only, writable roots are ignored, pins stay read-only', () => {
+    const base = baseMounts(loadProfile('read-only'), inputs);
+    expect(writableAt(base, '/home/u/proj/x')).toBe(false);
+    expect(writableAt(base, '/home/u/.cache/x/y')).toBe(false);
+    expect(writableAt(base, '/tmp/conch-run-1/y')).toBe(true);
+    expect(withProtection(base, [], ['/home/u/proj/config'], 'ro-bind').at(-1)).toMatchObject({ type: 'ro-bind' });
+  });
+
+  test('network on: no network namespace', () => {
+    const argv = buildBwrapArgv({ bwrap: 'b', mounts: [], network: true, disableUserns: false, seccompFd: 3, cwd: '/', command: ['true'] });
+    expect(argv).not.toContain('--unshare-net');
+    expect(argv).not.toContain('--disable-userns');
+  });
+});
+
+describe('profiles', () => {
+  test('both shipped profiles load; unknown names list what exists', () => {
+    expect(listProfiles()).toEqual(['read-only', 'workspace-write']);
+    expect(() => loadProfile('nope')).toThrow(/available: read-only, workspace-write/);
+    expect(() => loadProfile('../etc/passwd')).toThrow(/unknown sandbox profile/);
+  });
+
+  test('a profile that does not start from a read-only root is rejected, naming the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conch-profiles-'));
+    try {
+      const mounts = [{ type: 'bind', path: '/' }];
+      writeFileSync(join(dir, 'open.json'), JSON.stringify({ description: 'x', bwrap: { mounts }, seatbelt: { template: 'seatbelt.sb', writable: [] } }));
+      writeFileSync(join(dir, 'typo.json'), JSON.stringify({ description: 'x', bwrap: { mounts: [{ type: 'bind', path: '{workspcae}' }] }, seatbelt: { template: 'seatbelt.sb', writable: [] } }));
+      writeFileSync(join(dir, 'extra.json'), JSON.stringify({ description: 'x', network: true, bwrap: { mounts }, seatbelt: { template: 'seatbelt.sb', writable: [] } }));
+      expect(() => loadProfile('open', dir)).toThrow(`${join(dir, 'open.json')}: the first mount must be`);
+      expect(() => loadProfile('typo', dir)).toThrow(/mounts\/0\/path "\{workspcae\}"/);
+      expect(() => loadProfile('extra', dir)).toThrow(/extra\.json is malformed/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('probe failure messages', () => {
+  test('user namespaces denied', () => {
+    const stderr = 'bwrap: No permissions to create a new namespace, likely because the kernel does not allow non-privileged user namespaces.';
+    expect(classifyProbeFailure(stderr)).toBe('userns');
+    expect(classifyProbeFailure('bwrap: setting up uid map: Permission denied')).toBe('userns');
+    const status = probeFailureStatus('userns', '/usr/bin/bwrap', stderr);
+    expect(status.fix).toContain('kernel.unprivileged_userns_clone');
+    expect(status.fix).toContain('apparmor_restrict_unprivileged_userns');
+    expect(status.fix).toContain('--unrestricted');
+  });
+
+  test('/proc mount refused (containers)', () => {
+    const stderr = 'bwrap: Can\'t mount proc on /newroot/proc: Operation not permitted';
+    expect(classifyProbeFailure(stderr)).toBe('proc');
+    const status = probeFailureStatus('proc', '/usr/bin/bwrap', stderr);
+    expect(status.detail).toContain('/proc');
+    expect(status.fix).toContain('--unrestricted');
+  });
+
+  test('anything else carries bwrap\'s own words', () => {
+    const stderr = 'bwrap: execvp /bin/true: No such file or directory';
+    expect(classifyProbeFailure(stderr)).toBe('other');
+    expect(probeFailureStatus('other', '/opt/bwrap', stderr).detail).toContain('execvp /bin/true');
+  });
+});
