@@ -27,9 +27,9 @@ const parameters = Type.Object(
   { additionalProperties: false },
 );
 
-const description = [
+const describe = (maxLines: number, maxBytes: number) => [
   'Read a file. Text comes back as numbered lines, "N<TAB>text"; the numbers are not part of the file.',
-  'A page holds at most 2000 lines or 50 KiB; when more follows, the last line says which offset to continue with.',
+  `A page holds at most ${maxLines} lines or ${formatBytes(maxBytes)}; when more follows, the last line says which offset to continue with.`,
   "Each result states the file's revision (SHA-256); write and edit accept it as expected_revision.",
   'PNG, JPEG, GIF and WebP images are returned as images. Other binary files are described, not dumped.',
   'To list a directory or search, use bash (ls, rg, find).',
@@ -98,7 +98,7 @@ export function createReadTool(deps: FileToolDeps): Tool {
   return {
     name: 'read',
     source: 'kernel',
-    description,
+    description: describe(maxLines, maxBytes),
     parameters,
     async execute(args, ctx) {
       const { path, offset = 1, limit = maxLines } = args as { path: string; offset?: number; limit?: number };
