@@ -58,13 +58,16 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     readRoots: config.workspace.readRoots ?? undefined,
     readDeny: config.workspace.readDeny,
     denySecretFiles: config.workspace.denySecretFiles,
+    denied: config.policy.denied,
   });
+  // --unrestricted lifts the sandbox, but a policy that denies paths must still hold for the shell.
+  const policyPinsSandbox = config.unrestricted && (config.policy.denied?.length ?? 0) > 0;
   const tmpDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
   const revisions = new RevisionTracker();
   const sandbox = config.tools.readOnly ? { ...config.sandbox, profile: 'read-only' as const } : config.sandbox;
   const executor = createExecutor({
     workspace,
-    unrestricted: config.unrestricted,
+    unrestricted: config.unrestricted && !policyPinsSandbox,
     sandbox,
     limits: config.limits,
     env: config.env,
@@ -83,6 +86,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   for (const tool of kernel) catalog.register(tool);
 
   const warnings: string[] = [];
+  if (policyPinsSandbox) warnings.push('the policy denies paths, so shell commands stay sandboxed despite --unrestricted');
   let plugins: PluginReport[] = [];
   if (options.loadPlugins && config.plugins.enabled) {
     const reserved = new Map(kernel.map((t) => [t.name, t.source] as [string, string]));
@@ -98,7 +102,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   narrowCatalog(catalog, config);
 
   let sandboxLabel = 'none (unrestricted)';
-  if (!config.unrestricted && catalog.has('bash')) {
+  if ((!config.unrestricted || policyPinsSandbox) && catalog.has('bash')) {
     const status = await probeSandbox();
     sandboxLabel = status.ok ? status.backend : `unavailable (${status.backend})`;
     if (!status.ok) warnings.push(`no usable sandbox: ${status.detail}${status.fix ? ` ${status.fix}` : ''} Shell commands will be refused.`);

@@ -22,6 +22,8 @@ export interface WorkspaceOptions {
   readDeny?: string[];
   /** Switch on the secret-file read deny globs (**\/.env*, **\/*.pem, **\/*.key, **\/id_*). */
   denySecretFiles?: boolean;
+  /** Paths a policy denied, by rule id. Enforced even under --unrestricted: that flag never re-opens them. */
+  denied?: { mode: 'read' | 'write'; rule: string; root?: string; glob?: string }[];
 }
 
 export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env.*'];
@@ -84,6 +86,7 @@ export async function canonicalize(path: string): Promise<string> {
 export class Workspace implements WorkspaceAccess {
   private readonly protectedRules: GlobRule[];
   private readonly readDenyRules: GlobRule[];
+  private readonly policyDenials: { mode: 'read' | 'write'; rule: string; root?: string; test?: (path: string) => boolean }[];
 
   private constructor(
     readonly root: string,
@@ -93,6 +96,12 @@ export class Workspace implements WorkspaceAccess {
   ) {
     this.protectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...(options.protectedGlobs ?? [])]);
     this.readDenyRules = compileGlobs([...(options.readDeny ?? []), ...(options.denySecretFiles ? SECRET_FILE_GLOBS : [])]);
+    this.policyDenials = (options.denied ?? []).map((d) => ({
+      mode: d.mode,
+      rule: d.rule,
+      root: d.root ? resolve(root, d.root) : undefined,
+      test: d.glob ? compileGlobs([d.glob])[0]!.test : undefined,
+    }));
   }
 
   static async open(options: WorkspaceOptions): Promise<Workspace> {
@@ -115,6 +124,7 @@ export class Workspace implements WorkspaceAccess {
   async resolve(path: string, mode: 'read' | 'write'): Promise<string> {
     const lexical = this.absolute(path);
     const canonical = await canonicalize(lexical);
+    this.checkPolicyDenials(mode, lexical, canonical);
     if (mode === 'read') this.checkRead(path, lexical, canonical);
     else if (!this.options.unrestricted) this.checkWrite(path, lexical, canonical);
     return canonical;
@@ -137,6 +147,18 @@ export class Workspace implements WorkspaceAccess {
     const rel = this.relative(absolutePath);
     if (rel === null || rel === '') return null;
     return this.protectedRules.find((r) => r.test(rel))?.glob ?? null;
+  }
+
+  private checkPolicyDenials(mode: 'read' | 'write', lexical: string, canonical: string): void {
+    for (const d of this.policyDenials) {
+      if (d.mode !== mode) continue;
+      const hit = [canonical, lexical].some((abs) => {
+        if (d.root) return isInside(abs, d.root);
+        const rel = this.relative(abs);
+        return rel !== null && rel !== '' && d.test!(rel);
+      });
+      if (hit) throw new PolicyError(d.rule, `'${this.display(canonical)}' may not be ${mode === 'read' ? 'read' : 'written'}: the policy denies it (rule '${d.rule}'); --unrestricted does not lift policy denials.`);
+    }
   }
 
   private checkWrite(given: string, lexical: string, canonical: string): void {

@@ -115,6 +115,26 @@ describe('policy file', () => {
     expect(existsSync(join(dirs.workspace, 'w.txt'))).toBe(false);
   });
 
+  test('a write root the policy denies stays denied under --unrestricted, for write and for the shell', async () => {
+    const policy = join(dirs.home, 'policy.json');
+    await writeFile(policy, JSON.stringify({ version: 1, write: { deny: [{ id: 'p.no-docs', glob: 'docs/**' }] } }));
+    await Bun.write(join(dirs.workspace, 'docs', 'keep.md'), 'original');
+    server.script([
+      { toolCalls: [
+        { name: 'write', arguments: { path: 'docs/new.md', content: 'x' } },
+        { name: 'bash', arguments: { command: 'echo changed > docs/keep.md' } },
+      ] },
+      { text: 'ok' },
+    ]);
+    const r = await run(['--unrestricted', '--policy', policy, 'go']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('stay sandboxed');
+    const results = JSON.stringify(server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain('p.no-docs');
+    expect(existsSync(join(dirs.workspace, 'docs', 'new.md'))).toBe(false);
+    expect(await Bun.file(join(dirs.workspace, 'docs', 'keep.md')).text()).toBe('original');
+  });
+
   test('an invalid policy file is a setup error naming the file and the rule, before any model call', async () => {
     const policy = join(dirs.home, 'bad-policy.json');
     await writeFile(policy, JSON.stringify({ version: 1, tools: { deny: [{ id: 'p.bad', tool: 'write' }] } }));
