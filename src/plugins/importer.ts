@@ -1,10 +1,10 @@
 // Importing one plugin file with jiti: TypeScript without a build step, `conch` and `typebox` mapped to
 // conch's own module instances wherever the file lives, transpiled output cached on disk.
 import { mkdirSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { createRequire, isBuiltin } from 'node:module';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
-import type { Jiti } from 'jiti';
+import { dirname, join } from 'node:path';
+import type { Jiti, JitiOptions } from 'jiti';
 
 /** Every entry point typebox 1.x exports; a plugin may import any of them. */
 const TYPEBOX_ENTRIES = ['', '/compile', '/error', '/format', '/guard', '/schema', '/system', '/type', '/value'];
@@ -32,7 +32,7 @@ export function getImporter(cacheDir: string | false): Promise<Jiti> {
 }
 
 async function createImporter(cacheDir: string | false): Promise<Jiti> {
-  const [{ createJiti }, conch] = await Promise.all([import('jiti'), import('../index.ts')]);
+  const conch = await import('../index.ts');
   const require = createRequire(import.meta.url);
   // Virtual modules rather than path aliases: the plugin gets the very module instances conch uses
   // (one TypeBox, one PolicyError class), resolved from conch's node_modules, not the plugin's folder.
@@ -47,7 +47,7 @@ async function createImporter(cacheDir: string | false): Promise<Jiti> {
       cacheDir = false; // an unwritable cache only costs speed
     }
   }
-  return createJiti(import.meta.url, {
+  return createGuardedJiti({
     // Bun's native import would run a plugin once natively and, when that throws (e.g. on the 'conch'
     // import it cannot resolve), a second time through jiti: side effects twice. Always transform.
     tryNative: false,
@@ -58,6 +58,46 @@ async function createImporter(cacheDir: string | false): Promise<Jiti> {
     interopDefault: false,
     virtualModules,
   });
+}
+
+type JitiCore = (id: string, options: JitiOptions, runtime: { onError: (e: unknown) => never; nativeImport: (id: string) => Promise<unknown>; createRequire: typeof createRequire }) => Jiti;
+
+/**
+ * jiti, built like its own entry (jiti/lib/jiti.mjs) builds it, except for one thing: when its
+ * resolver cannot find a bare package it falls back to Bun's require.resolve, and Bun then tries to
+ * *install the package from npm* when no node_modules is above the plugin (auto-install). A plugin's
+ * `import 'x'` must never download and run code at startup, so bare names go no further than jiti's
+ * own node_modules lookup.
+ */
+function createGuardedJiti(options: JitiOptions): Jiti {
+  const require = createRequire(import.meta.url);
+  const dist = join(dirname(require.resolve('jiti/package.json')), 'dist');
+  const core = require(join(dist, 'jiti.cjs')) as JitiCore;
+  let babel: ((opts: unknown) => unknown) | undefined;
+  const transform = ((opts: unknown) => (babel ??= require(join(dist, 'babel.cjs')) as (o: unknown) => unknown)(opts)) as JitiOptions['transform'];
+  const guardedRequire = ((id: string | URL) => {
+    const real = createRequire(id);
+    const resolve = ((request: string, opts?: { paths?: string[] }) => {
+      if (isBare(request)) {
+        throw Object.assign(new Error(`Cannot find module '${request}' (conch plugins get only 'conch', 'typebox' and packages in a node_modules next to them)`), { code: 'MODULE_NOT_FOUND' });
+      }
+      return real.resolve(request, opts);
+    }) as NodeJS.RequireResolve;
+    resolve.paths = real.resolve.paths;
+    return Object.assign((request: string) => real(request), real, { resolve });
+  }) as typeof createRequire;
+  return core(import.meta.url, { ...options, transform }, {
+    onError: (error) => {
+      throw error;
+    },
+    nativeImport: (id) => import(id),
+    createRequire: guardedRequire,
+  });
+}
+
+function isBare(request: string): boolean {
+  if (request.startsWith('.') || request.startsWith('/') || /^[a-z]+:/i.test(request)) return false;
+  return !isBuiltin(request);
 }
 
 export type ImportOutcome = { ok: true; module: Record<string, unknown> } | { ok: false; reason: string };

@@ -99,7 +99,7 @@ describe('loadPlugins', () => {
       'config/conch/tools/badschema.ts': `export default { name: 'bs', description: 'd', parameters: { type: 'string' }, execute() {} };\n`,
       'config/conch/tools/kernel.ts': `export default { name: 'bash', description: 'mine', parameters: { type: 'object', properties: {} }, execute() {} };\n`,
       'config/conch/tools/empty.js': `export default [];\n`,
-      'config/conch/tools/missingdep.ts': `import x from 'left-pad-not-installed';\nexport default x;\n`,
+      'config/conch/tools/missingdep.ts': `import x from './not-there.ts';\nexport default x;\n`,
     });
     const { tools, reports } = await loadPlugins({ ...f, settings: settings(), reserved: kernel, cacheDir });
     expect(tools.map((t) => t.name)).toEqual(['greet']);
@@ -116,7 +116,7 @@ describe('loadPlugins', () => {
     expect(collision).toContain(`in ${join(f.configDir, 'tools', 'kernel.ts')} collides with 'bash' from kernel`);
     expect(collision).toContain('plugins.allowOverride');
     expect(byFile(reports, 'empty.js').reason).toContain('empty array');
-    expect(byFile(reports, 'missingdep.ts').reason).toContain('left-pad-not-installed');
+    expect(byFile(reports, 'missingdep.ts').reason).toContain('not-there.ts');
   });
 
   test('plugin-vs-plugin collision names both files; allowOverride lets the later one win', async () => {
@@ -216,5 +216,38 @@ export default [
     const { tools, reports } = await loadPlugins({ ...f, settings: settings(), reserved: kernel, cacheDir, loadTimeoutMs: 300 });
     expect(tools.map((t) => t.name)).toEqual(['greet']);
     expect(byFile(reports, 'hang.ts')).toMatchObject({ status: 'failed', reason: expect.stringContaining('did not finish loading within 300 ms') });
+  });
+
+  test('an unknown package import fails without Bun trying to install it from a registry', async () => {
+    const requests: string[] = [];
+    const registry = Bun.serve({ port: 0, fetch: (req) => (requests.push(req.url), new Response('not found', { status: 404 })) });
+    try {
+      const f = await fixture({
+        'config/conch/tools/dep.ts': `import pad from 'zz-conch-no-such-package';\nexport default pad;\n`,
+        'config/conch/tools/good.ts': GOOD_TYPEBOX,
+      });
+      const script = `
+        import { loadPlugins } from ${JSON.stringify(join(import.meta.dir, '../../src/plugins/load.ts'))};
+        const r = await loadPlugins({ configDir: ${JSON.stringify(f.configDir)}, cwd: ${JSON.stringify(f.cwd)}, reserved: new Map(), cacheDir: false,
+          settings: { enabled: true, dirs: [], firstParty: [], projectTools: false, allowOverride: [] } });
+        process.stdout.write(JSON.stringify(r.reports));`;
+      const url = `http://127.0.0.1:${registry.port}/`;
+      // Run from the plugin's folder: no node_modules above it, which is when Bun would auto-install.
+      const child = Bun.spawn([process.execPath, '-e', script], {
+        cwd: f.base,
+        env: { ...process.env, BUN_CONFIG_REGISTRY: url, NPM_CONFIG_REGISTRY: url, npm_config_registry: url },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
+      const [out, err] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
+      expect(await child.exited).toBe(0);
+      const reports = JSON.parse(out) as PluginReport[];
+      expect(byFile(reports, 'dep.ts')).toMatchObject({ status: 'failed', reason: expect.stringContaining("Cannot find module 'zz-conch-no-such-package'") });
+      expect(byFile(reports, 'good.ts').status).toBe('loaded');
+      expect(requests).toEqual([]);
+      expect(err).not.toContain('zz-conch-no-such-package@');
+    } finally {
+      registry.stop(true);
+    }
   });
 });
