@@ -24,7 +24,7 @@ async function run(args: string[]) {
   const code = await child.exited;
   const ms = performance.now() - started;
   if (code !== 0) throw new Error(`conch ${args.join(' ')} exited ${code}: ${stderr || stdout}`);
-  return { ms, maxRssKb: Number(child.resourceUsage()?.maxRSS ?? 0) };
+  return { ms, maxRssBytes: Number(child.resourceUsage()?.maxRSS ?? 0) };
 }
 
 function median(values: number[]): number {
@@ -56,7 +56,7 @@ let rss = 0;
 for (let i = 0; i < 5; i++) {
   const r = await task(0, join(base, 't0.jsonl'));
   one.push(r.ms);
-  rss = Math.max(rss, r.maxRssKb);
+  rss = Math.max(rss, r.maxRssBytes);
 }
 console.log(`one-turn task end to end: ${median(one).toFixed(1)} ms (target ≤ 200)`);
 
@@ -66,7 +66,7 @@ for (const n of [1, 50]) {
   for (let i = 0; i < 3; i++) {
     const trace = join(base, `t${n}.jsonl`);
     const r = await task(n, trace);
-    rss = Math.max(rss, r.maxRssKb);
+    rss = Math.max(rss, r.maxRssBytes);
     samples.push({ ms: r.ms, tools: await toolMs(trace) });
   }
   samples.sort((a, b) => a.ms - b.ms);
@@ -75,7 +75,7 @@ for (const n of [1, 50]) {
 }
 const perTurn = (results[50]!.ms - results[50]!.tools - (results[1]!.ms - results[1]!.tools)) / 49;
 console.log(`harness overhead per turn (model round trip on loopback included): ${perTurn.toFixed(2)} ms (target ≤ 5)`);
-console.log(`peak RSS: ${(rss / 1024).toFixed(1)} MB (target ≤ 80)`);
+console.log(`peak RSS: ${(rss / 1024 / 1024).toFixed(1)} MB (target ≤ 80)`);
 
 await server.close();
 await rm(base, { recursive: true, force: true });

@@ -1,5 +1,6 @@
 // Finding plugin files. Nothing here imports or evaluates anything: discovery must be safe to run on
 // an untrusted checkout.
+import { PACKAGE_ROOT } from '../package-root.ts';
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
@@ -60,7 +61,7 @@ async function kindOf(path: string): Promise<'file' | 'dir' | null> {
 }
 
 /** The first-party plugins shipped in this repository's plugins/ folder. */
-export const FIRST_PARTY_DIR = resolve(import.meta.dir, '..', '..', 'plugins');
+export const FIRST_PARTY_DIR = join(PACKAGE_ROOT, 'plugins');
 
 export async function availableFirstParty(): Promise<string[]> {
   const files = (await listPluginFiles(FIRST_PARTY_DIR)) ?? [];

@@ -4,11 +4,11 @@
 // reported with its name and the offending key.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { PACKAGE_ROOT } from '../package-root.ts';
 import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 
-export const PROFILES_DIR = fileURLToPath(new URL('../../sandbox-profiles/', import.meta.url));
+export const PROFILES_DIR = join(PACKAGE_ROOT, 'sandbox-profiles');
 
 /** Symbolic mount sources filled in per command. */
 export const MOUNT_VARIABLES = ['{workspace}', '{tmpDir}', '{writableRoots}', '{protected}'] as const;
