@@ -6,6 +6,7 @@ import { PolicyError, type ExecOptions, type ExecResult } from './define.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import {
   prepareSandboxed,
+  SandboxRequestError,
   SandboxUnavailableError,
   type PreparedCommand,
   type SandboxRequest,
@@ -84,6 +85,9 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       } catch (error) {
         // Fail closed: without a working sandbox the command does not run at all.
         if (error instanceof SandboxUnavailableError) return refused('sandbox.unavailable', error.message);
+        // A setting the sandbox cannot honour (a writable root inside a protected path…): nothing
+        // ran, and the message names the setting and the fix.
+        if (error instanceof SandboxRequestError) return { ...emptyResult(started), output: error.message };
         throw error;
       }
       argv = prepared.argv;

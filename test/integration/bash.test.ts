@@ -1,7 +1,7 @@
 // The executor and the bash tool against real processes. Unsandboxed (unrestricted) runs; the
 // checks that refuse before anything starts are also run restricted, since they precede the sandbox.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Compile } from 'typebox/compile';
@@ -11,7 +11,7 @@ import { PolicyError, type ToolContext, type ToolResult } from '../../src/tools/
 import { Workspace } from '../../src/workspace/paths.ts';
 import { DEFAULT_LIMITS, type Limits } from '../../src/agent/limits.ts';
 import { processAlive } from '../../src/process/group.ts';
-import { SandboxUnavailableError, type SandboxRequest } from '../../src/sandbox/index.ts';
+import { probeSandbox, SandboxUnavailableError, type SandboxRequest } from '../../src/sandbox/index.ts';
 
 let base: string;
 let root: string;
@@ -278,6 +278,43 @@ describe('restricted mode', () => {
     const r = await bash({ command: 'true' });
     expect(r.isError).toBe(true);
     expect(r.details!.cleanupError).toContain('placeholder .env.local could not be removed');
+  });
+});
+
+describe('through the real sandbox', () => {
+  // Processes on the host whose command line is exactly argv (a sandboxed pid means nothing here).
+  const running = (argv: string[]) =>
+    readdirSync('/proc').filter((pid) => {
+      if (!/^\d+$/.test(pid)) return false;
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8') === argv.join('\0') + '\0' && processAlive(Number(pid));
+      } catch {
+        return false;
+      }
+    });
+
+  test('exit status, clean env and background teardown under the sandbox', async () => {
+    const status = await probeSandbox();
+    if (!status.ok) {
+      console.warn(`SKIPPED (loudly): no usable sandbox here (${status.detail}); the sandbox tests cover the refusal`);
+      return;
+    }
+    const saved = process.env.ANTHROPIC_API_KEY;
+    process.env.ANTHROPIC_API_KEY = 'sk-ant-from-parent';
+    try {
+      const { bash } = await setup({ unrestricted: false, env: { CONCH_TASK_MODE: 'sandboxed' } });
+      expect(text(await bash({ command: 'echo hi; exit 42', cwd: 'sub' }))).toBe('hi\n[exit code 42]');
+      const env = text(await bash({ command: 'env' }));
+      expect(env).not.toContain('ANTHROPIC_API_KEY');
+      expect(env).toContain('CONCH_TASK_MODE=sandboxed\n');
+      const sleeper = ['sleep', '987654'];
+      const r = await bash({ command: `${sleeper.join(' ')} & echo started` });
+      expect(text(r)).toBe('started\n[exit code 0]');
+      if (process.platform === 'linux') expect(running(sleeper)).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env.ANTHROPIC_API_KEY;
+      else process.env.ANTHROPIC_API_KEY = saved;
+    }
   });
 });
 
