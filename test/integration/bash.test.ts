@@ -311,6 +311,16 @@ describe('through the real sandbox', () => {
       const r = await bash({ command: `${sleeper.join(' ')} & echo started` });
       expect(text(r)).toBe('started\n[exit code 0]');
       if (process.platform === 'linux') expect(running(sleeper)).toEqual([]);
+
+      // A setting the sandbox cannot honour: nothing runs, the message names the setting.
+      const gone = join(base, 'no-such-root');
+      const misconfigured = await setup({
+        unrestricted: false,
+        sandbox: { profile: 'workspace-write', network: true, writableRoots: [gone], protectedGlobs: [] },
+      });
+      const refused = await misconfigured.bash({ command: 'echo should-not-run' });
+      expect(refused.isError).toBe(true);
+      expect(text(refused)).toContain(`The command could not run: writable root ${gone} does not exist`);
     } finally {
       if (saved === undefined) delete process.env.ANTHROPIC_API_KEY;
       else process.env.ANTHROPIC_API_KEY = saved;
