@@ -2,7 +2,7 @@
 // Fails closed: when the platform sandbox is missing or unusable, prepareSandboxed throws
 // SandboxUnavailableError with what is wrong and how to fix it; it never returns an unsandboxed argv.
 // Policies are data in sandbox-profiles/ (profiles.ts); this file turns a request into an argv.
-import { stat, realpath } from 'node:fs/promises';
+import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
 import { acquirePlaceholder, type PlaceholderLease } from './placeholders.ts';
@@ -81,11 +81,11 @@ export class SandboxRequestError extends Error {
   }
 }
 
-async function directory(path: string, what: string, fix: string): Promise<string> {
+function directory(path: string, what: string, fix: string): string {
   if (!isAbsolute(path)) throw new SandboxRequestError(`${what} "${path}" must be an absolute path; ${fix}.`);
   try {
-    const real = await realpath(path);
-    if (!(await stat(real)).isDirectory()) throw new SandboxRequestError(`${what} ${path} is not a directory; ${fix}.`);
+    const real = realpathSync(path);
+    if (!statSync(real).isDirectory()) throw new SandboxRequestError(`${what} ${path} is not a directory; ${fix}.`);
     return real;
   } catch (error) {
     if (error instanceof SandboxRequestError) throw error;
@@ -116,12 +116,12 @@ export async function prepareSandboxed(request: SandboxRequest): Promise<Prepare
 
 async function prepare(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean): Promise<PreparedCommand> {
   const profile = loadProfile(request.profile);
-  const workspace = await directory(request.workspace, 'workspace', 'run conch from an existing directory');
-  const tmpDir = await directory(request.tmpDir, 'temp dir', 'create it before running commands');
-  const cwd = await directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace');
+  const workspace = directory(request.workspace, 'workspace', 'run conch from an existing directory');
+  const tmpDir = directory(request.tmpDir, 'temp dir', 'create it before running commands');
+  const cwd = directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace');
   const writableRoots: string[] = [];
   for (const root of request.writableRoots) {
-    writableRoots.push(await directory(root, 'writable root', 'create it or remove it from --allow-write / workspace.writableRoots'));
+    writableRoots.push(directory(root, 'writable root', 'create it or remove it from --allow-write / workspace.writableRoots'));
   }
   // argv goes through the shell's exec as well, so a missing program is 127 exactly as in the bash tool.
   const command =
@@ -141,7 +141,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     return { argv: seatbeltArgv(text, command), extraFds: [], release: async () => {} };
   }
 
-  const plan = await planProtected(workspace, protectedPatterns);
+  const plan = planProtected(workspace, protectedPatterns);
   for (const root of writableRoots) {
     const clash = plan.targets.map((t) => t.path).find((target) => within(target, root));
     if (clash) {
@@ -160,17 +160,18 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const release = async () => {
     seccomp?.close();
     seccomp = null;
-    const pending = leases.splice(0);
-    await Promise.all(pending.map((lease) => lease.release()));
+    for (const lease of leases.splice(0)) lease.release();
   };
 
   try {
     const wanted = plan.targets.filter((t) => needed(t.path));
     // Existing paths too: one may be another command's placeholder, about to be released.
-    const acquired = await Promise.allSettled(wanted.map((t) => acquirePlaceholder(t.path, t.kind)));
-    for (const outcome of acquired) if (outcome.status === 'fulfilled' && outcome.value) leases.push(outcome.value);
-    const failed = acquired.find((outcome) => outcome.status === 'rejected');
-    if (failed) throw failed.reason;
+    let linkTo: string | undefined;
+    for (const target of wanted) {
+      const lease = acquirePlaceholder(target.path, target.kind, linkTo);
+      if (lease) leases.push(lease);
+      if (lease && target.kind === 'file') linkTo ??= target.path;
+    }
     const protectedPaths = wanted.map((t) => t.path);
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();

@@ -1,13 +1,14 @@
 // Which workspace paths a command must not change, as concrete paths for bind mounts. Cost is bounded
 // by the patterns, not by the workspace: a literal costs a few lstat calls, a glob segment one readdir
-// of an existing directory; nothing walks the tree.
+// of an existing directory; nothing walks the tree. Synchronous: a few local syscalls per command
+// cost less than the promise machinery around them.
 //
 // A protected path that does not exist yet is covered by masking its first missing component (a
 // placeholder bound read-only, see placeholders.ts), so `.env.local` or `.conch/x` cannot be created.
 // The existing directories between the workspace and a nested protected path are "pinned" (bound onto
 // themselves with their current mode): a mount point cannot be renamed or removed, so moving a parent
 // away cannot carry the protection off with it and free the name.
-import { lstat, readdir } from 'node:fs/promises';
+import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
 import type { ProtectedDefaults } from './profiles.ts';
@@ -73,7 +74,7 @@ export function patternFromGlob(glob: string): ProtectedPattern {
 }
 
 /** Expand patterns to concrete workspace-relative paths (existing matches plus literal/known names). */
-async function expand(root: string, item: ProtectedPattern, notes: string[]): Promise<string[]> {
+function expand(root: string, item: ProtectedPattern, notes: string[]): string[] {
   const segments = item.pattern === '' || item.pattern === '**' ? [] : item.pattern.split('/').filter((s) => s !== '' && s !== '.');
   let candidates = [''];
   for (const [index, segment] of segments.entries()) {
@@ -90,7 +91,7 @@ async function expand(root: string, item: ProtectedPattern, notes: string[]): Pr
     const match = picomatch(segment, { dot: true });
     const next = new Set<string>();
     for (const dir of candidates) {
-      for (const name of await listDir(join(root, dir))) if (match(name)) next.add(dir ? `${dir}/${name}` : name);
+      for (const name of listDir(join(root, dir))) if (match(name)) next.add(dir ? `${dir}/${name}` : name);
       if (last) for (const name of item.knownNames ?? []) if (match(name)) next.add(dir ? `${dir}/${name}` : name);
     }
     candidates = [...next];
@@ -102,10 +103,9 @@ async function expand(root: string, item: ProtectedPattern, notes: string[]): Pr
   return candidates;
 }
 
-async function listDir(dir: string): Promise<string[]> {
+function listDir(dir: string): string[] {
   try {
-    const info = await lstat(dir);
-    return info.isDirectory() ? await readdir(dir) : [];
+    return lstatSync(dir).isDirectory() ? readdirSync(dir) : [];
   } catch {
     return [];
   }
@@ -115,13 +115,13 @@ function inside(parent: string, child: string): boolean {
   return parent === child || parent === '' || child.startsWith(`${parent}/`);
 }
 
-export async function planProtected(root: string, patterns: ProtectedPattern[]): Promise<ProtectedPlan> {
+export function planProtected(root: string, patterns: ProtectedPattern[]): ProtectedPlan {
   const notes: string[] = [];
   const targets = new Map<string, { exists: boolean; kind: PathKind }>();
   const pins = new Set<string>();
 
   for (const item of patterns) {
-    for (const rel of await expand(root, item, notes)) {
+    for (const rel of expand(root, item, notes)) {
       const parts = rel === '' ? [] : rel.split('/');
       let prefix = '';
       let outcome: { rel: string; exists: boolean; kind: PathKind } | null = null;
@@ -131,7 +131,7 @@ export async function planProtected(root: string, patterns: ProtectedPattern[]):
         const last = index === parts.length - 1;
         let info;
         try {
-          info = await lstat(join(root, prefix));
+          info = lstatSync(join(root, prefix));
         } catch (error) {
           if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
           outcome = { rel: prefix, exists: false, kind: last ? item.kind : 'dir' };

@@ -30,7 +30,7 @@ describe('protected-path planning', () => {
     mkdirSync(join(root, '.git'));
     writeFileSync(join(root, '.env'), 'A=1\n');
     writeFileSync(join(root, '.env.preview'), 'B=1\n');
-    const plan = await planProtected(root, defaults());
+    const plan = planProtected(root, defaults());
     const existing = plan.targets.filter((t) => t.exists);
     const missing = plan.targets.filter((t) => !t.exists);
     expect(rel(existing.map((t) => t.path)).sort()).toEqual(['.env', '.env.preview', '.git']);
@@ -42,14 +42,14 @@ describe('protected-path planning', () => {
 
   test('nested paths pin their existing parents and mask the first missing component', async () => {
     mkdirSync(join(root, 'config', 'secrets'), { recursive: true });
-    const plan = await planProtected(root, [patternFromGlob('config/secrets/prod/key.pem')]);
+    const plan = planProtected(root, [patternFromGlob('config/secrets/prod/key.pem')]);
     expect(plan.targets).toEqual([{ path: join(root, 'config/secrets/prod'), kind: 'dir', exists: false }]);
     expect(rel(plan.pins)).toEqual(['config', 'config/secrets']);
   });
 
   test('a path inside another protected path is covered by it', async () => {
     mkdirSync(join(root, '.git', 'hooks'), { recursive: true });
-    const plan = await planProtected(root, [...defaults(), patternFromGlob('.git/hooks/**'), patternFromGlob('.git/config')]);
+    const plan = planProtected(root, [...defaults(), patternFromGlob('.git/hooks/**'), patternFromGlob('.git/config')]);
     expect(rel(plan.targets.map((t) => t.path)).filter((p) => p.startsWith('.git'))).toEqual(['.git']);
   });
 
@@ -58,21 +58,21 @@ describe('protected-path planning', () => {
     writeFileSync(join(root, 'deploy', 'a.yaml'), '');
     writeFileSync(join(root, 'deploy', 'b.yaml'), '');
     writeFileSync(join(root, 'deploy', 'deep', 'c.yaml'), '');
-    const plan = await planProtected(root, [patternFromGlob('deploy/*.yaml')]);
+    const plan = planProtected(root, [patternFromGlob('deploy/*.yaml')]);
     expect(rel(plan.targets.map((t) => t.path)).sort()).toEqual(['deploy/a.yaml', 'deploy/b.yaml']);
     expect(rel(plan.pins)).toEqual(['deploy']);
   });
 
   test('`**` is held at the first level only, and says so', async () => {
     writeFileSync(join(root, 'id_rsa'), '');
-    const plan = await planProtected(root, [patternFromGlob('**/id_rsa')]);
+    const plan = planProtected(root, [patternFromGlob('**/id_rsa')]);
     expect(rel(plan.targets.map((t) => t.path))).toEqual(['id_rsa']);
     expect(plan.notes[0]).toContain('first level only');
   });
 
   test('a symlink at a protected name is refused with the fix', async () => {
     symlinkSync('/etc/hostname', join(root, '.env'));
-    await expect(planProtected(root, defaults())).rejects.toThrow(/"\.env" is a symbolic link.*--unrestricted/);
+    expect(() => planProtected(root, defaults())).toThrow(/"\.env" is a symbolic link.*--unrestricted/);
   });
 
   test('globs: `dir/**` means the directory; escaping the workspace is refused', () => {

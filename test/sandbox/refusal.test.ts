@@ -148,7 +148,8 @@ describe.skipIf(!canRun)('probe and the production spawn path', () => {
       `import { sandboxRun } from ${JSON.stringify(join(ROOT, 'src/cli/sandbox-command.ts'))};
        process.exitCode = await sandboxRun(['no-such-program-conch'], { network: true, profile: 'read-only', cwd: process.cwd() });`,
       fx.ws,
-      process.env.PATH ?? '/usr/bin:/bin',
+      // A PATH with only searchable directories: an unreadable one (root's, under su) makes sh say 126.
+      '/usr/local/bin:/usr/bin:/bin',
     );
     expect(result.code).toBe(127);
   });
