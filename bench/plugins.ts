@@ -9,8 +9,8 @@ import { join, resolve } from 'node:path';
 
 const CONCH = resolve(import.meta.dir, '../bin/conch');
 const COUNTS = [0, 20, 100];
-const FIRST_REPEATS = 3;
-const SECOND_REPEATS = 7;
+const FIRST_REPEATS = 5;
+const SECOND_REPEATS = 11;
 
 if (process.argv[2] === '--child') {
   // In-process figure: import the loader, then time loadPlugins alone.
@@ -85,28 +85,49 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-type Figures = { first: number; second: number };
+type Figures = { first: number; second: number; firstMin: number; secondMin: number };
 
-async function measure(count: number, time: (xdg: string, cache: string) => Promise<number>): Promise<Figures> {
-  const xdg = await setup(count);
-  const firsts: number[] = [];
-  const seconds: number[] = [];
+/**
+ * Runs are interleaved across plugin counts (0, 20, 100, 0, 20, 100, …) so that load from other
+ * processes on the machine lands on every count alike; figures are medians.
+ */
+async function measure(time: (xdg: string, cache: string) => Promise<number>): Promise<Map<number, Figures>> {
+  const configs = new Map<number, string>();
+  for (const count of COUNTS) configs.set(count, await setup(count));
+  const firsts = new Map<number, number[]>(COUNTS.map((c) => [c, []]));
+  const seconds = new Map<number, number[]>(COUNTS.map((c) => [c, []]));
   for (let i = 0; i < FIRST_REPEATS; i++) {
-    const cache = join(base, `cache-${count}-${time.name}-${i}`);
-    firsts.push(await time(xdg, cache)); // empty cache: every plugin is transpiled
-    if (i === 0) for (let j = 0; j < SECOND_REPEATS; j++) seconds.push(await time(xdg, cache)); // warm cache
+    for (const count of COUNTS) {
+      // A fresh cache: every plugin is transpiled. The same cache again: the second run.
+      const cache = join(base, `cache-${time.name}-${count}-${i}`);
+      firsts.get(count)!.push(await time(configs.get(count)!, cache));
+      seconds.get(count)!.push(await time(configs.get(count)!, cache));
+    }
   }
-  return { first: median(firsts), second: median(seconds) };
+  for (let i = FIRST_REPEATS; i < SECOND_REPEATS; i++) {
+    for (const count of COUNTS) seconds.get(count)!.push(await time(configs.get(count)!, join(base, `cache-${time.name}-${count}-0`)));
+  }
+  const stats = (c: number): Figures => ({
+    first: median(firsts.get(c)!),
+    second: median(seconds.get(c)!),
+    firstMin: Math.min(...firsts.get(c)!),
+    secondMin: Math.min(...seconds.get(c)!),
+  });
+  return new Map(COUNTS.map((c) => [c, stats(c)]));
 }
 
+/** Median and minimum; on a shared machine the minimum is the steadier figure. */
 function line(kind: string, count: number, figures: Figures, baseline: Figures): string {
   const part = (label: 'first' | 'second') => {
+    const key = `${label}Min` as const;
     const ms = figures[label];
+    const min = figures[key];
+    if (!count) return `${label} ${ms.toFixed(1)} ms (min ${min.toFixed(1)})`;
     const delta = ms - baseline[label];
-    const per = count ? ` (+${delta.toFixed(1)} ms, ${(delta / count).toFixed(2)} ms/plugin)` : '';
-    return `${label} ${ms.toFixed(1)} ms${per}`;
+    const minDelta = min - baseline[key];
+    return `${label} ${ms.toFixed(1)} ms, +${delta.toFixed(1)} ms = ${(delta / count).toFixed(2)} ms/plugin (min: +${minDelta.toFixed(1)} ms)`;
   };
-  return `${kind.padEnd(10)} plugins=${String(count).padEnd(4)} ${part('first')}  ${part('second')}`;
+  return `${kind.padEnd(10)} plugins=${String(count).padEnd(4)} ${part('first')} | ${part('second')}`;
 }
 
 try {
@@ -116,8 +137,7 @@ try {
     ['process', timeProcess],
     ['in-process', timeLoader],
   ] as const) {
-    const results = new Map<number, Figures>();
-    for (const count of COUNTS) results.set(count, await measure(count, time));
+    const results = await measure(time);
     const baseline = results.get(0)!;
     for (const count of COUNTS) console.log(line(kind, count, results.get(count)!, baseline));
   }

@@ -11,7 +11,8 @@ type Validator = ReturnType<typeof Compile>;
 interface Entry {
   tool: Tool;
   spec: ToolSpec;
-  validator: Validator;
+  /** Compiled on first use: most tools are never called in a run, and compiling costs ~1 ms each. */
+  validator: Validator | null;
 }
 
 export type DefinitionCheck = { ok: true; tool: Tool } | { ok: false; reason: string };
@@ -76,7 +77,7 @@ export class Catalog {
     this.entries.set(tool.name, {
       tool,
       spec: { name: tool.name, description: tool.description, parameters },
-      validator: Compile(parameters as never),
+      validator: null,
     });
     return null;
   }
@@ -124,6 +125,7 @@ export class Catalog {
     if (!args || typeof args !== 'object' || Array.isArray(args)) {
       return { ok: false, message: `arguments for '${name}' must be a JSON object` };
     }
+    entry.validator ??= Compile(entry.spec.parameters as never);
     if (entry.validator.Check(args)) return { ok: true, args: args as Record<string, unknown> };
     return { ok: false, message: `invalid arguments for '${name}': ${describeErrors(entry.validator, args)}` };
   }
