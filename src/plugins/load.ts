@@ -47,6 +47,12 @@ export interface LoadedPlugins {
 
 const DEFAULT_LOAD_TIMEOUT_MS = 5000;
 
+/**
+ * Load every plugin the settings allow. The contract for a plugin file: its default export is one
+ * tool definition or an array of them (a CommonJS file's module.exports counts as its default);
+ * named exports are ignored. A file's tools load together or not at all. Project plugins are not
+ * even imported unless the workspace is trusted or settings.projectTools is set.
+ */
 export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugins> {
   const { settings } = opts;
   if (!settings.enabled) return { tools: [], reports: [] };
