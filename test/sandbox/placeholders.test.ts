@@ -1,11 +1,11 @@
 // Placeholders for absent protected names: present while any command that needs them runs, gone
 // afterwards, never removing something that is not conch's.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepareSandboxed, type PreparedCommand } from '../../src/sandbox/index.ts';
 import { livePlaceholders } from '../../src/sandbox/placeholders.ts';
-import { canRun, fixture, type Fixture } from './harness.ts';
+import { canRun, fixture, isRoot, type Fixture } from './harness.ts';
 
 let fx: Fixture;
 beforeEach(() => {
@@ -68,11 +68,33 @@ describe.skipIf(!canRun)('placeholders', () => {
     for (const name of ['.env.test', '.env.local', '.conch']) expect(existsSync(join(fx.ws, name))).toBe(false);
   });
 
-  test('a file the user writes into a placeholder meanwhile is theirs and stays', async () => {
+  test('a file the user saves over a placeholder meanwhile is theirs and stays', async () => {
     const prepared = await prepare('true');
-    writeFileSync(join(fx.ws, '.env.local'), 'MINE=1\n');
+    // Editors save by writing a new file and renaming it over the old name.
+    writeFileSync(join(fx.ws, '.env.local.swp'), 'MINE=1\n');
+    renameSync(join(fx.ws, '.env.local.swp'), join(fx.ws, '.env.local'));
     await prepared.release();
     expect(readFileSync(join(fx.ws, '.env.local'), 'utf8')).toBe('MINE=1\n');
+  });
+
+  test('a host write into one placeholder never shows up under another name', async () => {
+    const prepared = await prepare('true');
+    const local = join(fx.ws, '.env.local');
+    const test_ = join(fx.ws, '.env.test');
+    expect(statSync(local).mode & 0o777).toBe(0o444);
+    // Not root: the placeholders share an inode and the mode stops the write. Root: own inodes.
+    expect(statSync(local).ino === statSync(test_).ino).toBe(!isRoot);
+    let wrote = true;
+    try {
+      appendFileSync(local, 'MINE=1\n');
+    } catch {
+      wrote = false;
+    }
+    expect(wrote).toBe(isRoot);
+    expect(statSync(test_).size).toBe(0);
+    await prepared.release();
+    expect(existsSync(test_)).toBe(false);
+    expect(existsSync(local)).toBe(wrote);
   });
 
   test('a placeholder replaced on the host meanwhile is not removed', async () => {

@@ -1,7 +1,7 @@
 // The pure parts of the Linux sandbox: protected-path planning, mount ordering, profile loading,
 // probe failure messages. No bwrap needed.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -15,6 +15,8 @@ import {
 import { listProfiles, loadProfile, loadProtectedDefaults } from '../../src/sandbox/profiles.ts';
 import { defaultPatterns, patternFromGlob, planProtected } from '../../src/sandbox/protected-paths.ts';
 import { DEFAULT_PROTECTED_GLOBS } from '../../src/workspace/paths.ts';
+import { filterPath, openSeccompFd } from '../../src/sandbox/seccomp-fd.ts';
+import { buildFilter, encodeFilter, hostSeccompArch } from '../../src/sandbox/seccomp.ts';
 
 let root: string;
 beforeEach(() => {
@@ -170,5 +172,21 @@ describe('probe failure messages', () => {
     const stderr = 'bwrap: execvp /bin/true: No such file or directory';
     expect(classifyProbeFailure(stderr)).toBe('other');
     expect(probeFailureStatus('other', '/opt/bwrap', stderr).detail).toContain('execvp /bin/true');
+  });
+});
+
+describe('seccomp descriptor', () => {
+  test('a tampered program file is rewritten before it is handed out', () => {
+    const expected = Buffer.from(encodeFilter(buildFilter(hostSeccompArch()!)));
+    openSeccompFd().close();
+    writeFileSync(filterPath(), 'not a filter');
+    const opened = openSeccompFd();
+    try {
+      const seen = Buffer.alloc(expected.length + 16);
+      const length = readSync(opened.fd, seen, 0, seen.length, null);
+      expect(seen.subarray(0, length).equals(expected)).toBe(true);
+    } finally {
+      opened.close();
+    }
   });
 });
