@@ -96,7 +96,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
       const problem = catalog.register(tool, { override: config.plugins.allowOverride.includes(tool.name) });
       if (problem) warnings.push(problem);
     }
-    for (const r of plugins) if (r.status === 'failed') warnings.push(`plugin ${r.path}: ${r.reason ?? 'failed to load'}`);
+    for (const r of plugins) if (r.status !== 'loaded') warnings.push(`plugin ${r.path} ${r.status}: ${r.reason ?? 'not loaded'}`);
   }
 
   narrowCatalog(catalog, config);

@@ -15,7 +15,7 @@ export async function toolsCommand(action: string | undefined, name: string | un
     if (action !== undefined) return usage(`unknown 'tools' action '${action}'; use 'conch tools' or 'conch tools new NAME'`);
     const session = await openSession(config, { cwd: process.cwd(), loadPlugins: buildPluginLoader(config) });
     try {
-      return await tools.toolsList({ catalog: session.catalog, reports: session.plugins, workspace: session.workspace.root, json });
+      return await tools.toolsList({ catalog: session.catalog, reports: session.plugins, workspace: session.workspace.root, json, pluginsEnabled: config.plugins.enabled });
     } finally {
       await session.dispose();
     }
