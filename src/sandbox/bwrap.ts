@@ -112,7 +112,7 @@ export function withProtection(
 export function mountArgs(mounts: ConcreteMount[]): string[] {
   const args: string[] = [];
   for (const mount of sortMounts(mounts)) {
-    if (mount.type === 'bind' || mount.type === 'ro-bind') args.push(`--${mount.type}`, mount.source ?? mount.path, mount.path);
+    if (mount.type.includes('bind')) args.push(`--${mount.type}`, mount.source ?? mount.path, mount.path);
     else args.push(`--${mount.type}`, mount.path);
   }
   return args;

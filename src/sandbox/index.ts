@@ -3,7 +3,7 @@
 // SandboxUnavailableError with what is wrong and how to fix it; it never returns an unsandboxed argv.
 // Policies are data in sandbox-profiles/ (profiles.ts); this file turns a request into an argv.
 import { realpathSync, statSync } from 'node:fs';
-import { isAbsolute } from 'node:path';
+import { isAbsolute, relative } from 'node:path';
 import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
 import { acquirePlaceholder, type PlaceholderLease } from './placeholders.ts';
 import { probe, type ProbeOptions } from './probe.ts';
@@ -146,7 +146,8 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     const clash = plan.targets.map((t) => t.path).find((target) => within(target, root));
     if (clash) {
       throw new SandboxRequestError(
-        `writable root ${root} lies inside the protected path ${clash}; protected paths stay read-only. Remove it from --allow-write / workspace.writableRoots.`,
+        `writable root ${root} lies inside the protected path "${relative(workspace, clash) || '.'}"; protected paths stay read-only. ` +
+          'Remove it from --allow-write / workspace.writableRoots.',
       );
     }
   }

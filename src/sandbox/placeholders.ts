@@ -22,7 +22,7 @@
 // protected. If conch is killed with SIGKILL, its placeholders stay behind (empty, harmless).
 import { closeSync, linkSync, lstatSync, mkdirSync, openSync, realpathSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import type { PathKind } from './protected-paths.ts';
+import { ProtectedPathError, type PathKind } from './protected-paths.ts';
 
 interface Entry {
   count: number;
@@ -90,7 +90,9 @@ export function acquirePlaceholder(path: string, kind: PathKind, linkTo?: string
   }
   const parent = dirname(path);
   if (realpathSync(parent) !== parent) {
-    throw new Error(`placeholder parent ${parent} is not canonical (changed while preparing the sandbox)`);
+    throw new ProtectedPathError(
+      `the directory holding the protected path ${path} changed while conch prepared the sandbox (it is now a link or moved); run the command again.`,
+    );
   }
   try {
     if (kind === 'dir') mkdirSync(path, 0o755);

@@ -16,7 +16,14 @@ export type MountVariable = (typeof MOUNT_VARIABLES)[number];
 
 const MountSchema = Type.Object(
   {
-    type: Type.Union([Type.Literal('ro-bind'), Type.Literal('bind'), Type.Literal('dev'), Type.Literal('proc'), Type.Literal('tmpfs')]),
+    type: Type.Union([
+      Type.Literal('ro-bind'),
+      Type.Literal('ro-bind-try'),
+      Type.Literal('bind'),
+      Type.Literal('dev'),
+      Type.Literal('proc'),
+      Type.Literal('tmpfs'),
+    ]),
     path: Type.String({ minLength: 1 }),
     /** For bind/ro-bind: what to mount at path (default: path itself). */
     source: Type.Optional(Type.String({ minLength: 1 })),
@@ -134,7 +141,7 @@ export function loadProfile(name: string, dir: string = PROFILES_DIR): SandboxPr
       }
     }
     const single = mount.path !== '{writableRoots}' && mount.path !== '{protected}';
-    if (mount.source !== undefined && (!single || !mount.type.endsWith('bind') || mount.source === '{writableRoots}' || mount.source === '{protected}')) {
+    if (mount.source !== undefined && (!single || !mount.type.includes('bind') || mount.source === '{writableRoots}' || mount.source === '{protected}')) {
       throw new SandboxProfileError(`sandbox profile ${file}: /bwrap/mounts/${index}/source is only for a bind or ro-bind of a single path.`);
     }
   }

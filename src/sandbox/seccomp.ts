@@ -7,6 +7,8 @@
 //   a desktop bus) is a way out of any filesystem sandbox. socketpair(AF_UNIX) stays allowed: it only
 //   connects a process to itself and many programs use it for internal plumbing.
 // - ptrace, process_vm_readv/writev: no inspecting or steering other processes.
+// - keyctl, add_key, request_key: kernel keyrings belong to the uid, not to a namespace, so a command
+//   would share the user's (or root's) keyring with everything else they run.
 // - io_uring_*: it performs file and socket operations the filter could not see.
 // - ioctl TIOCSTI/TIOCLINUX: typing into the user's terminal (bwrap's --new-session already
 //   detaches the controlling terminal; this is the second lock).
@@ -30,6 +32,9 @@ interface SyscallTable {
   io_uring_setup: number;
   io_uring_enter: number;
   io_uring_register: number;
+  keyctl: number;
+  add_key: number;
+  request_key: number;
   unshare: number;
   clone: number;
   clone3: number;
@@ -49,13 +54,15 @@ interface SyscallTable {
 const SYSCALLS: Record<SeccompArch, SyscallTable> = {
   x86_64: {
     socket: 41, ioctl: 16, ptrace: 101, process_vm_readv: 310, process_vm_writev: 311,
-    io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, unshare: 272, clone: 56,
+    io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, keyctl: 250, add_key: 248,
+    request_key: 249, unshare: 272, clone: 56,
     clone3: 435, openat2: 437, openat: 257, mknodat: 259, fchmod: 91, fchmodat: 268, fchmodat2: 452,
     open: 2, creat: 85, mknod: 133, chmod: 90,
   },
   aarch64: {
     socket: 198, ioctl: 29, ptrace: 117, process_vm_readv: 270, process_vm_writev: 271,
-    io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, unshare: 97, clone: 220,
+    io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, keyctl: 219, add_key: 217,
+    request_key: 218, unshare: 97, clone: 220,
     clone3: 435, openat2: 437, openat: 56, mknodat: 33, fchmod: 52, fchmodat: 53, fchmodat2: 452,
   },
 };
@@ -157,6 +164,7 @@ export function buildFilter(arch: SeccompArch): Instruction[] {
   const always = [
     nr.ptrace, nr.process_vm_readv, nr.process_vm_writev,
     nr.io_uring_setup, nr.io_uring_enter, nr.io_uring_register,
+    nr.keyctl, nr.add_key, nr.request_key,
   ];
   for (const call of always) p.jeq(call, 'deny');
   p.jeq(nr.clone3, 'nosys');

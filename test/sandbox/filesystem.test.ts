@@ -88,6 +88,39 @@ describe.skipIf(!canRun)('writes outside the workspace', () => {
     }
   });
 
+  test('create a file in /run (a tmpfs submount of the read-only root)', async () => {
+    const target = join('/run', randomName('conch-attack'));
+    try {
+      const result = await attack(`echo pwned > ${target}`);
+      expect(result.code).not.toBe(0);
+      expect(existsSync(target)).toBe(false);
+    } finally {
+      rmSync(target, { force: true });
+    }
+  });
+
+  test('/dev/shm inside is private', async () => {
+    const name = randomName('conch-attack');
+    try {
+      await sandboxed(fx, `echo x > /dev/shm/${name}`);
+      expect(existsSync(join('/dev/shm', name))).toBe(false);
+    } finally {
+      rmSync(join('/dev/shm', name), { force: true });
+    }
+  });
+
+  test('overwrite a kernel setting through /proc/sys (its own value, so harmless either way)', async () => {
+    const result = await attack('v=$(cat /proc/sys/kernel/core_pattern) && printf "%s\\n" "$v" > /proc/sys/kernel/core_pattern && echo WROTE');
+    expect(result.stdout).not.toContain('WROTE');
+  });
+
+  test('write to /sys (its own value back)', async () => {
+    const file = '/sys/kernel/mm/transparent_hugepage/defrag';
+    if (!existsSync(file)) return void console.warn(`skipping /sys write check: ${file} does not exist here`);
+    const result = await attack(`v=$(sed -E 's/.*\\[([a-z+]+)\\].*/\\1/' ${file}) && echo "$v" > ${file} && echo WROTE`);
+    expect(result.stdout).not.toContain('WROTE');
+  });
+
   test('write through a symlink created in the workspace pointing outside', async () => {
     const before = readFileSync(join(fx.outside, 'file'), 'utf8');
     const result = await sandboxed(fx, `ln -s ${fx.outside}/file link && echo pwned > link`);

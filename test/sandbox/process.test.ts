@@ -99,6 +99,15 @@ describe.skipIf(!withPython)('other processes and the kernel', () => {
     expect(result.stdout.trim()).toBe('-1 Operation not permitted');
   });
 
+  test('read the user\'s kernel keyring', async () => {
+    const nr = process.arch === 'arm64' ? 219 : 250; // keyctl(KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_KEYRING, 0)
+    const result = await sandboxed(
+      fx,
+      py(`import ctypes, os\nlibc = ctypes.CDLL(None, use_errno=True)\nr = libc.syscall(${nr}, 0, -4, 0)\nprint(r, os.strerror(ctypes.get_errno()))`),
+    );
+    expect(result.stdout.trim()).toBe('-1 Operation not permitted');
+  });
+
   test.skipIf(process.arch !== 'x64')('an x32 system call', async () => {
     const result = await sandboxed(
       fx,
@@ -165,6 +174,26 @@ describe.skipIf(!withPython)('other processes and the kernel', () => {
       expect(result.stdout).not.toContain('rc=0');
       expect(result.stdout).not.toMatch(/^65534$/m);
     }
+  });
+});
+
+describe.skipIf(!canRun)('host processes', () => {
+  test('kill a process outside the sandbox', async () => {
+    const victim = Bun.spawn(['sleep', '30'], { stdio: ['ignore', 'ignore', 'ignore'] });
+    try {
+      const result = await sandboxed(fx, `kill -9 ${victim.pid} && echo KILLED`);
+      expect(result.stdout).not.toContain('KILLED');
+      await Bun.sleep(100);
+      expect(victim.exitCode).toBeNull();
+      expect(victim.killed).toBe(false);
+    } finally {
+      victim.kill('SIGKILL');
+    }
+  });
+
+  test('the sandbox sees only its own processes', async () => {
+    const result = await sandboxed(fx, 'ls /proc | grep -cE "^[0-9]+$"');
+    expect(Number(result.stdout.trim())).toBeLessThan(6);
   });
 });
 

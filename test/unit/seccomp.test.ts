@@ -76,8 +76,8 @@ for (const arch of ['x86_64', 'aarch64'] as SeccompArch[]) {
       expect(run(program, { nr: n('socket') + 1, arch: ARCH[arch], args: [1, 1, 0] })).toBe(ALLOW);
     });
 
-    test('ptrace, process_vm_* and io_uring are EPERM', () => {
-      for (const name of ['ptrace', 'process_vm_readv', 'process_vm_writev', 'io_uring_setup', 'io_uring_enter', 'io_uring_register'] as const) {
+    test('ptrace, process_vm_*, io_uring and keyrings are EPERM', () => {
+      for (const name of ['ptrace', 'process_vm_readv', 'process_vm_writev', 'io_uring_setup', 'io_uring_enter', 'io_uring_register', 'keyctl', 'add_key', 'request_key'] as const) {
         expect(verdict(name, [0, 0, 0])).toBe(EPERM);
       }
     });
@@ -123,7 +123,7 @@ for (const arch of ['x86_64', 'aarch64'] as SeccompArch[]) {
 
     test('everything else is allowed', () => {
       for (const nr of [0, 1, 3, 59, 60, 63, 221, 231]) {
-        const denied = [...['ptrace', 'socket', 'ioctl', 'clone', 'unshare', 'clone3', 'openat', 'openat2', 'fchmod', 'fchmodat', 'mknodat', 'open', 'creat', 'chmod', 'mknod', 'process_vm_readv', 'process_vm_writev'].map((name) => syscallNumber(arch, name as never))];
+        const denied = [...['keyctl', 'add_key', 'request_key', 'ptrace', 'socket', 'ioctl', 'clone', 'unshare', 'clone3', 'openat', 'openat2', 'fchmod', 'fchmodat', 'mknodat', 'open', 'creat', 'chmod', 'mknod', 'process_vm_readv', 'process_vm_writev'].map((name) => syscallNumber(arch, name as never))];
         if (denied.includes(nr)) continue;
         expect(run(program, { nr, arch: ARCH[arch] })).toBe(ALLOW);
       }
