@@ -34,7 +34,22 @@ export async function sandboxCommand(action: string | undefined, command: string
   if (action === 'check') return sandboxCheck(process.stdout);
   if (action === 'run') {
     if (command.length === 0) return usage('conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…');
-    return sandboxRun(command, { ...opts, cwd: process.cwd() });
+    // Exactly the policy the bash tool would get in this directory: config roots, globs and network.
+    let config;
+    try {
+      config = await loadCliConfig({});
+    } catch (error) {
+      return setupFailure(error, false, 'sandbox');
+    }
+    const stricter = config.sandbox.profile === 'read-only' ? 'read-only' : opts.profile;
+    return sandboxRun(command, {
+      network: opts.network && config.sandbox.network,
+      profile: stricter,
+      cwd: process.cwd(),
+      writableRoots: config.sandbox.writableRoots,
+      protectedGlobs: config.sandbox.protectedGlobs,
+      taskEnv: config.env,
+    });
   }
   return usage("conch sandbox check | conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…");
 }
