@@ -1,7 +1,7 @@
 // Anthropic Messages through the official SDK, streamed. The SDK is loaded on first use so that
 // runs on another provider (and `conch --help`) never pay for it.
 import type Anthropic from '@anthropic-ai/sdk';
-import { apiKeyFor, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
+import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
 import {
   ProviderError,
@@ -168,16 +168,9 @@ export async function consumeAnthropicStream(
 }
 
 export async function createAnthropicProvider(config: ProviderConfig): Promise<Provider> {
-  const apiKey = apiKeyFor(config);
+  const options = sdkClientOptions(config);
   const sdk = await import('@anthropic-ai/sdk');
-  const client = new sdk.Anthropic({
-    apiKey,
-    baseURL: config.baseUrl,
-    // Retries are ours (retry.ts): the SDK's would retry after output was already shown.
-    maxRetries: 0,
-    ...(config.requestTimeoutMs !== undefined ? { timeout: config.requestTimeoutMs } : {}),
-    logLevel: 'off',
-  });
+  const client = new sdk.Anthropic(options);
   const ctx: RetryContext = { provider: `Anthropic (${config.name})`, credentialHint: credentialHint(config), sdk };
   return {
     name: config.name,

@@ -43,3 +43,15 @@ export function apiKeyFor(config: ProviderConfig): string {
     `No API key for provider "${config.name}". Set ${credentialHint(config)}, or give a baseUrl for a local server that needs no key.`,
   );
 }
+
+/** Options both official SDK clients take the same way. */
+export function sdkClientOptions(config: ProviderConfig) {
+  return {
+    apiKey: apiKeyFor(config),
+    baseURL: config.baseUrl,
+    // Retries are ours (retry.ts): the SDK's would retry after output was already shown.
+    maxRetries: 0,
+    ...(config.requestTimeoutMs !== undefined ? { timeout: config.requestTimeoutMs } : {}),
+    logLevel: 'off' as const,
+  };
+}

@@ -2,7 +2,7 @@
 // server by base URL (Ollama, vLLM, llama.cpp, OpenRouter), so parsing is deliberately tolerant:
 // usage, finish_reason and tool-call ids may all be missing. The SDK is loaded on first use.
 import type OpenAI from 'openai';
-import { apiKeyFor, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
+import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
 import { abortError, withRetry, type RetryContext } from './retry.ts';
 import {
   ProviderError,
@@ -194,16 +194,9 @@ export async function consumeOpenAIStream(
 }
 
 export async function createOpenAIProvider(config: ProviderConfig): Promise<Provider> {
-  const apiKey = apiKeyFor(config);
+  const options = sdkClientOptions(config);
   const sdk = await import('openai');
-  const client = new sdk.OpenAI({
-    apiKey,
-    baseURL: config.baseUrl,
-    // Retries are ours (retry.ts): the SDK's would retry after output was already shown.
-    maxRetries: 0,
-    ...(config.requestTimeoutMs !== undefined ? { timeout: config.requestTimeoutMs } : {}),
-    logLevel: 'off',
-  });
+  const client = new sdk.OpenAI(options);
   const ctx: RetryContext = { provider: `OpenAI-compatible (${config.name})`, credentialHint: credentialHint(config), sdk };
   return {
     name: config.name,

@@ -1,28 +1,18 @@
 // The real CLI process against the local model server, through the real SDKs, on both protocols.
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { startModelServer, type ModelServer } from '../support/model-server.ts';
-import { anthropicEnv, makeDirs, openaiEnv, runConch, writeConfig, type Sandbox } from '../support/cli.ts';
+import { anthropicEnv, openaiEnv, runConch, writeConfig, useHarness } from '../support/cli.ts';
 
-let server: ModelServer;
-let dirs: Sandbox;
-beforeAll(async () => {
-  server = await startModelServer();
-});
-afterAll(() => server.close());
-beforeEach(async () => {
-  dirs = await makeDirs();
-  server.requests.length = 0;
+const harness = useHarness(async (d) => {
   // Small retry delays keep the retry tests quick; the figures are config, not magic.
-  await writeConfig(dirs, { retry: { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 20 } });
+  await writeConfig(d, { retry: { maxRetries: 2, initialDelayMs: 1, maxDelayMs: 20 } });
 });
-afterEach(() => dirs.cleanup());
 
 const protocols = [
-  { name: 'anthropic', model: 'anthropic/test-model', env: () => anthropicEnv(server.anthropicBaseUrl) },
-  { name: 'openai', model: 'openai/test-model', env: () => openaiEnv(server.openaiBaseUrl) },
+  { name: 'anthropic', model: 'anthropic/test-model', env: () => anthropicEnv(harness.server.anthropicBaseUrl) },
+  { name: 'openai', model: 'openai/test-model', env: () => openaiEnv(harness.server.openaiBaseUrl) },
 ] as const;
 
 /** The text of every tool result the model received in a request, in order. */
@@ -51,22 +41,22 @@ function toolNamesOf(body: any): string[] {
 for (const p of protocols) {
   describe(`conch CLI over ${p.name}`, () => {
     const run = (args: string[], extra: { stdin?: string; env?: Record<string, string> } = {}) =>
-      runConch({ dirs, args: ['--model', p.model, ...args], env: { ...p.env(), ...extra.env }, stdin: extra.stdin });
+      runConch({ dirs: harness.dirs, args: ['--model', p.model, ...args], env: { ...p.env(), ...extra.env }, stdin: extra.stdin });
 
     test('a text-only answer streams to stdout and exits 0', async () => {
-      server.script([{ text: ['Hello', ', ', 'world.'] }]);
+      harness.server.script([{ text: ['Hello', ', ', 'world.'] }]);
       const r = await run(['say hello']);
       expect(r.stderr).not.toContain('at ');
       expect(r.code).toBe(0);
       expect(r.stdout).toBe('Hello, world.\n');
-      expect(server.requests).toHaveLength(1);
-      expect(toolNamesOf(server.requests[0]!.body)).toEqual(['bash', 'edit', 'read', 'write']);
-      expect(JSON.stringify(server.requests[0]!.body.messages)).toContain('say hello');
+      expect(harness.server.requests).toHaveLength(1);
+      expect(toolNamesOf(harness.server.requests[0]!.body)).toEqual(['bash', 'edit', 'read', 'write']);
+      expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('say hello');
     });
 
     test('multi-turn tool use: results go back in the same conversation, in order', async () => {
-      await writeFile(join(dirs.workspace, 'notes.txt'), 'alpha\nbeta\n');
-      server.script([
+      await writeFile(join(harness.dirs.workspace, 'notes.txt'), 'alpha\nbeta\n');
+      harness.server.script([
         { toolCalls: [
           { name: 'read', arguments: { path: 'notes.txt' } },
           { name: 'write', arguments: { path: 'out/summary.txt', content: 'two lines\n' } },
@@ -76,68 +66,68 @@ for (const p of protocols) {
       const r = await run(['summarise notes.txt']);
       expect(r.code).toBe(0);
       expect(r.stdout).toBe('Done.\n');
-      expect(readFileSync(join(dirs.workspace, 'out/summary.txt'), 'utf8')).toBe('two lines\n');
-      const results = toolResultsIn(server.requests[1]!.body);
+      expect(readFileSync(join(harness.dirs.workspace, 'out/summary.txt'), 'utf8')).toBe('two lines\n');
+      const results = toolResultsIn(harness.server.requests[1]!.body);
       expect(results).toHaveLength(2);
       expect(results[0]).toContain('alpha');
       expect(results[1]).not.toContain('error');
     });
 
     test('malformed JSON arguments go back to the model as a tool error and the run continues', async () => {
-      server.script([{ toolCalls: [{ name: 'read', arguments: '{"path": "notes' }] }, { text: 'recovered' }]);
+      harness.server.script([{ toolCalls: [{ name: 'read', arguments: '{"path": "notes' }] }, { text: 'recovered' }]);
       const r = await run(['read it']);
       expect(r.code).toBe(0);
-      expect(toolResultsIn(server.requests[1]!.body)[0]).toContain('not valid JSON');
+      expect(toolResultsIn(harness.server.requests[1]!.body)[0]).toContain('not valid JSON');
     });
 
     test('an unknown tool is reported to the model with the available tools', async () => {
-      server.script([{ toolCalls: [{ name: 'frobnicate', arguments: {} }] }, { text: 'ok' }]);
+      harness.server.script([{ toolCalls: [{ name: 'frobnicate', arguments: {} }] }, { text: 'ok' }]);
       const r = await run(['go']);
       expect(r.code).toBe(0);
-      const result = toolResultsIn(server.requests[1]!.body)[0]!;
+      const result = toolResultsIn(harness.server.requests[1]!.body)[0]!;
       expect(result).toContain("unknown tool 'frobnicate'");
       expect(result).toContain('read');
     });
 
     test('a schema violation names the field, unknown keys included', async () => {
-      server.script([{ toolCalls: [{ name: 'read', arguments: { path: 7, colour: 'red' } }] }, { text: 'ok' }]);
+      harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 7, colour: 'red' } }] }, { text: 'ok' }]);
       const r = await run(['go']);
       expect(r.code).toBe(0);
-      const result = toolResultsIn(server.requests[1]!.body)[0]!;
+      const result = toolResultsIn(harness.server.requests[1]!.body)[0]!;
       expect(result).toContain("unknown field 'colour'");
       expect(result).toContain("field 'path'");
     });
 
     test('429 with retry-after, then success', async () => {
-      server.script([{ error: { status: 429, message: 'slow down', retryAfter: '0' } }, { text: 'after retry' }]);
+      harness.server.script([{ error: { status: 429, message: 'slow down', retryAfter: '0' } }, { text: 'after retry' }]);
       const r = await run(['--json', 'go']);
       expect(r.code).toBe(0);
       expect(JSON.parse(r.stdout).output).toBe('after retry');
-      expect(server.requests).toHaveLength(2);
+      expect(harness.server.requests).toHaveLength(2);
     });
 
     test('500 forever ends as failed provider_unavailable with exit code 1', async () => {
-      server.script(() => ({ error: { status: 500, message: 'boom' } }));
+      harness.server.script(() => ({ error: { status: 500, message: 'boom' } }));
       const r = await run(['--json', 'go']);
       expect(r.code).toBe(1);
       const env = JSON.parse(r.stdout);
       expect(env.status).toBe('failed');
       expect(env.code).toBe('provider_unavailable');
-      expect(server.requests).toHaveLength(3); // first attempt + maxRetries 2
+      expect(harness.server.requests).toHaveLength(3); // first attempt + maxRetries 2
     });
 
     test('--max-turns 1 stops before a tool whose result no model call could read', async () => {
-      server.script([{ toolCalls: [{ name: 'write', arguments: { path: 'never.txt', content: 'x' } }] }]);
+      harness.server.script([{ toolCalls: [{ name: 'write', arguments: { path: 'never.txt', content: 'x' } }] }]);
       const r = await run(['--json', '--max-turns', '1', 'go']);
       expect(r.code).toBe(4);
       const env = JSON.parse(r.stdout);
       expect(env.status).toBe('limit_exceeded');
       expect(env.limit).toBe('model_calls');
-      expect(existsSync(join(dirs.workspace, 'never.txt'))).toBe(false);
+      expect(existsSync(join(harness.dirs.workspace, 'never.txt'))).toBe(false);
     });
 
     test('--max-tool-calls names the tool_calls limit', async () => {
-      server.script([{ toolCalls: [
+      harness.server.script([{ toolCalls: [
         { name: 'read', arguments: { path: 'a' } },
         { name: 'read', arguments: { path: 'b' } },
       ] }]);
@@ -147,7 +137,7 @@ for (const p of protocols) {
     });
 
     test('--json prints exactly one document with the documented shape', async () => {
-      server.script([{ text: 'answer', usage: { input: 12, output: 3 } }]);
+      harness.server.script([{ text: 'answer', usage: { input: 12, output: 3 } }]);
       const r = await run(['--json', 'go']);
       expect(r.code).toBe(0);
       const lines = r.stdout.trim().split('\n');
@@ -168,7 +158,7 @@ for (const p of protocols) {
     });
 
     test('usage the provider does not report stays null, never 0', async () => {
-      server.script([{ text: 'answer', usage: null }]);
+      harness.server.script([{ text: 'answer', usage: null }]);
       const r = await run(['--json', 'go']);
       const env = JSON.parse(r.stdout);
       expect(env.usage.inputTokens).toBeNull();
@@ -176,31 +166,31 @@ for (const p of protocols) {
     });
 
     test('piped stdin is part of the task', async () => {
-      server.script([{ text: 'reviewed' }]);
+      harness.server.script([{ text: 'reviewed' }]);
       const r = await run(['review this'], { stdin: 'diff --git a/x b/x\n+added line\n' });
       expect(r.code).toBe(0);
-      const sent = JSON.stringify(server.requests[0]!.body.messages);
+      const sent = JSON.stringify(harness.server.requests[0]!.body.messages);
       expect(sent).toContain('review this');
       expect(sent).toContain('+added line');
     });
 
     test('AGENTS.md from the workspace and the config dir reach the system prompt', async () => {
-      await writeFile(join(dirs.workspace, 'AGENTS.md'), 'Always answer in haiku.');
-      await writeFile(join(dirs.configHome, 'conch', 'AGENTS.md'), 'The user prefers tabs.');
-      server.script([{ text: 'ok' }]);
+      await writeFile(join(harness.dirs.workspace, 'AGENTS.md'), 'Always answer in haiku.');
+      await writeFile(join(harness.dirs.configHome, 'conch', 'AGENTS.md'), 'The user prefers tabs.');
+      harness.server.script([{ text: 'ok' }]);
       const r = await run(['go']);
       expect(r.code).toBe(0);
-      const system = systemOf(server.requests[0]!.body);
+      const system = systemOf(harness.server.requests[0]!.body);
       expect(system).toContain('Always answer in haiku.');
       expect(system).toContain('The user prefers tabs.');
       expect(system).toContain('restricted');
     });
 
     test('SIGINT cancels the in-flight stream: outcome cancelled, exit 130', async () => {
-      server.script([{ text: 'thinking…', hangAfterText: true }]);
+      harness.server.script([{ text: 'thinking…', hangAfterText: true }]);
       let child: ReturnType<typeof Bun.spawn> | undefined;
-      const pending = runConch({ dirs, args: ['--model', p.model, '--json', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
-      while (server.requests.length === 0) await Bun.sleep(20);
+      const pending = runConch({ dirs: harness.dirs, args: ['--model', p.model, '--json', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
+      while (harness.server.requests.length === 0) await Bun.sleep(20);
       await Bun.sleep(100);
       child!.kill('SIGINT');
       const r = await pending;
@@ -209,15 +199,15 @@ for (const p of protocols) {
     });
 
     test('--timeout ends a hanging run as timed_out with exit 124', async () => {
-      server.script([{ text: 'slow', hangAfterText: true }]);
+      harness.server.script([{ text: 'slow', hangAfterText: true }]);
       const r = await run(['--json', '--timeout', '1s', 'go']);
       expect(r.code).toBe(124);
       expect(JSON.parse(r.stdout).status).toBe('timed_out');
     });
 
     test('--trace writes JSONL events without content unless asked', async () => {
-      server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'secret-name.txt' } }] }, { text: 'private answer' }]);
-      const trace = join(dirs.home, 'trace.jsonl');
+      harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'secret-name.txt' } }] }, { text: 'private answer' }]);
+      const trace = join(harness.dirs.home, 'trace.jsonl');
       const r = await run(['--trace', trace, 'go']);
       expect(r.code).toBe(0);
       const text = readFileSync(trace, 'utf8');
@@ -227,8 +217,8 @@ for (const p of protocols) {
       expect(types).toContain('tool.started');
       expect(text).not.toContain('secret-name.txt');
       expect(text).not.toContain('private answer');
-      const withContent = join(dirs.home, 'trace2.jsonl');
-      server.script([{ text: 'private answer' }]);
+      const withContent = join(harness.dirs.home, 'trace2.jsonl');
+      harness.server.script([{ text: 'private answer' }]);
       await run(['--trace', withContent, '--trace-content', 'go']);
       expect(readFileSync(withContent, 'utf8')).toContain('private answer');
     });
@@ -237,7 +227,7 @@ for (const p of protocols) {
 
 describe('setup errors', () => {
   test('no model configured: a one-paragraph message naming the ways to configure one, exit 2', async () => {
-    const r = await runConch({ dirs, args: ['do something'], env: {} });
+    const r = await runConch({ dirs: harness.dirs, args: ['do something'], env: {} });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('ANTHROPIC_API_KEY');
     expect(r.stderr).toContain('--base-url');
@@ -246,8 +236,8 @@ describe('setup errors', () => {
   });
 
   test('a bad config names the file and the key, exit 2, no stack trace', async () => {
-    await writeConfig(dirs, { limits: { model_calls: 'lots' } });
-    const r = await runConch({ dirs, args: ['go'], env: anthropicEnv(server.anthropicBaseUrl) });
+    await writeConfig(harness.dirs, { limits: { model_calls: 'lots' } });
+    const r = await runConch({ dirs: harness.dirs, args: ['go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('config.json');
     expect(r.stderr).toContain('model_calls');
@@ -255,7 +245,7 @@ describe('setup errors', () => {
   });
 
   test('--json setup errors are still one JSON document', async () => {
-    const r = await runConch({ dirs, args: ['--json', 'go'], env: {} });
+    const r = await runConch({ dirs: harness.dirs, args: ['--json', 'go'], env: {} });
     expect(r.code).toBe(2);
     const env = JSON.parse(r.stdout);
     expect(env.status).toBe('failed');
@@ -263,10 +253,10 @@ describe('setup errors', () => {
   });
 
   test('--version and --help answer without a model', async () => {
-    const v = await runConch({ dirs, args: ['--version'], env: {} });
+    const v = await runConch({ dirs: harness.dirs, args: ['--version'], env: {} });
     expect(v.code).toBe(0);
     expect(v.stdout).toContain('0.1.0');
-    const h = await runConch({ dirs, args: ['--help'], env: {} });
+    const h = await runConch({ dirs: harness.dirs, args: ['--help'], env: {} });
     expect(h.code).toBe(0);
     expect(h.stdout).toContain('Usage');
   });

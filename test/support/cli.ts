@@ -1,7 +1,9 @@
 // Run the real conch CLI as a child process, the way a user does, with an isolated config dir.
+import { afterAll, afterEach, beforeAll, beforeEach } from 'bun:test';
 import { mkdtemp, mkdir, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { startModelServer, type ModelServer } from './model-server.ts';
 
 export const REPO = resolve(import.meta.dir, '../..');
 export const CONCH = join(REPO, "bin/conch");
@@ -78,4 +80,31 @@ export function anthropicEnv(baseUrl: string): Record<string, string> {
 /** Environment that points the OpenAI provider at the local model server. */
 export function openaiEnv(baseUrl: string): Record<string, string> {
   return { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: baseUrl };
+}
+
+/**
+ * The usual integration-test frame: one model server per file, fresh temp dirs per test (with an
+ * optional setup), everything removed afterwards. Read `server` and `dirs` inside tests and hooks.
+ */
+export function useHarness(setup?: (dirs: Sandbox) => Promise<void>): { readonly server: ModelServer; readonly dirs: Sandbox } {
+  let server: ModelServer | undefined;
+  let dirs: Sandbox | undefined;
+  beforeAll(async () => {
+    server = await startModelServer();
+  });
+  afterAll(() => server?.close());
+  beforeEach(async () => {
+    dirs = await makeDirs();
+    server!.requests.length = 0;
+    await setup?.(dirs);
+  });
+  afterEach(() => dirs?.cleanup());
+  return {
+    get server() {
+      return server!;
+    },
+    get dirs() {
+      return dirs!;
+    },
+  };
 }
