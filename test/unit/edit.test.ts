@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { createHash } from 'node:crypto';
 import { chmod, mkdtemp, readdir, readFile, realpath, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/tools/define.ts';
 import { Catalog } from '../../src/tools/catalog.ts';
 import { createEditTool } from '../../src/tools/edit.ts';
 import { createWriteTool } from '../../src/tools/write.ts';
@@ -11,6 +10,7 @@ import { EDIT_MAX_BYTES } from '../../src/tools/file-commit.ts';
 import type { FileToolDeps } from '../../src/tools/file-deps.ts';
 import { createReadTool } from '../../src/tools/read.ts';
 import { TEMP_MARKER } from '../../src/workspace/atomic.ts';
+import { fileTools, sha } from '../support/file-tools.ts';
 import { Workspace } from '../../src/workspace/paths.ts';
 import { RevisionTracker } from '../../src/workspace/revision.ts';
 
@@ -23,28 +23,9 @@ afterAll(async () => {
   await rm(base, { recursive: true, force: true });
 });
 
-const sha = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
-
-type Result = ToolResult & { text: string };
-
 async function setup(over: Partial<FileToolDeps> = {}) {
   const root = await mkdtemp(join(base, 'ws-'));
-  const workspace = await Workspace.open({ root, unrestricted: false });
-  const deps: FileToolDeps = { workspace, revisions: new RevisionTracker(), ...over };
-  const ctx: ToolContext = {
-    cwd: root,
-    signal: new AbortController().signal,
-    workspace,
-    exec: () => Promise.reject(new Error('no exec here')),
-    update: () => {},
-    callId: 't',
-  };
-  const run = async (tool: Tool, args: Record<string, unknown>): Promise<Result> => {
-    const result = (await tool.execute(args as never, ctx)) as ToolResult;
-    return { ...result, text: result.content.map((c) => (c.type === 'text' ? c.text : '')).join('\n') };
-  };
-  const read = createReadTool(deps);
-  const edit = createEditTool(deps);
+  const { run, read, edit } = await fileTools(root, over);
   const at = (rel: string) => join(root, rel);
   return {
     root,

@@ -3,9 +3,10 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, open, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/tools/define.ts';
 import type { FileToolDeps } from '../../src/tools/file-deps.ts';
 import { createReadTool } from '../../src/tools/read.ts';
+import { fileTools, sha } from '../support/file-tools.ts';
 import { Workspace, type WorkspaceOptions } from '../../src/workspace/paths.ts';
 import { RevisionTracker } from '../../src/workspace/revision.ts';
 
@@ -18,27 +19,9 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-const sha = (data: string | Uint8Array) => createHash('sha256').update(data).digest('hex');
-
 async function setup(over: Partial<FileToolDeps> = {}, wsOptions: Partial<WorkspaceOptions> = {}) {
-  const workspace = await Workspace.open({ root, unrestricted: false, ...wsOptions });
-  const deps: FileToolDeps = { workspace, revisions: new RevisionTracker(), ...over };
-  const tool = createReadTool(deps);
-  return { deps, read: (args: Record<string, unknown>) => run(tool, workspace, args) };
-}
-
-async function run(tool: Tool, workspace: Workspace, args: Record<string, unknown>): Promise<ToolResult & { text: string }> {
-  const ctx: ToolContext = {
-    cwd: workspace.root,
-    signal: new AbortController().signal,
-    workspace,
-    exec: () => Promise.reject(new Error('no exec in file tool tests')),
-    update: () => {},
-    callId: 'test',
-  };
-  const result = (await tool.execute(args as never, ctx)) as ToolResult;
-  const text = result.content.map((c) => (c.type === 'text' ? c.text : `<image ${c.mediaType}>`)).join('\n');
-  return { ...result, text };
+  const { deps, run, read } = await fileTools(root, over, wsOptions);
+  return { deps, read: (args: Record<string, unknown>) => run(read, args) };
 }
 
 async function file(name: string, content: string | Uint8Array): Promise<string> {
