@@ -20,6 +20,7 @@ function globalOptions(command: ReturnType<ReturnType<typeof cac>['command']>) {
     .option('--max-turns <n>', 'Limit on model calls (0 = unlimited)')
     .option('--max-tool-calls <n>', 'Limit on tool calls (0 = unlimited)')
     .option('--timeout <duration>', 'Run deadline: seconds, or 30s / 5m / 1h (default 1h)')
+    .option('--limit <NAME=VALUE>', 'Set any limit, e.g. tool_result_bytes=1048576 (repeatable; see README)')
     .option('--unrestricted', 'Disable the workspace checks and the process sandbox, on purpose')
     .option('--no-network', 'Shell commands get no network (loopback only)')
     .option('--no-shell', 'No bash tool; plugins cannot run commands')
@@ -104,6 +105,7 @@ function toFlags(o: Record<string, unknown>): CliFlags {
     projectTools: o.projectTools ? true : undefined,
     policy: o.policy as string | undefined,
     stopOnDeny: o.stopOnDeny ? true : undefined,
+    limit: list(o.limit),
     allowWrite: list(o.allowWrite),
     profile: o.profile as string | undefined,
     env: list(o.env),

@@ -147,6 +147,7 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
   }
   const modelCalls = count('--max-turns', flags.maxTurns);
   const toolCalls = count('--max-tool-calls', flags.maxToolCalls);
+  const limitFlags = limitOverrides(flags.limit);
 
   const limits: Limits = { ...DEFAULT_LIMITS };
   let retry: RetryPolicy = { ...DEFAULT_RETRY };
@@ -174,6 +175,7 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
   if (deadline !== undefined) limits.deadline_ms = deadline;
   if (modelCalls !== undefined) limits.model_calls = modelCalls;
   if (toolCalls !== undefined) limits.tool_calls = toolCalls;
+  Object.assign(limits, limitFlags);
   for (const name of flags.plugin ?? []) firstParty.add(name);
   dirs.push(...(flags.toolsDir ?? []).map((d) => resolve(cwd, d)));
   if (flags.stopOnDeny !== undefined) stopOnDeny = flags.stopOnDeny;
@@ -204,4 +206,22 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
 
 function set(v: string | undefined): boolean {
   return v !== undefined && v !== '';
+}
+
+/** --limit NAME=VALUE: every limit has a flag, not only the common three. */
+function limitOverrides(values: string[] | undefined): Partial<Limits> {
+  const out: Partial<Limits> = {};
+  for (const raw of values ?? []) {
+    const eq = raw.indexOf('=');
+    const name = raw.slice(0, eq) as keyof Limits;
+    const value = Number(raw.slice(eq + 1));
+    if (eq < 1 || !(name in DEFAULT_LIMITS)) {
+      throw new ConfigError(`--limit ${raw}: expected NAME=VALUE with NAME one of ${Object.keys(DEFAULT_LIMITS).join(', ')}.`, undefined, '--limit');
+    }
+    if (!Number.isInteger(value) || value < 0) {
+      throw new ConfigError(`--limit ${raw}: the value must be a whole number (bytes, milliseconds or a count).`, undefined, '--limit');
+    }
+    out[name] = value;
+  }
+  return out;
 }

@@ -27,6 +27,7 @@ export interface CliFlags {
   env?: string[]; // --env NAME=VALUE (CONCH_TASK_* only)
   allowWrite?: string[]; // --allow-write DIR (extra writable root)
   profile?: string; // sandbox profile
+  limit?: string[]; // --limit NAME=VALUE (repeatable), any limit in src/agent/limits.ts
   stopOnDeny?: boolean; // --stop-on-deny: a policy denial ends the run as policy_denied
 }
 

@@ -136,6 +136,14 @@ for (const p of protocols) {
       expect(JSON.parse(r.stdout).limit).toBe('tool_calls');
     });
 
+    test('--limit sets any limit: a tiny context budget ends limit_exceeded context_bytes', async () => {
+      harness.server.script([{ text: 'never asked' }]);
+      const r = await run(['--json', '--limit', 'context_bytes=100', 'go']);
+      expect(r.code).toBe(4);
+      expect(JSON.parse(r.stdout).limit).toBe('context_bytes');
+      expect(harness.server.requests).toHaveLength(0);
+    });
+
     test('--json prints exactly one document with the documented shape', async () => {
       harness.server.script([{ text: 'answer', usage: { input: 12, output: 3 } }]);
       const r = await run(['--json', 'go']);

@@ -398,3 +398,19 @@ describe('command rules across layers', () => {
     expect((await refused()).message).toContain('"shell.commands.deny[0].executable" must be an absolute path or a bare program name');
   });
 });
+
+describe('--limit NAME=VALUE', () => {
+  test('sets any limit by name, after the config files', async () => {
+    const config = await load({ limit: ['tool_result_bytes=2048', 'context_bytes=4096'] });
+    expect(config.limits.tool_result_bytes).toBe(2048);
+    expect(config.limits.context_bytes).toBe(4096);
+  });
+
+  test('an unknown name or a bad value names the flag and the valid names', async () => {
+    const unknown = await refused({ limit: ['tool_bytes=1'] });
+    expect(unknown.message).toContain('--limit tool_bytes=1');
+    expect(unknown.message).toContain('tool_result_bytes');
+    const bad = await refused({ limit: ['deadline_ms=soon'] });
+    expect(bad.message).toContain('whole number');
+  });
+});
