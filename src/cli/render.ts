@@ -78,7 +78,7 @@ export function humanSink(streams: Streams, options: { color: boolean; interacti
           break;
         case 'tool.finished':
           stopSpinner();
-          if (options.interactive && event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(firstLine(event.output))}\n`);
+          if (options.interactive && event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(firstLine(event.output).slice(0, 160))}\n`);
           break;
         case 'model.finished':
           stopSpinner();

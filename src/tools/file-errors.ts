@@ -52,7 +52,8 @@ export async function notFoundMessage(abs: string, ws: Workspace, what = 'File')
     missing = dir;
     dir = parent;
   }
-  let text = `${what} not found: ${ws.display(abs)}. The nearest existing directory is ${ws.display(dir)}`;
+  const near = ws.display(dir) === '.' ? 'the workspace root (.)' : ws.display(dir);
+  let text = `${what} not found: ${ws.display(abs)}. The nearest existing directory is ${near}`;
   const names = await readdir(dir).catch(() => [] as string[]);
   const similar = similarNames(basename(missing), names);
   if (similar.length > 0) {
