@@ -6,6 +6,7 @@ import { teeSinks, type EventSink } from '../agent/events.ts';
 import { runTask } from '../agent/loop.ts';
 import { openSession, SetupError, type Session } from '../agent/session.ts';
 import { humanSink } from './render.ts';
+import { killAllNow } from '../process/spawn.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { traceSink } from './trace.ts';
 import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure, terminalApprover } from './setup.ts';
@@ -78,7 +79,10 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     if (interrupts === 1) {
       controller.abort(new Error('cancelled'));
       if (!out.json) process.stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
-    } else process.exit(EXIT_CODES.cancelled);
+    } else {
+      killAllNow();
+      process.exit(EXIT_CODES.cancelled);
+    }
   };
   process.on('SIGINT', onSigint);
   process.on('SIGTERM', onSigint);

@@ -79,6 +79,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
     return notStarted(`could not start ${options.argv[0]} in ${options.cwd}: ${(error as Error).message}`);
   }
   const pgid = proc.pid;
+  liveGroups.add(pgid);
   const pipe = stdoutPipeOf(pgid);
   const sink = new BoundedOutput(options.maxShownBytes, options.logDir, options.onOutput);
   const reader = proc.stdout.getReader();
@@ -121,6 +122,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   const problems: string[] = [];
   const groupFailure = await (state.killing ?? killGroup(pgid, graceMs));
   if (groupFailure) problems.push(groupFailure);
+  liveGroups.delete(pgid);
   const escape = await drain(reading, reader, pipe);
   if (escape) problems.push(escape);
 
@@ -209,4 +211,22 @@ export function cleanEnv(
     env[name] = value;
   }
   return env;
+}
+
+/** Process groups started here and not yet torn down. */
+const liveGroups = new Set<number>();
+
+/**
+ * For an immediate exit (a second Ctrl-C): SIGKILL every group still running, without the grace
+ * period, so nothing conch started outlives it.
+ */
+export function killAllNow(): void {
+  for (const pgid of liveGroups) {
+    try {
+      process.kill(-pgid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  liveGroups.clear();
 }

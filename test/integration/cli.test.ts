@@ -206,6 +206,43 @@ for (const p of protocols) {
       expect(JSON.parse(r.stdout).status).toBe('cancelled');
     });
 
+    test('SIGINT during a sandboxed command kills it: cancelled, and no process is left behind', async () => {
+      const marker = `${31 + Math.floor(Math.random() * 1000) / 1000}`;
+      harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `sleep ${marker}` } }] }, { text: 'unreachable' }]);
+      let child: ReturnType<typeof Bun.spawn> | undefined;
+      const pending = runConch({ dirs: harness.dirs, args: ['--model', p.model, '--json', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
+      const running = async () => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
+      for (let i = 0; i < 200 && !(await running()); i++) await Bun.sleep(25);
+      expect(await running()).toBe(true);
+      child!.kill('SIGINT');
+      const r = await pending;
+      expect(r.code).toBe(130);
+      expect(JSON.parse(r.stdout).status).toBe('cancelled');
+      expect(await running()).toBe(false);
+      expect(harness.server.requests).toHaveLength(1);
+    });
+
+    test('a second SIGINT exits at once, without waiting for a stubborn command', async () => {
+      // The command ignores TERM, so the first SIGINT's cleanup must wait for the KILL grace; the
+      // second one exits before that, so no envelope is printed. Unsandboxed on purpose: inside
+      // bubblewrap, killing bwrap ends its whole PID namespace at once and nothing can be stubborn.
+      const marker = `${0.1 + Math.floor(Math.random() * 1000) / 100000}`;
+      harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `trap "" TERM INT; while :; do sleep ${marker}; done` } }] }]);
+      let child: ReturnType<typeof Bun.spawn> | undefined;
+      const pending = runConch({ dirs: harness.dirs, args: ['--model', p.model, '--json', '--unrestricted', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
+      while (harness.server.requests.length === 0) await Bun.sleep(20);
+      await Bun.sleep(300);
+      child!.kill('SIGINT');
+      await Bun.sleep(50);
+      child!.kill('SIGINT');
+      const r = await pending;
+      expect(r.code).toBe(130);
+      expect(r.stdout).toBe('');
+      // Exiting at once still takes the command's process group with it.
+      await Bun.sleep(300);
+      expect((await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode).not.toBe(0);
+    });
+
     test('--timeout ends a hanging run as timed_out with exit 124', async () => {
       harness.server.script([{ text: 'slow', hangAfterText: true }]);
       const r = await run(['--json', '--timeout', '1s', 'go']);
