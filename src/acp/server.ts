@@ -78,8 +78,19 @@ export function anchorFlags(flags: CliFlags, base: string): CliFlags {
 export async function serveAcp(given: CliFlags): Promise<void> {
   const flags = anchorFlags(given, process.cwd());
   const output = claimStdout();
-  const input = Bun.stdin.stream() as ReadableStream<Uint8Array>;
+  const inflight = { count: 0, idle: Promise.resolve() as Promise<void>, wake: () => {} };
+  const input = drainBeforeEnd(Bun.stdin.stream() as ReadableStream<Uint8Array>, inflight);
   const sessions = new Map<string, AcpSession>();
+  /** Count a request while it runs, so that stdin closing does not drop its answer. */
+  const tracked = <A extends unknown[], R>(handler: (...args: A) => R | Promise<R>) => async (...args: A): Promise<R> => {
+    if (inflight.count++ === 0) inflight.idle = new Promise((resolve) => (inflight.wake = resolve));
+    try {
+      return await handler(...args);
+    } finally {
+      // Let the SDK write the response before the stream may end.
+      setTimeout(() => --inflight.count === 0 && inflight.wake(), 0);
+    }
+  };
 
   const find = (sessionId: string): AcpSession => {
     const session = sessions.get(sessionId);
@@ -90,24 +101,24 @@ export async function serveAcp(given: CliFlags): Promise<void> {
   };
 
   const app = agent({ name: 'conch' })
-    .onRequest('initialize', () => initializeResponse())
+    .onRequest('initialize', tracked(() => initializeResponse()))
     .onRequest('authenticate', () => {
       throw RequestError.invalidRequest(undefined, 'conch needs no authentication over ACP: it uses the API keys from its own config and environment');
     })
-    .onRequest('session/new', async ({ params, client }) => {
+    .onRequest('session/new', tracked(async ({ params, client }) => {
       await checkCwd(params.cwd);
       if (params.mcpServers.length > 0) log(`ignoring ${params.mcpServers.length} MCP server(s): conch does not connect to MCP servers`);
       const session = await AcpSession.open(params.cwd, flags, client, log);
       sessions.set(session.id, session);
       return { sessionId: session.id };
-    })
-    .onRequest('session/prompt', ({ params, signal }) => find(params.sessionId).prompt(params.prompt, signal))
-    .onRequest('session/close', async ({ params }) => {
+    }))
+    .onRequest('session/prompt', tracked(({ params, signal }) => find(params.sessionId).prompt(params.prompt, signal)))
+    .onRequest('session/close', tracked(async ({ params }) => {
       const session = find(params.sessionId);
       sessions.delete(params.sessionId);
       await session.dispose();
       return {};
-    })
+    }))
     .onNotification('session/cancel', ({ params }) => {
       const session = sessions.get(params.sessionId);
       if (session) session.cancel();
@@ -127,4 +138,23 @@ export async function serveAcp(given: CliFlags): Promise<void> {
     await Promise.all([...sessions.values()].map((s) => s.dispose().catch((e) => log(`closing a session failed: ${(e as Error).message}`))));
     sessions.clear();
   }
+}
+
+/**
+ * stdin, except that its end waits until no request is running: a client that writes its requests
+ * and closes its side (`printf … | conch acp`) still gets every answer.
+ */
+function drainBeforeEnd(source: ReadableStream<Uint8Array>, inflight: { count: number; idle: Promise<void> }): ReadableStream<Uint8Array> {
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const { done, value } = await reader.read();
+      if (!done) return controller.enqueue(value);
+      // Requests read in this last chunk start on a later tick; give them that tick before counting.
+      await new Promise((resolve) => setTimeout(resolve, 0));
+      while (inflight.count > 0) await inflight.idle;
+      controller.close();
+    },
+    cancel: (reason) => reader.cancel(reason),
+  });
 }

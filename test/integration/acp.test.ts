@@ -305,6 +305,21 @@ describe('conch acp with bad input', () => {
       await raw.close();
     }
   });
+
+  test('requests written just before stdin closes are still answered (printf … | conch acp)', async () => {
+    server.script([{ text: ['answered anyway'], delayMs: 200 }]);
+    const raw = startRaw(dirs, ['--model', 'anthropic/test-model'], anthropicEnv(server.anthropicBaseUrl));
+    const rpc = (id: number, method: string, params: unknown) => raw.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    rpc(1, 'initialize', { protocolVersion: 1, clientCapabilities: {} });
+    await raw.response(1);
+    rpc(2, 'session/new', { cwd: dirs.workspace, mcpServers: [] });
+    const { sessionId } = (await raw.response(2)).result;
+    rpc(3, 'session/prompt', { sessionId, prompt: [{ type: 'text', text: 'hello' }] });
+    const exit = raw.close();
+    expect((await raw.response(3)).result.stopReason).toBe('end_turn');
+    expect(await exit).toBe(0);
+    expect(raw.lines.some((l) => l.includes('answered anyway'))).toBe(true);
+  });
 });
 
 function alive(pid: number): boolean {
