@@ -1,6 +1,6 @@
 // Assemble what one run needs from a resolved Config: workspace, executor, kernel + plugin tools,
 // the narrowed catalog, the system prompt and the provider. The CLI and ACP both start here.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Config } from '../config/types.ts';
@@ -62,7 +62,10 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   });
   // --unrestricted lifts the sandbox, but a policy that denies paths must still hold for the shell.
   const policyPinsSandbox = config.unrestricted && (config.policy.denied?.length ?? 0) > 0;
-  const tmpDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  // One private run dir: tmp/ is the sandbox's /tmp, logs/ stays out of the sandbox's reach.
+  const runDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  const tmpDir = join(runDir, 'tmp');
+  await mkdir(tmpDir, { mode: 0o700 });
   const revisions = new RevisionTracker();
   const sandbox = config.tools.readOnly ? { ...config.sandbox, profile: 'read-only' as const } : config.sandbox;
   const executor = createExecutor({
@@ -74,6 +77,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     shellEnabled: config.tools.shell,
     guard: options.guard,
     tmpDir,
+    logDir: join(runDir, 'logs'),
   });
 
   const catalog = new Catalog();
@@ -145,7 +149,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
         const dispose = (tool as { dispose?: () => unknown }).dispose;
         if (typeof dispose === 'function') await Promise.resolve(dispose.call(tool)).catch(() => {});
       }
-      await rm(tmpDir, { recursive: true, force: true });
+      await rm(runDir, { recursive: true, force: true });
     },
   };
 }

@@ -28,8 +28,14 @@ export interface ExecutorSettings {
   shellEnabled: boolean;
   /** Command rules, checked before anything runs (policy issue). */
   guard?: (command: string, cwd: string) => Promise<CommandDecision>;
-  /** Private per-run temp dir (logs go to logDir inside it). */
+  /** Private per-run temp dir; the sandbox's writable /tmp. */
   tmpDir: string;
+  /**
+   * Where full output logs go. conch writes them from outside the sandbox, so this must not be
+   * reachable from inside it (a command could swap it for a symlink and aim conch's write anywhere).
+   * Default: `<tmpDir>-logs`, a sibling the sandbox never mounts.
+   */
+  logDir?: string;
   /** Builds the sandboxed command; prepareSandboxed unless a host or test substitutes its own. */
   prepare?: (request: SandboxRequest) => Promise<PreparedCommand>;
 }
@@ -39,7 +45,7 @@ export type Executor = (command: string, options: ExecOptions & { signal: AbortS
 export function createExecutor(settings: ExecutorSettings): Executor {
   // Built once: the environment does not change during a run.
   const env = cleanEnv(process.env, settings.env, { tmpDir: settings.tmpDir });
-  const logDir = join(settings.tmpDir, 'logs');
+  const logDir = settings.logDir ?? `${settings.tmpDir}-logs`;
   const prepare = settings.prepare ?? prepareSandboxed;
 
   return async (command, options) => {

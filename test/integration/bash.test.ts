@@ -113,11 +113,11 @@ describe('bash tool results', () => {
     expect(processAlive(Number(text(r).split('\n')[0]))).toBe(false);
   });
 
-  test('truncated output names the full log, which lives in the run temp dir', async () => {
+  test('truncated output names the full log, which lives beside the run temp dir, out of the sandbox', async () => {
     const { bash } = await setup({ limits: { shell_output_bytes: 1000 } });
     const r = await bash({ command: 'seq 1 10000' });
     const logPath = r.details!.logPath as string;
-    expect(logPath.startsWith(join(tmpDir, 'logs'))).toBe(true);
+    expect(logPath.startsWith(`${tmpDir}-logs/`)).toBe(true);
     expect(text(r)).toContain(`output truncated: 48894 bytes total, full output in ${logPath}`);
     expect(await Bun.file(logPath).text()).toBe(Array.from({ length: 10000 }, (_, i) => `${i + 1}\n`).join(''));
   });
