@@ -8,7 +8,8 @@
 // provider you or conch define (its base URL would receive your key), may only name model servers
 // on this machine (the model server decides which tools run), and may not add plugin folders. Flags and the environment are yours and override everything but policy.
 import { homedir } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DEFAULT_LIMITS, type Limits } from '../agent/limits.ts';
 import type { RetryPolicy } from '../providers/types.ts';
 import type { SandboxProfileName } from '../sandbox/index.ts';
@@ -187,6 +188,11 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
 
   const layers = [...files.map(fileLayer), ...(policyLayer ? [policyLayer] : []), flagsLayer];
   const policy = mergePolicy(layers, cwd);
+  // conch's own config and plugin cache hold code conch runs unsandboxed at the next start: when the
+  // workspace contains them (conch run from $HOME), nothing in the run may write them.
+  const own = ownDirGlobs(cwd, [configDir, join(cacheHome(env, home), 'conch')]);
+  policy.workspace.protectedGlobs.push(...own);
+  policy.sandbox.protectedGlobs.push(...own);
   return {
     files: [...files.map((f) => f.file), ...(flags.policy ? [resolve(cwd, flags.policy)] : [])],
     configDir,
@@ -224,4 +230,27 @@ function limitOverrides(values: string[] | undefined): Partial<Limits> {
     out[name] = value;
   }
   return out;
+}
+
+function cacheHome(env: Env, home: string): string {
+  return env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(home, '.cache');
+}
+
+/** Workspace-relative protected globs for the given directories that lie inside the workspace. */
+function ownDirGlobs(cwd: string, dirs: string[]): string[] {
+  const canonical = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return resolve(p);
+    }
+  };
+  const root = canonical(cwd);
+  const globs: string[] = [];
+  for (const dir of dirs) {
+    const rel = relative(root, canonical(dir));
+    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) continue;
+    globs.push(rel, `${rel}/**`);
+  }
+  return globs;
 }

@@ -414,3 +414,19 @@ describe('--limit NAME=VALUE', () => {
     expect(bad.message).toContain('whole number');
   });
 });
+
+describe("conch's own directories inside the workspace", () => {
+  test('run from $HOME: the config dir and the plugin cache are protected for the file tools and the sandbox', async () => {
+    const config = await loadConfig({ cwd: project, env: { HOME: project }, flags: {} });
+    for (const globs of [config.workspace.protectedGlobs, config.sandbox.protectedGlobs]) {
+      expect(globs).toContain('.config/conch');
+      expect(globs).toContain('.config/conch/**');
+      expect(globs).toContain('.cache/conch/**');
+    }
+  });
+
+  test('a config dir elsewhere adds nothing', async () => {
+    const config = await load();
+    expect(config.workspace.protectedGlobs.some((g) => g.includes('conch'))).toBe(false);
+  });
+});
