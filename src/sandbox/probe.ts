@@ -98,7 +98,7 @@ async function probeLinux(PATH: string): Promise<ProbeResult> {
         backend: 'bwrap',
         detail:
           `bubblewrap at ${bwrap} works: user namespace with all capabilities dropped, fresh pid/ipc/uts namespaces, ` +
-          `seccomp filter (no AF_UNIX sockets, ptrace, io_uring, TIOCSTI, setuid bits)` +
+          `seccomp filter (no AF_UNIX sockets other than stream socketpairs, ptrace, io_uring, TIOCSTI, setuid bits)` +
           (disableUserns ? ', nested user namespaces disabled.' : '.'),
       },
       bwrap,

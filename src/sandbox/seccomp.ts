@@ -4,8 +4,12 @@
 //
 // What it refuses, and why:
 // - socket(AF_UNIX): a host socket reachable through the read-only root (docker.sock, an SSH agent,
-//   a desktop bus) is a way out of any filesystem sandbox. socketpair(AF_UNIX) stays allowed: it only
-//   connects a process to itself and many programs use it for internal plumbing.
+//   a desktop bus) is a way out of any filesystem sandbox.
+// - socketpair(AF_UNIX) other than SOCK_STREAM and SOCK_SEQPACKET: a datagram pair (SOCK_DGRAM, and
+//   SOCK_RAW, which the kernel turns into a datagram socket) can connect() or sendto() any socket
+//   path it can see (/dev/log, journald, sd_notify), network namespace or not. A connected stream or
+//   seqpacket pair cannot be re-targeted (connect: EISCONN, a sendto address is ignored, even after
+//   the peer closed), and shells and many programs use those for internal plumbing, so they stay.
 // - ptrace, process_vm_readv/writev: no inspecting or steering other processes.
 // - keyctl, add_key, request_key: kernel keyrings belong to the uid, not to a namespace, so a command
 //   would share the user's (or root's) keyring with everything else they run.
@@ -25,6 +29,7 @@ const X32_SYSCALL_BIT = 0x40000000;
 
 interface SyscallTable {
   socket: number;
+  socketpair: number;
   ioctl: number;
   ptrace: number;
   process_vm_readv: number;
@@ -53,14 +58,14 @@ interface SyscallTable {
 
 const SYSCALLS: Record<SeccompArch, SyscallTable> = {
   x86_64: {
-    socket: 41, ioctl: 16, ptrace: 101, process_vm_readv: 310, process_vm_writev: 311,
+    socket: 41, socketpair: 53, ioctl: 16, ptrace: 101, process_vm_readv: 310, process_vm_writev: 311,
     io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, keyctl: 250, add_key: 248,
     request_key: 249, unshare: 272, clone: 56,
     clone3: 435, openat2: 437, openat: 257, mknodat: 259, fchmod: 91, fchmodat: 268, fchmodat2: 452,
     open: 2, creat: 85, mknod: 133, chmod: 90,
   },
   aarch64: {
-    socket: 198, ioctl: 29, ptrace: 117, process_vm_readv: 270, process_vm_writev: 271,
+    socket: 198, socketpair: 199, ioctl: 29, ptrace: 117, process_vm_readv: 270, process_vm_writev: 271,
     io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427, keyctl: 219, add_key: 217,
     request_key: 218, unshare: 97, clone: 220,
     clone3: 435, openat2: 437, openat: 56, mknodat: 33, fchmod: 52, fchmodat: 53, fchmodat2: 452,
@@ -68,6 +73,10 @@ const SYSCALLS: Record<SeccompArch, SyscallTable> = {
 };
 
 const AF_UNIX = 1;
+/** socket type without SOCK_NONBLOCK / SOCK_CLOEXEC (include/linux/net.h SOCK_TYPE_MASK). */
+const SOCK_TYPE_MASK = 0xf;
+const SOCK_STREAM = 1;
+const SOCK_SEQPACKET = 5;
 const TIOCSTI = 0x5412;
 const TIOCLINUX = 0x541c;
 const CLONE_NEWUSER = 0x10000000;
@@ -89,6 +98,7 @@ export const BPF = {
   JEQ_K: 0x15,
   JGE_K: 0x35,
   JSET_K: 0x45,
+  AND_K: 0x54,
   RET_K: 0x06,
 } as const;
 
@@ -108,6 +118,7 @@ type Target = string | 'next';
 type Item =
   | { op: 'label'; name: string }
   | { op: 'ld'; offset: number }
+  | { op: 'and'; k: number }
   | { op: 'jump'; code: number; k: number; yes: Target; no: Target }
   | { op: 'ret'; value: number };
 
@@ -116,6 +127,7 @@ class Program {
   private items: Item[] = [];
   label(name: string) { this.items.push({ op: 'label', name }); }
   ld(offset: number) { this.items.push({ op: 'ld', offset }); }
+  and(k: number) { this.items.push({ op: 'and', k }); }
   jeq(k: number, yes: Target, no: Target = 'next') { this.items.push({ op: 'jump', code: BPF.JEQ_K, k, yes, no }); }
   jge(k: number, yes: Target, no: Target = 'next') { this.items.push({ op: 'jump', code: BPF.JGE_K, k, yes, no }); }
   jset(k: number, yes: Target, no: Target = 'next') { this.items.push({ op: 'jump', code: BPF.JSET_K, k, yes, no }); }
@@ -141,6 +153,7 @@ class Program {
         return delta;
       };
       if (item.op === 'ld') out.push({ code: BPF.LD_W_ABS, jt: 0, jf: 0, k: item.offset });
+      else if (item.op === 'and') out.push({ code: BPF.AND_K, jt: 0, jf: 0, k: item.k });
       else if (item.op === 'ret') out.push({ code: BPF.RET_K, jt: 0, jf: 0, k: item.value });
       else out.push({ code: item.code, jt: offset(item.yes), jf: offset(item.no), k: item.k });
     }
@@ -170,6 +183,7 @@ export function buildFilter(arch: SeccompArch): Instruction[] {
   p.jeq(nr.clone3, 'nosys');
   p.jeq(nr.openat2, 'nosys');
   p.jeq(nr.socket, 'socket');
+  p.jeq(nr.socketpair, 'socketpair');
   p.jeq(nr.ioctl, 'ioctl');
   p.jeq(nr.unshare, 'newuser');
   p.jeq(nr.clone, 'newuser');
@@ -188,6 +202,15 @@ export function buildFilter(arch: SeccompArch): Instruction[] {
   p.ld(argLow(0));
   p.jeq(AF_UNIX, 'deny');
   p.ret(SECCOMP_RET.ALLOW);
+
+  p.label('socketpair');
+  p.ld(argLow(0));
+  p.jeq(AF_UNIX, 'next', 'allow');
+  p.ld(argLow(1));
+  p.and(SOCK_TYPE_MASK);
+  p.jeq(SOCK_STREAM, 'allow');
+  p.jeq(SOCK_SEQPACKET, 'allow');
+  p.ret(deny);
 
   p.label('ioctl');
   p.ld(argLow(1));
@@ -220,6 +243,8 @@ export function buildFilter(arch: SeccompArch): Instruction[] {
     p.ret(SECCOMP_RET.ALLOW);
   }
 
+  p.label('allow');
+  p.ret(SECCOMP_RET.ALLOW);
   p.label('nosys');
   p.ret(SECCOMP_RET.ERRNO | ENOSYS);
   p.label('deny');

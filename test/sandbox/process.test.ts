@@ -45,6 +45,73 @@ describe.skipIf(!withPython)('sockets', () => {
     expect(result).toMatchObject({ code: 0, stdout: 'ok\n' });
   });
 
+  // A host datagram socket (think /dev/log): the receiver reports, after the command has finished,
+  // every datagram queued for it, so "nothing arrived" needs no waiting.
+  async function datagramsHeard(command: (path: string) => string, network: boolean) {
+    const path = join(fx.outside, 'log.sock');
+    const server = Bun.spawn(
+      [
+        PYTHON!,
+        '-c',
+        'import socket,sys\ns=socket.socket(socket.AF_UNIX,socket.SOCK_DGRAM)\ns.bind(sys.argv[1])\n' +
+          'q=socket.socket(socket.AF_UNIX,socket.SOCK_SEQPACKET)\nq.bind(sys.argv[1]+".seq")\nq.listen(5)\n' +
+          'print("ready",flush=True)\nsys.stdin.readline()\ns.setblocking(False)\nq.setblocking(False)\n' +
+          'try:\n  while True: print("GOT",s.recv(100),flush=True)\nexcept BlockingIOError: pass\n' +
+          'try:\n  q.accept()\n  print("ACCEPTED",flush=True)\nexcept BlockingIOError: pass',
+        path,
+      ],
+      { stdin: 'pipe', stdout: 'pipe' },
+    );
+    const reader = server.stdout.getReader();
+    await reader.read(); // ready
+    const result = await sandboxed(fx, command(path), { network });
+    server.stdin.write('check\n');
+    await server.stdin.end();
+    let heard = '';
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      heard += new TextDecoder().decode(value);
+    }
+    await server.exited;
+    return { result, heard };
+  }
+
+  for (const network of [true, false]) {
+    test(`datagram socketpairs are refused, so no host datagram socket hears from the command (network ${network ? 'on' : 'off'})`, async () => {
+      const { result, heard } = await datagramsHeard(
+        (path) =>
+          py(
+            `import socket\nfor t in (socket.SOCK_DGRAM, socket.SOCK_RAW, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK):\n` +
+              `  try:\n    a, b = socket.socketpair(socket.AF_UNIX, t)\n  except OSError as e:\n    print("REFUSED", e.errno)\n    continue\n` +
+              `  a.sendto(b"sendto", "${path}")\n  a.connect("${path}")\n  a.send(b"connect")\n  print("SENT")`,
+          ),
+        network,
+      );
+      expect(result.stdout).toBe('REFUSED 1\n'.repeat(3));
+      expect(heard).toBe('');
+    });
+  }
+
+  test('stream and seqpacket socketpairs work and cannot be re-targeted at a host socket', async () => {
+    const { result, heard } = await datagramsHeard(
+      (path) =>
+        py(
+          `import socket\nfor t in (socket.SOCK_STREAM | socket.SOCK_CLOEXEC, socket.SOCK_SEQPACKET | socket.SOCK_NONBLOCK):\n` +
+            `  a, b = socket.socketpair(socket.AF_UNIX, t)\n` +
+            `  for target in ("${path}", "${path}.seq"):\n` +
+            `    try:\n      a.connect(target)\n    except OSError as e:\n      print("connect", e.errno)\n` +
+            `  try:\n    a.sendto(b"x", "${path}")\n  except OSError as e:\n    print("sendto", e.errno)\n` +
+            `  a.send(b"ok")\n  print(b.recv(10))`,
+        ),
+      false,
+    );
+    // connect: EPROTOTYPE for another socket type, EISCONN for its own (the seqpacket listener);
+    // sendto: EISCONN on a stream, and on a seqpacket pair the address is ignored: the peer gets it.
+    expect(result.stdout).toBe("connect 91\nconnect 91\nsendto 106\nb'ok'\nconnect 91\nconnect 106\nb'x'\n");
+    expect(heard).toBe('');
+  });
+
   test('--no-network: a TCP listener on the host loopback is unreachable', async () => {
     let connections = 0;
     const server = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { open: () => void connections++, data: () => {} } });

@@ -36,6 +36,9 @@ function run(program: Instruction[], data: { nr: number; arch: number; args?: nu
       case BPF.JSET_K:
         pc += (a & ins.k) >>> 0 !== 0 ? ins.jt : ins.jf;
         break;
+      case BPF.AND_K:
+        a = (a & ins.k) >>> 0;
+        break;
       case BPF.RET_K:
         return ins.k >>> 0;
       default:
@@ -67,13 +70,29 @@ for (const arch of ['x86_64', 'aarch64'] as SeccompArch[]) {
       expect(run(program, { nr: 0, arch: ARCH.i386 })).toBe(SECCOMP_RET.KILL_PROCESS);
     });
 
-    test('socket(AF_UNIX) is EPERM, other families and socketpair are allowed', () => {
+    test('socket(AF_UNIX) is EPERM, other families are allowed', () => {
       expect(verdict('socket', [1, 1, 0])).toBe(EPERM);
       expect(verdict('socket', [2, 1, 0])).toBe(ALLOW);
       expect(verdict('socket', [10, 2, 0])).toBe(ALLOW);
       // high bits set do not smuggle AF_UNIX past the check: the kernel reads an int
       expect(verdict('socket', [2 ** 32 + 1, 1, 0])).toBe(EPERM);
-      expect(run(program, { nr: n('socket') + 1, arch: ARCH[arch], args: [1, 1, 0] })).toBe(ALLOW);
+    });
+
+    test('socketpair(AF_UNIX): stream and seqpacket pairs pass, datagram (and raw, which is datagram) are EPERM', () => {
+      const NONBLOCK = 0o4000;
+      const CLOEXEC = 0o2000000;
+      expect(verdict('socketpair', [1, 1, 0])).toBe(ALLOW); // SOCK_STREAM
+      expect(verdict('socketpair', [1, 1 | CLOEXEC, 0])).toBe(ALLOW);
+      expect(verdict('socketpair', [1, 5 | NONBLOCK | CLOEXEC, 0])).toBe(ALLOW); // SOCK_SEQPACKET
+      expect(verdict('socketpair', [1, 2, 0])).toBe(EPERM); // SOCK_DGRAM
+      expect(verdict('socketpair', [1, 2 | NONBLOCK | CLOEXEC, 0])).toBe(EPERM);
+      expect(verdict('socketpair', [1, 3, 0])).toBe(EPERM); // SOCK_RAW
+      expect(verdict('socketpair', [1, 0, 0])).toBe(EPERM);
+      expect(verdict('socketpair', [1, 2 ** 32 + 2, 0])).toBe(EPERM); // the kernel reads an int
+      expect(verdict('socketpair', [2 ** 32 + 1, 2, 0])).toBe(EPERM);
+      // other families: the kernel refuses or handles them itself, nothing to re-target
+      expect(verdict('socketpair', [2, 2, 0])).toBe(ALLOW);
+      expect(verdict('socketpair', [16, 2, 0])).toBe(ALLOW);
     });
 
     test('ptrace, process_vm_*, io_uring and keyrings are EPERM', () => {
@@ -123,7 +142,7 @@ for (const arch of ['x86_64', 'aarch64'] as SeccompArch[]) {
 
     test('everything else is allowed', () => {
       for (const nr of [0, 1, 3, 59, 60, 63, 221, 231]) {
-        const denied = [...['keyctl', 'add_key', 'request_key', 'ptrace', 'socket', 'ioctl', 'clone', 'unshare', 'clone3', 'openat', 'openat2', 'fchmod', 'fchmodat', 'mknodat', 'open', 'creat', 'chmod', 'mknod', 'process_vm_readv', 'process_vm_writev'].map((name) => syscallNumber(arch, name as never))];
+        const denied = [...['keyctl', 'add_key', 'request_key', 'ptrace', 'socket', 'socketpair', 'ioctl', 'clone', 'unshare', 'clone3', 'openat', 'openat2', 'fchmod', 'fchmodat', 'mknodat', 'open', 'creat', 'chmod', 'mknod', 'process_vm_readv', 'process_vm_writev'].map((name) => syscallNumber(arch, name as never))];
         if (denied.includes(nr)) continue;
         expect(run(program, { nr, arch: ARCH[arch] })).toBe(ALLOW);
       }
