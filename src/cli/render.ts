@@ -1,35 +1,62 @@
-// Human output: the answer on stdout as it streams; tool activity and a spinner on stderr, only on a TTY.
+// Human output. On a terminal the answer streams to stdout as it arrives, with tool activity and a
+// spinner on stderr. When stdout is a pipe or a file, it gets only the final answer, so that
+// `conch "…" > answer.md` holds the result and not the model's thinking aloud between tool calls.
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import type { Outcome } from '../agent/outcome.ts';
 
 export interface Streams {
   stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown; isTTY?: boolean };
+  stderr: { write(text: string): unknown };
+}
+
+export interface HumanOptions {
+  color: boolean;
+  /** stderr is a terminal: tool lines and a spinner. */
+  interactive: boolean;
+  /** stdout is a terminal: stream every turn's text live; otherwise print only the final answer. */
+  streamText: boolean;
+}
+
+export interface HumanSink extends EventSink {
+  /** Stop the spinner while something else (an approval question) owns the terminal. */
+  hold(): void;
+  release(): void;
 }
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
-export function humanSink(streams: Streams, options: { color: boolean; interactive: boolean }): EventSink {
+export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
   const { stdout, stderr } = streams;
   const paint = (code: number, text: string) => (options.color ? `\x1b[${code}m${text}\x1b[0m` : text);
   const dim = (t: string) => paint(2, t);
   let atLineStart = true;
   let wroteText = false;
+  let turnHasText = false;
+  let held = false;
+  let label: string | null = null;
   let spinner: ReturnType<typeof setInterval> | null = null;
   let spinnerShown = false;
 
-  const stopSpinner = () => {
+  const clearSpinner = () => {
     if (spinner) clearInterval(spinner);
     spinner = null;
     if (spinnerShown) stderr.write('\r\x1b[2K');
     spinnerShown = false;
   };
-  const startSpinner = (label: string) => {
+  const stopSpinner = () => {
+    label = null;
+    clearSpinner();
+  };
+  const startSpinner = (text: string) => {
     if (!options.interactive) return;
-    stopSpinner();
+    clearSpinner();
+    label = text;
+    if (held) return;
+    const started = Date.now();
     let i = 0;
     spinner = setInterval(() => {
-      stderr.write(`\r\x1b[2K${dim(`${FRAMES[i++ % FRAMES.length]} ${label}`)}`);
+      const seconds = Math.floor((Date.now() - started) / 1000);
+      stderr.write(`\r\x1b[2K${dim(`${FRAMES[i++ % FRAMES.length]} ${text}${seconds >= 2 ? ` ${seconds}s` : ''}`)}`);
       spinnerShown = true;
     }, 80);
     spinner.unref?.();
@@ -42,6 +69,14 @@ export function humanSink(streams: Streams, options: { color: boolean; interacti
   };
 
   return {
+    hold() {
+      held = true;
+      clearSpinner();
+    },
+    release() {
+      held = false;
+      if (label) startSpinner(label);
+    },
     emit(event: RunEvent) {
       switch (event.type) {
         case 'run.started':
@@ -53,14 +88,22 @@ export function humanSink(streams: Streams, options: { color: boolean; interacti
           }
           break;
         case 'model.started':
+          turnHasText = false;
           startSpinner('thinking');
           break;
         case 'model.retry':
           stopSpinner();
-          if (options.interactive) stderr.write(dim(`  retrying model call in ${Math.round(event.delayMs)} ms (${event.reason})\n`));
+          if (options.interactive) stderr.write(dim(`  retrying the model call in ${(event.delayMs / 1000).toFixed(1)} s (${event.reason})\n`));
           break;
         case 'text.delta':
+          if (!options.streamText) break;
           stopSpinner();
+          // Text of a new turn starts on a fresh paragraph, not glued to the previous turn's.
+          if (!turnHasText && wroteText) {
+            endTextLine();
+            stdout.write('\n');
+          }
+          turnHasText = true;
           stdout.write(event.text);
           wroteText = true;
           atLineStart = event.text.endsWith('\n');
@@ -68,7 +111,7 @@ export function humanSink(streams: Streams, options: { color: boolean; interacti
         case 'tool.started':
           stopSpinner();
           if (options.interactive) {
-            endTextLine();
+            if (options.streamText) endTextLine();
             stderr.write(`${paint(36, '›')} ${paint(1, event.name)} ${dim(summarizeArgs(event.args))}\n`);
           }
           startSpinner(event.name);
@@ -76,15 +119,24 @@ export function humanSink(streams: Streams, options: { color: boolean; interacti
         case 'tool.updated':
           if (options.interactive) startSpinner(`${event.name}: ${event.text.slice(0, 60)}`);
           break;
-        case 'tool.finished':
+        case 'tool.finished': {
           stopSpinner();
-          if (options.interactive && event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(firstLine(event.output).slice(0, 160))}\n`);
+          if (!options.interactive) break;
+          const exitCode = event.details?.exitCode;
+          if (event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(firstLine(event.output).slice(0, 160))}\n`);
+          else if (typeof exitCode === 'number' && exitCode !== 0) stderr.write(`  ${paint(33, '!')} ${dim(`exit ${exitCode}`)}\n`);
           break;
+        }
         case 'model.finished':
           stopSpinner();
           break;
         case 'run.finished':
           stopSpinner();
+          if (!options.streamText && event.outcome.output) {
+            stdout.write(event.outcome.output);
+            wroteText = true;
+            atLineStart = event.outcome.output.endsWith('\n');
+          }
           if (wroteText) endTextLine();
           if (event.outcome.status !== 'completed') stderr.write(`${describeOutcome(event.outcome)}\n`);
           break;
@@ -99,10 +151,17 @@ export function describeOutcome(outcome: Outcome): string {
 }
 
 function summarizeArgs(args: unknown): string {
-  if (!args || typeof args !== 'object') return typeof args === 'string' ? args.slice(0, 80) : '';
+  if (!args || typeof args !== 'object') return typeof args === 'string' ? oneLine(args) : '';
   const a = args as Record<string, unknown>;
   const main = a.command ?? a.path ?? Object.values(a).find((v) => typeof v === 'string');
-  return typeof main === 'string' ? firstLine(main).slice(0, 100) : '';
+  return typeof main === 'string' ? oneLine(main) : oneLine(JSON.stringify(args));
+}
+
+/** The first line, marked when there was more, cut to fit a line. */
+function oneLine(text: string): string {
+  const first = firstLine(text);
+  const more = first.length < text.length || first.length > 100;
+  return `${first.slice(0, 100)}${more ? '…' : ''}`;
 }
 
 function firstLine(text: string): string {

@@ -8,7 +8,9 @@ import { openSession, SetupError, type Session } from '../agent/session.ts';
 import { humanSink } from './render.ts';
 import { killAllNow } from '../process/spawn.ts';
 import { envelope, envelopeSink } from './envelope.ts';
-import { traceSink } from './trace.ts';
+import { openTrace } from './trace.ts';
+import { ProviderError, type Provider } from '../providers/types.ts';
+import type { Approver } from '../policy/command-rules.ts';
 import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure, terminalApprover } from './setup.ts';
 
 export interface RunOutput {
@@ -41,16 +43,38 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   }
 
   const controller = new AbortController();
+  const interactive = Boolean(process.stderr.isTTY) && !out.json;
+  const human = humanSink(
+    { stdout: process.stdout, stderr: process.stderr },
+    { color: interactive && !process.env.NO_COLOR, interactive, streamText: Boolean(process.stdout.isTTY) },
+  );
   let config: Config;
   let session: Session | undefined;
+  let provider: Provider;
+  let trace: EventSink | undefined;
   try {
+    if (out.traceContent && !out.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
+    trace = out.trace ? openTrace(out.trace, out.traceContent) : undefined;
     config = await loadCliConfig(flags);
     if (!config.provider) {
       const { noModelMessage } = await import('../config/load.ts');
       throw new SetupError(noModelMessage());
     }
+    const { createProvider } = await import('../providers/index.ts');
+    provider = await createProvider(config.provider).catch((error) => {
+      // A key that is missing is a setup problem, reported before any run starts.
+      throw error instanceof ProviderError ? new SetupError(error.message) : error;
+    });
     // `ask` rules prompt only on a terminal and never under --json; elsewhere they deny, saying so.
-    const approver = out.json ? undefined : await terminalApprover(controller.signal);
+    const ask = out.json ? undefined : await terminalApprover(controller.signal);
+    const approver: Approver | undefined = ask && (async (command, rule) => {
+      human.hold();
+      try {
+        return await ask(command, rule);
+      } finally {
+        human.release();
+      }
+    });
     session = await openSession(config, {
       cwd: process.cwd(),
       guard: await buildGuard(config, approver),
@@ -61,16 +85,11 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   }
   for (const warning of [...(config.warnings ?? []), ...session.warnings]) process.stderr.write(`conch: ${warning}\n`);
 
-  const { createProvider } = await import('../providers/index.ts');
-  const provider = await createProvider(config.provider!);
-
-  const interactive = Boolean(process.stderr.isTTY) && !out.json;
-  const color = interactive && !process.env.NO_COLOR;
   const sinks: EventSink[] = [];
   const facts = envelopeSink();
   if (out.json) sinks.push(facts);
-  else sinks.push(humanSink({ stdout: process.stdout, stderr: process.stderr }, { color, interactive }));
-  if (out.trace) sinks.push(traceSink(out.trace, out.traceContent));
+  else sinks.push(human);
+  if (trace) sinks.push(trace);
 
   // First Ctrl-C cancels through the one AbortSignal; a second one exits at once.
   let interrupts = 0;
@@ -78,14 +97,15 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     interrupts++;
     if (interrupts === 1) {
       controller.abort(new Error('cancelled'));
-      if (!out.json) process.stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
+      if (!out.json && process.stderr.isTTY) process.stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
     } else {
       killAllNow();
       process.exit(EXIT_CODES.cancelled);
     }
   };
-  process.on('SIGINT', onSigint);
-  process.on('SIGTERM', onSigint);
+  // A closed terminal (SIGHUP) or a polite kill (SIGTERM) cancel the same way, so cleanup runs.
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+  for (const s of signals) process.on(s, onSigint);
 
   let outcome: Outcome;
   try {
@@ -106,8 +126,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
       controller.signal,
     );
   } finally {
-    process.off('SIGINT', onSigint);
-    process.off('SIGTERM', onSigint);
+    for (const s of signals) process.off(s, onSigint);
     await session.dispose();
   }
   const code = exitCodeFor(outcome.status);

@@ -2,9 +2,16 @@
 // --trace-content, so a trace can be shared without leaking the user's code or machine layout.
 import { appendFileSync, writeFileSync } from 'node:fs';
 import type { EventSink, RunEvent } from '../agent/events.ts';
+import { SetupError } from '../agent/session.ts';
 
-export function traceSink(file: string, withContent: boolean): EventSink {
-  writeFileSync(file, '');
+/** Open the trace file now, so a bad path is a setup error before the run, not a crash in it. */
+export function openTrace(file: string, withContent: boolean): EventSink {
+  try {
+    writeFileSync(file, '');
+  } catch (error) {
+    const why = (error as { code?: string }).code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
+    throw new SetupError(`--trace ${file}: cannot write the trace file (${why}). Give a file path in an existing, writable directory.`);
+  }
   return {
     emit(event: RunEvent) {
       appendFileSync(file, `${JSON.stringify(withContent ? event : redact(event))}\n`);

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { anthropicEnv, openaiEnv, runConch, writeConfig, useHarness } from '../support/cli.ts';
+import { anthropicEnv, CONCH, openaiEnv, runConch, writeConfig, useHarness } from '../support/cli.ts';
 
 const harness = useHarness(async (d) => {
   // Small retry delays keep the retry tests quick; the figures are config, not magic.
@@ -71,6 +71,37 @@ for (const p of protocols) {
       expect(results).toHaveLength(2);
       expect(results[0]).toContain('alpha');
       expect(results[1]).not.toContain('error');
+    });
+
+    test('piped stdout gets only the final answer, not the text between tool calls', async () => {
+      harness.server.script([
+        { text: 'Let me look.', toolCalls: [{ name: 'read', arguments: { path: 'missing.txt' } }] },
+        { text: 'The answer.' },
+      ]);
+      const r = await run(['go']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('The answer.\n');
+    });
+
+    test('on a terminal every turn streams, each on its own paragraph', async () => {
+      harness.server.script([
+        { text: 'Let me look.', toolCalls: [{ name: 'read', arguments: { path: 'missing.txt' } }] },
+        { text: 'The answer.' },
+      ]);
+      // `script` gives conch a pseudo-terminal, as a user's shell would.
+      const command = [CONCH, '--model', p.model, 'go'].map((a) => `'${a}'`).join(' ');
+      // Asynchronous on purpose: the model server answers from this same process.
+      const child = Bun.spawn(['script', '-qec', command, '/dev/null'], {
+        cwd: harness.dirs.workspace,
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: harness.dirs.home, XDG_CONFIG_HOME: harness.dirs.configHome, NO_COLOR: '1', TERM: 'dumb', ...p.env() },
+        stdin: 'ignore',
+        stdout: 'pipe',
+      });
+      const screen = (await new Response(child.stdout).text()).replaceAll('\r', '');
+      expect(await child.exited).toBe(0);
+      expect(screen).toContain('Let me look.\n');
+      expect(screen).toContain('\nThe answer.\n');
+      expect(screen).toContain('› read missing.txt');
     });
 
     test('malformed JSON arguments go back to the model as a tool error and the run continues', async () => {
