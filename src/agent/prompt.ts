@@ -9,7 +9,6 @@ export interface PromptFacts {
   workspaceRoot: string;
   tools: string[];
   unrestricted: boolean;
-  sandbox: string;
   network: boolean;
   readOnly: boolean;
   /** AGENTS.md texts, in order of precedence (user-wide first, then the workspace's). */
@@ -26,8 +25,9 @@ export function systemPrompt(facts: PromptFacts): string {
     lines.push('Policy: unrestricted. The user disabled the workspace checks and the process sandbox; act with care.');
   } else {
     const writes = facts.readOnly ? 'The workspace is read-only.' : 'Writes are allowed inside the workspace only; .git, .conch and .env files are read-only.';
-    lines.push(`Policy: restricted. ${writes} Shell commands run in a sandbox (${facts.sandbox}) with network ${facts.network ? 'on' : 'off'}.`);
-    lines.push('A tool error that names a rule is a policy decision: adapt instead of retrying the same action.');
+    const shell = facts.tools.includes('bash') ? ` Shell commands run in a sandbox with network ${facts.network ? 'on' : 'off'}.` : '';
+    lines.push(`Policy: restricted. ${writes}${shell}`);
+    lines.push('A tool error that names a rule is a policy decision made by the user: adapt instead of retrying the same action.');
   }
   if (facts.tools.includes('write') || facts.tools.includes('edit')) {
     lines.push('Read a file before changing it; write and edit check the revision you saw.');

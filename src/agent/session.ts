@@ -109,7 +109,12 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   if ((!config.unrestricted || policyPinsSandbox) && catalog.has('bash')) {
     const status = await probeSandbox();
     sandboxLabel = status.ok ? status.backend : `unavailable (${status.backend})`;
-    if (!status.ok) warnings.push(`no usable sandbox: ${status.detail}${status.fix ? ` ${status.fix}` : ''} Shell commands will be refused.`);
+    if (!status.ok) {
+      // Fail closed: no sandbox, no shell. The model is not offered a tool that can only refuse.
+      const why = `no usable sandbox: ${status.detail}${status.fix ? ` ${status.fix}` : ''}`;
+      catalog.remove('bash', `${why} (the user must fix this; shell commands are refused)`);
+      warnings.push(`${why} The bash tool is off for this run.`);
+    }
   } else if (!config.unrestricted) sandboxLabel = 'not needed (no shell)';
 
   const guidance = await loadGuidance(config.configDir, workspace.root);
@@ -117,7 +122,6 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     workspaceRoot: workspace.root,
     tools: catalog.names(),
     unrestricted: config.unrestricted,
-    sandbox: sandboxLabel,
     network: config.sandbox.network,
     readOnly: config.tools.readOnly,
     guidance,

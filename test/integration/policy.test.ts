@@ -2,7 +2,7 @@
 // (recorded by the local model server) and what happens when it calls a tool anyway.
 import { describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { anthropicEnv, runConch, writeConfig, useHarness } from '../support/cli.ts';
 
@@ -39,6 +39,25 @@ describe('capability flags narrow the catalog the model sees', () => {
     expect(r.code).toBe(0);
     expect(lastResult(1)).toContain('read-only');
     expect(existsSync(join(harness.dirs.workspace, 'x.txt'))).toBe(false);
+  });
+
+  test('no usable sandbox: bash is not offered, a call to it is refused with the fix, and nothing runs', async () => {
+    // A PATH with what bin/conch needs but no bwrap: the probe fails, restricted mode fails closed.
+    const bin = join(harness.dirs.home, 'bin');
+    await mkdir(bin);
+    for (const tool of ['sh', 'dirname', 'readlink', 'find', 'head']) await symlink(Bun.which(tool)!, join(bin, tool));
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'touch ran.txt' } }] }, { text: 'ok' }]);
+    const r = await runConch({
+      dirs: harness.dirs,
+      args: ['--model', 'anthropic/test-model', 'go'],
+      env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: bin },
+    });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('no usable sandbox');
+    expect(r.stderr).toContain('--unrestricted');
+    expect(offered()).toEqual(['edit', 'read', 'write']);
+    expect(lastResult(1)).toContain('no usable sandbox');
+    expect(existsSync(join(harness.dirs.workspace, 'ran.txt'))).toBe(false);
   });
 
   test('--tools naming an unregistered tool is a setup error', async () => {
