@@ -135,7 +135,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
         controller.signal.removeEventListener('abort', onAbort);
       }
 
-      usage = addUsage(usage, response.usage);
+      usage = counts.modelCalls === 1 ? response.usage : addUsage(usage, response.usage);
       stopReason = response.stopReason;
       output = response.text;
       spec.conversation.push({ role: 'assistant', text: response.text, toolCalls: response.toolCalls });

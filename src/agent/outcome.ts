@@ -66,9 +66,12 @@ export function emptyUsage(): Usage {
   return { inputTokens: null, outputTokens: null, cacheReadTokens: null, cacheWriteTokens: null };
 }
 
-/** Sum usage figures; unknown + known stays known only when every part was reported. */
+/**
+ * Sum usage over model calls. A total is known only when every call reported that figure: a call
+ * that did not report it makes the total unknown (null), never a silent undercount.
+ */
 export function addUsage(a: Usage, b: Usage): Usage {
-  const add = (x: number | null, y: number | null) => (x === null || y === null ? (x ?? y) : x + y);
+  const add = (x: number | null, y: number | null) => (x === null || y === null ? null : x + y);
   return {
     inputTokens: add(a.inputTokens, b.inputTokens),
     outputTokens: add(a.outputTokens, b.outputTokens),

@@ -60,12 +60,13 @@ cli.command('trust', "Trust this workspace's .conch/tools plugins (records the f
   process.exitCode = await trust();
 });
 cli
-  .command('sandbox [action]', 'Inspect the sandbox: `sandbox check`, or `sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`')
+  .command('sandbox [action] [...command]', 'Inspect the sandbox: `sandbox check`, or `sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`')
   .option('--no-network', 'Run without network')
   .option('--profile <name>', 'Sandbox profile: workspace-write or read-only')
-  .action(async (action: string | undefined, options: Record<string, unknown>) => {
+  .action(async (action: string | undefined, rest: string[], options: Record<string, unknown>) => {
     const { sandboxCommand } = await import('./commands.ts');
-    process.exitCode = await sandboxCommand(action, (options['--'] as string[] | undefined) ?? [], {
+    const afterDashes = (options['--'] as string[] | undefined) ?? [];
+    process.exitCode = await sandboxCommand(action, [...rest, ...afterDashes], {
       network: !argv.includes('--no-network'),
       profile: typeof options.profile === 'string' ? options.profile : 'workspace-write',
     });
@@ -74,7 +75,8 @@ globalOptions(cli.command('acp', 'Serve the Agent Client Protocol on stdio (for 
   const { serveAcp } = await import('../acp/server.ts');
   await serveAcp(toFlags(options));
 });
-cli.help();
+// cac shows "(default: true)" beside every --no-X flag, which reads as if the flag were on.
+cli.help((sections) => sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '') })));
 cli.version(pkg.version);
 
 /** Only flags the user actually gave: cac fills negated options with `true`, which must not widen config. */
@@ -123,6 +125,11 @@ async function runCommand(task: string[], options: Record<string, unknown>) {
 
 function usageError(message: string): never {
   process.stderr.write(`conch: ${message}\nRun 'conch --help' for usage.\n`);
+  // --json promises one document on stdout, even when the command line itself is wrong.
+  if (argv.includes('--json')) {
+    const doc = { version: 1, status: 'failed', code: 'config_invalid', message, exitCode: EXIT_CODES.setup_error };
+    process.stdout.write(`${JSON.stringify(doc)}\n`);
+  }
   process.exit(EXIT_CODES.setup_error);
 }
 

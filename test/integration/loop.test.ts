@@ -124,6 +124,17 @@ describe('runTask', () => {
     expect(outcome.counts).toEqual({ modelCalls: 2, toolCalls: 3, toolErrors: 0 });
   });
 
+  test('usage sums over model calls; a call that reports no usage makes the total unknown, not smaller', async () => {
+    server.script([{ toolCalls: [{ name: 'echo', arguments: { text: 'a' } }], usage: { input: 10, output: 5 } }, { text: 'x', usage: { input: 7, output: 2 } }]);
+    const known = await run(catalogOf(echo));
+    expect(known.outcome.usage.inputTokens).toBe(17);
+    expect(known.outcome.usage.outputTokens).toBe(7);
+    server.script([{ toolCalls: [{ name: 'echo', arguments: { text: 'a' } }], usage: { input: 10, output: 5 } }, { text: 'x', usage: null }]);
+    const partial = await run(catalogOf(echo));
+    expect(partial.outcome.usage.inputTokens).toBeNull();
+    expect(partial.outcome.usage.outputTokens).toBeNull();
+  });
+
   test('results are bounded after JSON serialization and marked truncated', async () => {
     server.requests.length = 0;
     server.script([{ toolCalls: [{ name: 'huge', arguments: {} }] }, { text: 'ok' }]);
