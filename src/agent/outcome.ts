@@ -16,7 +16,6 @@ export const FAILURE_CODES = [
   'provider_protocol',
   'provider_rejected',
   'config_invalid',
-  'sandbox_unavailable',
   'tool_cleanup',
   'internal',
 ] as const;

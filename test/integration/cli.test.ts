@@ -320,6 +320,13 @@ describe('setup errors', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
+  test('--json with an unknown flag still prints one JSON document', async () => {
+    const r = await runConch({ dirs: harness.dirs, args: ['--json', '--bogus', 'go'], env: {} });
+    expect(r.code).toBe(2);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', code: 'config_invalid', exitCode: 2 });
+    expect(r.stderr).toContain('--bogus');
+  });
+
   test('--json setup errors are still one JSON document', async () => {
     const r = await runConch({ dirs: harness.dirs, args: ['--json', 'go'], env: {} });
     expect(r.code).toBe(2);
