@@ -51,7 +51,17 @@ const Kind = Type.Union([Type.Literal('dir'), Type.Literal('file')]);
 const ProtectedSchema = Type.Object(
   {
     $comment: Type.Optional(Type.String()),
-    paths: Type.Array(Type.Object({ path: Type.String({ minLength: 1 }), kind: Kind }, { additionalProperties: false })),
+    paths: Type.Array(
+      Type.Object(
+        {
+          path: Type.String({ minLength: 1 }),
+          kind: Kind,
+          /** When absent, no placeholder while one of these (workspace-relative) is a non-empty regular file. */
+          placeholderUnless: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     globs: Type.Array(
       Type.Object(
         { pattern: Type.String({ minLength: 1 }), kind: Kind, knownNames: Type.Array(Type.String({ minLength: 1 })) },

@@ -20,6 +20,12 @@ export interface ProtectedPattern {
   kind: PathKind;
   /** Names to mask even when absent (globs cannot be enumerated before they exist). */
   knownNames?: string[];
+  /**
+   * Workspace-relative files that make masking this path unnecessary while it is absent: when one of
+   * them is a non-empty regular file, an absent path gets no placeholder (an existing one is still
+   * held). Non-empty, so no placeholder (always empty) can stand in for one of them.
+   */
+  placeholderUnless?: string[];
 }
 
 export interface ProtectedTarget {
@@ -51,7 +57,7 @@ const MAX_CANDIDATES = 256;
 
 export function defaultPatterns(defaults: ProtectedDefaults): ProtectedPattern[] {
   return [
-    ...defaults.paths.map((p) => ({ pattern: p.path, kind: p.kind })),
+    ...defaults.paths.map((p) => ({ pattern: p.path, kind: p.kind, ...(p.placeholderUnless ? { placeholderUnless: p.placeholderUnless } : {}) })),
     ...defaults.globs.map((g) => ({ pattern: g.pattern, kind: g.kind, knownNames: g.knownNames })),
   ];
 }
@@ -111,6 +117,15 @@ function listDir(dir: string): string[] {
   }
 }
 
+function nonEmptyFile(path: string): boolean {
+  try {
+    const info = lstatSync(path);
+    return info.isFile() && info.size > 0;
+  } catch {
+    return false;
+  }
+}
+
 function inside(parent: string, child: string): boolean {
   return parent === child || parent === '' || child.startsWith(`${parent}/`);
 }
@@ -149,6 +164,7 @@ export function planProtected(root: string, patterns: ProtectedPattern[]): Prote
       }
       if (parts.length === 0) outcome = { rel: '', exists: true, kind: 'dir' };
       if (!outcome) continue;
+      if (!outcome.exists && item.placeholderUnless?.some((path) => nonEmptyFile(join(root, path)))) continue;
       targets.set(outcome.rel, { exists: outcome.exists, kind: outcome.kind });
       for (const dir of walked) if (dir !== outcome.rel) pins.add(dir);
     }

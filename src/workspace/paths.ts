@@ -26,7 +26,7 @@ export interface WorkspaceOptions {
   denied?: { mode: 'read' | 'write'; rule: string; root?: string; glob?: string }[];
 }
 
-export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env.*'];
+export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env.*', 'HEAD'];
 export const SECRET_FILE_GLOBS = ['**/.env*', '**/*.pem', '**/*.key', '**/id_*'];
 
 /** Symlink hops followed while canonicalising before giving up (the kernel's own limit is 40). */
@@ -172,7 +172,7 @@ export class Workspace implements WorkspaceAccess {
           : `'${shown}' is outside the workspace`;
       throw new PolicyError(
         'workspace.outside',
-        `${why}; write and edit are confined to the workspace (and --allow-write roots). Run conch with --unrestricted to lift this.`,
+        `${why}; write and edit are confined to the workspace (and --allow-write roots). Work inside the workspace; only the user can lift this (conch --unrestricted).`,
       );
     }
     // Check the path as written too: `.git` may itself be a file or link that canonicalises elsewhere.
@@ -181,7 +181,7 @@ export class Workspace implements WorkspaceAccess {
       throw new PolicyError(
         'workspace.protected',
         `'${this.display(isInside(lexical, this.root) ? lexical : canonical)}' is protected (matches '${glob}'); ` +
-          `conch does not modify .git, .conch or .env files. Run conch with --unrestricted to lift this.`,
+          `conch does not modify .git, .conch or .env files. Leave it as it is; only the user can lift this (conch --unrestricted).`,
       );
     }
   }

@@ -1,0 +1,135 @@
+// A workspace that is not itself a repository root (a plain directory, or a package inside a
+// monorepo) must not be turned into a git directory: HEAD, objects/, refs/ and a config at its root
+// make the user's host git obey that config (core.fsmonitor runs unsandboxed). A root-level HEAD is
+// protected for the file tools and, while the workspace has no real .git, masked in the sandbox;
+// git in an ordinary repository keeps working and sees no placeholder.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadProtectedDefaults } from '../../src/sandbox/profiles.ts';
+import { defaultPatterns, planProtected } from '../../src/sandbox/protected-paths.ts';
+import { PolicyError } from '../../src/tools/define.ts';
+import { fileTools } from '../support/file-tools.ts';
+import { canRun, fixture, sandboxed, type Fixture } from './harness.ts';
+
+const GIT = ['/usr/bin/git', Bun.which('git')].find((p): p is string => !!p && existsSync(p)) ?? null;
+
+let fx: Fixture;
+beforeEach(() => {
+  fx = fixture();
+});
+afterEach(() => fx.cleanup());
+
+/** Host git with no user or system config, as a user reviewing the workspace would run it. */
+function hostGit(cwd: string, ...args: string[]) {
+  const result = Bun.spawnSync([GIT!, ...args], {
+    cwd,
+    env: { PATH: '/usr/bin:/bin', HOME: fx.root, GIT_CONFIG_NOSYSTEM: '1' },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
+
+/** A monorepo at fx.ws/repo with the workspace at its subdirectory pkg. */
+function packageWorkspace(): { repo: string; pkg: string } {
+  const repo = join(fx.ws, 'repo');
+  const pkg = join(repo, 'pkg');
+  mkdirSync(pkg, { recursive: true });
+  hostGit(repo, 'init', '-q');
+  return { repo, pkg };
+}
+
+const gitDirFiles = (marker: string): [string, string][] => [
+  ['HEAD', 'ref: refs/heads/main\n'],
+  ['objects/info/keep', ''],
+  ['refs/heads/keep', ''],
+  ['config', `[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = "touch ${marker}; false"\n`],
+];
+
+describe('planning: a root HEAD is masked only while the workspace has no real .git', () => {
+  const headTarget = (root: string) => planProtected(root, defaultPatterns(loadProtectedDefaults())).targets.find((t) => t.path === join(root, 'HEAD'));
+
+  test('no .git, an empty .git directory (a placeholder), an empty .git/HEAD: masked', () => {
+    const root = join(fx.root, 'plain');
+    mkdirSync(root);
+    expect(headTarget(root)).toEqual({ path: join(root, 'HEAD'), kind: 'file', exists: false });
+    mkdirSync(join(root, '.git'));
+    expect(headTarget(root)?.exists).toBe(false);
+    writeFileSync(join(root, '.git', 'HEAD'), '');
+    expect(headTarget(root)?.exists).toBe(false);
+  });
+
+  test('a .git directory with a HEAD, or a .git file (worktree, submodule): not masked', () => {
+    expect(headTarget(fx.ws)).toBeUndefined(); // the fixture has .git/HEAD
+    const worktree = join(fx.root, 'worktree');
+    mkdirSync(worktree);
+    writeFileSync(join(worktree, '.git'), 'gitdir: /somewhere/.git/worktrees/x\n');
+    expect(headTarget(worktree)).toBeUndefined();
+  });
+
+  test('an existing root HEAD is held whatever .git is', () => {
+    writeFileSync(join(fx.ws, 'HEAD'), 'ref: refs/heads/main\n');
+    expect(headTarget(fx.ws)).toEqual({ path: join(fx.ws, 'HEAD'), kind: 'file', exists: true });
+  });
+});
+
+describe('file tools', () => {
+  test('a root-level HEAD cannot be written; HEAD deeper down can', async () => {
+    const t = await fileTools(fx.ws);
+    const refused = await t.run(t.write, { path: 'HEAD', content: 'ref: refs/heads/main\n' }).catch((e) => e);
+    expect(refused).toBeInstanceOf(PolicyError);
+    expect(refused.rule).toBe('workspace.protected');
+    expect(existsSync(join(fx.ws, 'HEAD'))).toBe(false);
+    const allowed = await t.run(t.write, { path: 'docs/HEAD', content: 'a file called HEAD\n' });
+    expect(allowed.isError).toBeFalsy();
+  });
+
+  test.skipIf(GIT === null)('the file tools cannot make a repository subdirectory a git dir for host git', async () => {
+    const { pkg } = packageWorkspace();
+    const marker = join(fx.root, 'PWNED');
+    const t = await fileTools(pkg);
+    const refused: string[] = [];
+    for (const [path, content] of gitDirFiles(marker)) {
+      await t.run(t.write, { path, content }).catch((error) => {
+        if (!(error instanceof PolicyError)) throw error;
+        refused.push(path);
+      });
+    }
+    expect(refused).toEqual(['HEAD']);
+    hostGit(pkg, 'status');
+    expect(existsSync(marker)).toBe(false);
+  });
+});
+
+describe.skipIf(!canRun || GIT === null)('sandboxed commands', () => {
+  for (const where of ['a plain directory', 'a repository subdirectory'] as const) {
+    test(`cannot make ${where} a git dir that host git obeys`, async () => {
+      let workspace = join(fx.ws, 'plain');
+      if (where === 'a plain directory') mkdirSync(workspace);
+      else workspace = packageWorkspace().pkg;
+      const marker = join(fx.root, 'PWNED');
+      const script = gitDirFiles(marker)
+        .map(([path, content]) => `mkdir -p "$(dirname ${path})"; printf '%s' '${content}' > ${path}`)
+        .join('; ');
+      const result = await sandboxed(fx, `${script}; cat HEAD`, { workspace, cwd: workspace });
+      expect(result.stderr).toContain('HEAD: Read-only file system');
+      expect(result.stdout).toBe(''); // HEAD reads as the empty placeholder
+      expect(existsSync(join(workspace, 'HEAD'))).toBe(false); // and it is gone afterwards
+      hostGit(workspace, 'status');
+      expect(existsSync(marker)).toBe(false);
+    });
+  }
+
+  test('git works in an ordinary repository and sees no HEAD placeholder', async () => {
+    rmSync(join(fx.ws, '.git'), { recursive: true });
+    expect(hostGit(fx.ws, 'init', '-q').code).toBe(0);
+    hostGit(fx.ws, 'add', 'src');
+    expect(hostGit(fx.ws, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '-m', 'first').code).toBe(0);
+    writeFileSync(join(fx.ws, 'src', 'main.txt'), 'changed\n');
+    const result = await sandboxed(fx, `HOME=/tmp ${GIT} status --porcelain --untracked-files=all -- . ':!.env*' && HOME=/tmp ${GIT} log --format=%s && ls`);
+    expect(result.stderr).toBe('');
+    expect(result).toMatchObject({ code: 0, stdout: ' M src/main.txt\nfirst\nsrc\n' });
+  });
+});
