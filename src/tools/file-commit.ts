@@ -1,10 +1,13 @@
 // What write and edit share: loading the current state of a target, deciding whether the model may
 // replace it, and committing new content atomically without clobbering a concurrent change.
-import type { BigIntStats } from 'node:fs';
-import { mkdir, readFile, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+// Both the load and the commit act through the target's pinned directory, never by path, so a
+// concurrent command that swaps a directory for a symbolic link cannot redirect them.
+import { constants, type BigIntStats } from 'node:fs';
+import { lstat, open, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../workspace/atomic.ts';
-import { identityOf, revisionOf } from '../workspace/revision.ts';
+import { PinnedDir } from '../workspace/pinned-dir.ts';
+import { createHasher, HASH_CHUNK_BYTES, identityOf, revisionOf } from '../workspace/revision.ts';
 import { formatBytes, type FileToolDeps } from './file-deps.ts';
 import { blockingFile, directoryMessage, errorCode, fsErrorMessage } from './file-errors.ts';
 
@@ -20,33 +23,117 @@ export const WRITE_DIFF_MAX_BYTES = 64 * 1024 * 1024;
 /** Largest file edit works on: it holds the file as text, twice, while editing. */
 export const EDIT_MAX_BYTES = 256 * 1024 * 1024;
 
-/** The file as it is now, null when absent, or a message when it cannot be a write target. */
+/**
+ * The directory that holds `abs`, pinned (see workspace/pinned-dir.ts); null when a directory on the
+ * way is missing or is a file (so `abs` does not exist), or a message. A directory on the way that
+ * is now a symbolic link was swapped in after the policy check: if the path now leads somewhere the
+ * policy forbids, that PolicyError is thrown; otherwise the caller is told to retry.
+ */
+async function pinParent(deps: FileToolDeps, abs: string, action: 'write' | 'edit', create: boolean): Promise<PinnedDir | null | { error: string }> {
+  try {
+    return await PinnedDir.open(dirname(abs), { create });
+  } catch (error) {
+    const code = errorCode(error);
+    const at = (error as { path?: string }).path ?? dirname(abs);
+    if (code === 'ENOTDIR' || code === 'ELOOP') {
+      const now = await lstat(at).catch(() => null);
+      if (now && !now.isDirectory() && !now.isSymbolicLink()) {
+        if (!create) return null;
+        return { error: `Cannot create ${deps.workspace.display(abs)}: ${deps.workspace.display(at)} is a file, not a directory.` };
+      }
+      return pathChanged(deps, abs, abs);
+    }
+    if (code === 'ENOENT' && !create) return null;
+    const message = await fsErrorMessage(error, at, deps.workspace, action);
+    if (message === null) throw error;
+    return { error: message };
+  }
+}
+
+/** Refusal for a path that changed under conch: the policy's, if the path now breaks it (thrown). */
+async function pathChanged(deps: FileToolDeps, abs: string, nowAt: string): Promise<{ error: string }> {
+  await deps.workspace.resolve(nowAt, 'write');
+  const shown = deps.workspace.display(abs);
+  return { error: `${shown}: a directory on its path was replaced or moved while conch was working on it; nothing was written. Check it (e.g. \`ls -la ${deps.workspace.display(dirname(abs))}\`) and retry.` };
+}
+
+/** The file as it is now, null when absent, or a message when it cannot be a write target. Read through its pinned directory. */
 export async function loadCurrent(deps: FileToolDeps, abs: string, action: 'write' | 'edit', signal?: AbortSignal): Promise<Current | null | { error: string }> {
+  const dir = await pinParent(deps, abs, action, false);
+  if (dir === null || 'error' in dir) return dir;
+  try {
+    return await loadFrom(deps, dir, abs, action, signal);
+  } finally {
+    await dir.close();
+  }
+}
+
+async function loadFrom(deps: FileToolDeps, dir: PinnedDir, abs: string, action: 'write' | 'edit', signal?: AbortSignal): Promise<Current | null | { error: string }> {
+  const entry = dir.entry(basename(abs));
   let st: BigIntStats;
   try {
-    st = await stat(abs, { bigint: true });
+    st = await lstat(entry, { bigint: true });
   } catch (error) {
-    // ENOTDIR: a file stands where a parent directory should be; commit() explains that.
-    if (errorCode(error) === 'ENOENT' || errorCode(error) === 'ENOTDIR') return null;
+    if (errorCode(error) === 'ENOENT') return null;
     const message = await fsErrorMessage(error, abs, deps.workspace, action);
     if (message === null) throw error;
     return { error: message };
   }
+  // `abs` is canonical: a link here was put in after the policy check.
+  if (st.isSymbolicLink()) return pathChanged(deps, abs, abs);
   if (st.isDirectory()) return { error: directoryMessage(abs, deps.workspace, action) };
   if (!st.isFile()) return { error: `${deps.workspace.display(abs)} is not a regular file (a device, FIFO or socket); ${action} only changes files.` };
   const size = Number(st.size);
   if (action === 'edit' && size > EDIT_MAX_BYTES) {
     return { error: `${deps.workspace.display(abs)} is ${formatBytes(size)}, more than edit handles (${formatBytes(EDIT_MAX_BYTES)}); change it with bash (e.g. sed) instead.` };
   }
+  let fh: FileHandle;
   try {
-    if (action === 'write' && size > WRITE_DIFF_MAX_BYTES) return { stat: st, bytes: null, revision: await deps.revisions.currentRevision(abs, signal) };
-    const bytes = await readFile(abs);
+    // O_NONBLOCK: should a FIFO be swapped in after the lstat, opening it must not hang.
+    fh = await open(entry, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (error) {
+    if (errorCode(error) === 'ENOENT') return null;
+    if (errorCode(error) === 'ELOOP') return pathChanged(deps, abs, abs);
+    const message = await fsErrorMessage(error, abs, deps.workspace, action);
+    if (message === null) throw error;
+    return { error: message };
+  }
+  try {
+    // The stat the commit's identity check compares against is the one of the bytes read.
+    st = await fh.stat({ bigint: true });
+    if (!st.isFile()) return { error: `${deps.workspace.display(abs)} is not a regular file (a device, FIFO or socket); ${action} only changes files.` };
+    if (action === 'write' && Number(st.size) > WRITE_DIFF_MAX_BYTES) return { stat: st, bytes: null, revision: await revisionOfOpen(deps, abs, fh, st, signal) };
+    const bytes = await fh.readFile();
     return { stat: st, bytes, revision: revisionOf(bytes) };
   } catch (error) {
     const message = await fsErrorMessage(error, abs, deps.workspace, action);
     if (message === null) throw error;
     return { error: message };
+  } finally {
+    await fh.close();
   }
+}
+
+/**
+ * RevisionTracker.currentRevision, but over a file already opened through its pinned directory;
+ * the cache stays keyed by the canonical path.
+ */
+async function revisionOfOpen(deps: FileToolDeps, abs: string, fh: FileHandle, st: BigIntStats, signal?: AbortSignal): Promise<string> {
+  const hit = deps.revisions.cached(abs, st);
+  if (hit) return hit.revision;
+  const startedAt = Date.now();
+  const hasher = createHasher();
+  const buffer = Buffer.allocUnsafe(HASH_CHUNK_BYTES);
+  for (let position = 0; ; ) {
+    signal?.throwIfAborted();
+    const { bytesRead } = await fh.read(buffer, 0, buffer.length, position);
+    if (bytesRead === 0) break;
+    hasher.update(buffer.subarray(0, bytesRead));
+    position += bytesRead;
+  }
+  const revision = hasher.digest();
+  deps.revisions.remember(abs, st, { revision }, startedAt);
+  return revision;
 }
 
 /**
@@ -80,33 +167,40 @@ export class ChangedMeanwhile extends Error {
  * Commit `bytes` to `abs` atomically. With `before` (the stat the decision was made on) the file
  * must still have that identity just before the rename; without it, the file must not exist
  * (create only, decided by the file system). Returns the new revision, or a message on an expected failure.
+ * Everything happens in the pinned directory, which must still be at dirname(abs) just before the rename.
  */
 export async function commit(deps: FileToolDeps, abs: string, bytes: Uint8Array, before: BigIntStats | null): Promise<{ revision: string } | { error: string }> {
   const shown = deps.workspace.display(abs);
+  const name = basename(abs);
   if (!before) {
     const blocker = await blockingFile(abs);
     if (blocker) return { error: `Cannot create ${shown}: ${deps.workspace.display(blocker)} is a file, not a directory.` };
-    try {
-      await mkdir(dirname(abs), { recursive: true });
-    } catch (error) {
-      const message = await fsErrorMessage(error, dirname(abs), deps.workspace, 'write');
-      if (message === null) throw error;
-      return { error: message };
-    }
   }
+  const dir = await pinParent(deps, abs, 'write', before === null);
+  if (dir === null) return { error: new ChangedMeanwhile(shown).message };
+  if ('error' in dir) return dir;
+  let moved: { error: string } | null = null;
   try {
     await writeFileAtomic(abs, bytes, {
+      dir,
       createOnly: before === null,
       mode: before ? Number(before.mode) & 0o7777 : undefined,
       beforeRename: async (temp) => {
         if (before) {
-          const now = await stat(abs, { bigint: true }).catch(() => null);
+          const now = await lstat(dir.entry(name), { bigint: true }).catch(() => null);
           if (!now || identityOf(now) !== identityOf(before)) throw new ChangedMeanwhile(shown);
         }
         await deps.beforeRename?.(temp);
+        // Last, closest to the rename: the directory may have been moved since it was pinned.
+        const where = await dir.location();
+        if (where !== dir.path) {
+          moved = await pathChanged(deps, abs, join(where, name));
+          throw new ChangedMeanwhile(shown);
+        }
       },
     });
   } catch (error) {
+    if (moved) return moved;
     if (error instanceof ChangedMeanwhile) return { error: error.message };
     if (errorCode(error) === 'EEXIST') {
       return { error: `${shown} already exists (it appeared while conch was creating it); nothing was written. Read it, then replace it with expected_revision.` };
@@ -114,6 +208,8 @@ export async function commit(deps: FileToolDeps, abs: string, bytes: Uint8Array,
     const message = await fsErrorMessage(error, abs, deps.workspace, 'write');
     if (message === null) throw error;
     return { error: `${message} Nothing was written.` };
+  } finally {
+    await dir.close();
   }
   const revision = revisionOf(bytes);
   deps.revisions.invalidate(abs);

@@ -1,10 +1,13 @@
 // Atomic file replacement: the new content goes to a private temporary file in the target's
 // directory, is flushed, given the original's permissions, and only then renamed over the target.
 // Until that rename the original is untouched; on any failure the temporary file is removed.
+// Every step goes through the pinned directory (see pinned-dir.ts), so a directory on the path
+// swapped for a symbolic link meanwhile cannot send the file, or the temporary file, elsewhere.
 import { randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
-import { link, open, rename, stat, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { link, lstat, open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import { PinnedDir } from './pinned-dir.ts';
 
 export interface AtomicWriteOptions {
   /** Permission bits of the result. Default: the existing file's, else 0o666 minus the umask. */
@@ -14,6 +17,11 @@ export interface AtomicWriteOptions {
    * system (hard link), never by a check followed by a write.
    */
   createOnly?: boolean;
+  /**
+   * The target's directory, already pinned (and checked) by the caller, who also closes it.
+   * Default: dirname(target), pinned for this call; it must exist.
+   */
+  dir?: PinnedDir;
   /** Runs after the temporary file is complete and flushed, just before it replaces the target. Tests inject failures here; tools re-check freshness here. */
   beforeRename?: (tempPath: string) => void | Promise<void>;
 }
@@ -25,10 +33,9 @@ function errorCode(error: unknown): string | undefined {
   return (error as { code?: string } | null)?.code;
 }
 
-export function tempPathFor(target: string): string {
+export function tempNameFor(name: string): string {
   // Stay well under NAME_MAX (255) whatever the target's name length.
-  const name = basename(target).slice(0, 180);
-  return join(dirname(target), `.${name}${TEMP_MARKER}${randomBytes(6).toString('hex')}`);
+  return `.${name.slice(0, 180)}${TEMP_MARKER}${randomBytes(6).toString('hex')}`;
 }
 
 function defaultMode(): number {
@@ -36,15 +43,26 @@ function defaultMode(): number {
 }
 
 export async function writeFileAtomic(target: string, data: Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
-  const existing = options.createOnly ? null : await stat(target).catch((e) => (errorCode(e) === 'ENOENT' ? null : Promise.reject(e)));
-  const mode = options.mode ?? (existing ? existing.mode & 0o7777 : defaultMode());
-  const temp = tempPathFor(target);
+  const dir = options.dir ?? (await PinnedDir.open(dirname(target)));
+  try {
+    await writeInto(dir, basename(target), data, options);
+  } finally {
+    if (!options.dir) await dir.close();
+  }
+}
+
+async function writeInto(dir: PinnedDir, name: string, data: Uint8Array, options: AtomicWriteOptions): Promise<void> {
+  const target = dir.entry(name);
+  // lstat: a symbolic link put here meanwhile is replaced, never followed, so its target's owner is not copied either.
+  const existing = options.createOnly ? null : await lstat(target).catch((e) => (errorCode(e) === 'ENOENT' ? null : Promise.reject(e)));
+  const mode = options.mode ?? (existing?.isFile() ? existing.mode & 0o7777 : defaultMode());
+  const temp = dir.entry(tempNameFor(name));
   // 'wx' + 0o600: a unique name nobody else can have opened, readable by us alone until complete.
   const fh = await open(temp, 'wx', 0o600);
   let closed = false;
   try {
     await writeAll(fh, data);
-    if (existing) await keepOwner(fh, existing);
+    if (existing?.isFile()) await keepOwner(fh, existing);
     await fh.chmod(mode);
     await fh.sync();
     await fh.close();
@@ -58,7 +76,7 @@ export async function writeFileAtomic(target: string, data: Uint8Array, options:
     throw error;
   }
   if (options.createOnly) await unlink(temp).catch(() => {});
-  await syncDirectory(dirname(target));
+  await dir.sync();
 }
 
 async function writeAll(fh: Awaited<ReturnType<typeof open>>, data: Uint8Array): Promise<void> {
@@ -94,19 +112,5 @@ async function linkExclusive(temp: string, target: string, data: Uint8Array, mod
       await unlink(target).catch(() => {});
       throw inner;
     }
-  }
-}
-
-/** Make the rename itself durable. Not every platform can fsync a directory; that is not an error. */
-async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const fh = await open(dir, 'r');
-    try {
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-  } catch {
-    // best effort
   }
 }
