@@ -14,7 +14,7 @@ export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promi
 /** The command guard for this config; `approver` answers `ask` rules (TTY prompt, or ACP permission). */
 export async function buildGuard(config: Config, approver?: Approver): Promise<SessionOptions['guard']> {
   if (!config.shellRules) return undefined;
-  const [{ createCommandGuard, findOnPath, shellRuleLayers }, { cleanEnv }] = await Promise.all([
+  const [{ createCommandGuard, findOnPath, shellRuleLayers, shellRuleRoots }, { cleanEnv }] = await Promise.all([
     import('../policy/command-rules.ts'),
     import('../process/spawn.ts'),
   ]);
@@ -22,7 +22,7 @@ export async function buildGuard(config: Config, approver?: Approver): Promise<S
   const path = cleanEnv(process.env, {}).PATH ?? '/usr/bin:/bin';
   const layers = shellRuleLayers(config.shellRules);
   if (!layers || layers.length === 0) return undefined;
-  return createCommandGuard(layers, { resolveExecutable: findOnPath, path, approver });
+  return createCommandGuard(layers, { resolveExecutable: findOnPath, path, approver, mutableRoots: shellRuleRoots(config.shellRules) });
 }
 
 /** An approver that asks on the terminal, only when both stdin and stderr are TTYs. */

@@ -50,6 +50,9 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
   return config;
 }
 
+/** Shared with the policy file: `env` permits variables, which a deny rule has no use for. */
+export const DENY_ENV = 'only applies to allow and ask rules (the variables a matching command may set); a deny rule matches whatever variables a command sets. Remove it.';
+
 const PROVIDER_NAME = /^[A-Za-z0-9_.-]+$/;
 
 function isLoopback(url: string): boolean {
@@ -81,6 +84,7 @@ function checkFile({ kind, file, value }: ConfigFile): void {
       if (!isAbsolute(rule.executable) && rule.executable.includes('/')) {
         fail(file, `shell.commands.${list}[${i}].executable`, `must be an absolute path or a bare program name looked up on PATH, got "${rule.executable}".`);
       }
+      if (list === 'deny' && rule.env !== undefined) fail(file, `shell.commands.deny[${i}].env`, DENY_ENV);
     }
   }
 }
@@ -97,6 +101,7 @@ export function commandLayer(source: string, idPrefix: string, commands: NonNull
       executable: r.executable,
       args: r.args ?? [],
       match: r.match ?? 'prefix',
+      ...(r.env && { env: r.env }),
     }));
   return { source, idPrefix, default: commands.default, allow: rules('allow'), deny: rules('deny'), ask: rules('ask') };
 }

@@ -3,10 +3,13 @@
 //
 // Policy (tools, paths, commands, network, sandbox) only ever narrows from layer to layer; see
 // layers.ts. Provider, model, retry and limits override normally, with one exception: a project
-// config is someone else's file, so it may only LOWER limits (a cloned repository must not be
-// able to lift your run deadline or call budget), may not carry API keys, may not redefine a
-// provider you or conch define (its base URL would receive your key), may only name model servers
-// on this machine (the model server decides which tools run), and may not add plugin folders. Flags and the environment are yours and override everything but policy.
+// config is someone else's file, so it may only LOWER limits and retry settings (a cloned
+// repository must not be able to lift your run deadline, call budget or retry count), may not
+// carry API keys, may not redefine a provider you or conch define (its base URL would receive your
+// key), may only name model servers on this machine (the model server decides which tools run),
+// and may not add plugin folders or switch on plugins (it may switch them off; a first-party name
+// it lists is ignored with a warning). Flags and the environment are yours and override everything
+// but policy. Unknown first-party plugin names (user config, --plugin) are errors.
 import { homedir } from 'node:os';
 import { realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
@@ -16,6 +19,7 @@ import type { SandboxProfileName } from '../sandbox/index.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { mergePolicy, type PolicyLayer } from './layers.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
+import type { ShellRules } from '../policy/command-rules.ts';
 import { type CliFlags, type Config, ConfigError } from './types.ts';
 
 export { noModelMessage } from './model.ts';
@@ -151,7 +155,9 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
   const limitFlags = limitOverrides(flags.limit);
 
   const limits: Limits = { ...DEFAULT_LIMITS };
-  let retry: RetryPolicy = { ...DEFAULT_RETRY };
+  const retry: RetryPolicy = { ...DEFAULT_RETRY };
+  const warnings: string[] = [];
+  const named: PluginNames[] = [];
   let model: ModelChoice | undefined;
   let stopOnDeny = false;
   let pluginsEnabled = flags.plugins !== false;
@@ -162,12 +168,24 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
     for (const [key, n] of Object.entries(value.limits ?? {}) as [keyof Limits, number | undefined][]) {
       if (n !== undefined) limits[key] = kind === 'project' ? lower(key, limits[key], n) : n;
     }
-    retry = { ...retry, ...value.retry };
+    for (const [key, n] of Object.entries(value.retry ?? {}) as [keyof RetryPolicy, number | undefined][]) {
+      if (n !== undefined) retry[key] = kind === 'project' ? Math.min(retry[key], n) : n;
+    }
     if (value.model) model = { value: value.model, source: file, file };
     if (value.policy?.stopOnDeny !== undefined) stopOnDeny = value.policy.stopOnDeny;
     const plugins = Array.isArray(value.plugins) ? { firstParty: value.plugins } : value.plugins;
     if (plugins?.enabled === false) pluginsEnabled = false;
-    for (const name of plugins?.firstParty ?? []) firstParty.add(name);
+    const names = plugins?.firstParty ?? [];
+    const key = Array.isArray(value.plugins) ? 'plugins' : 'plugins.firstParty';
+    if (kind === 'project' && names.length) {
+      // Plugins run unsandboxed in conch: a cloned repository may switch them off, never on.
+      warnings.push(
+        `${file}: "${key}" ignored: a project config cannot switch on plugins, only disable them ("plugins": { "enabled": false }). To use ${names.join(', ')}, add ${names.length > 1 ? 'them' : 'it'} to your user config or pass --plugin ${names[0]}.`,
+      );
+    } else {
+      for (const name of names) firstParty.add(name);
+      if (names.length) named.push({ names, where: (i) => ({ label: `${file}: "${key}[${i}]"`, file, key: `${key}[${i}]` }) });
+    }
     dirs.push(...(plugins?.dirs ?? []).map((d) => resolve(base, d)));
     if (plugins?.allowOverride) {
       allowOverride = kind === 'user' ? [...plugins.allowOverride] : allowOverride.filter((n) => plugins.allowOverride!.includes(n));
@@ -178,6 +196,8 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
   if (toolCalls !== undefined) limits.tool_calls = toolCalls;
   Object.assign(limits, limitFlags);
   for (const name of flags.plugin ?? []) firstParty.add(name);
+  if (flags.plugin?.length) named.push({ names: flags.plugin, where: () => ({ label: '--plugin', key: '--plugin' }) });
+  if (named.length) await checkPluginNames(named);
   dirs.push(...(flags.toolsDir ?? []).map((d) => resolve(cwd, d)));
   if (flags.stopOnDeny !== undefined) stopOnDeny = flags.stopOnDeny;
 
@@ -193,6 +213,8 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
   const own = ownDirGlobs(cwd, [configDir, join(cacheHome(env, home), 'conch')]);
   policy.workspace.protectedGlobs.push(...own);
   policy.sandbox.protectedGlobs.push(...own);
+  // Command rules need to know where commands can swap a directory for a link (command-rules.ts).
+  const shellRules: ShellRules | null = policy.shellRules && { layers: policy.shellRules, mutableRoots: [cwd, ...policy.sandbox.writableRoots, '/tmp'] };
   return {
     files: [...files.map((f) => f.file), ...(flags.policy ? [resolve(cwd, flags.policy)] : [])],
     configDir,
@@ -203,11 +225,33 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
     workspace: policy.workspace,
     tools: policy.tools,
     plugins: { enabled: pluginsEnabled, dirs, firstParty: [...firstParty], projectTools: flags.projectTools === true, allowOverride },
-    shellRules: policy.shellRules,
+    shellRules,
     policy: { stopOnDeny, file: flags.policy ? resolve(cwd, flags.policy) : null, denied: policy.denied },
     env: env_,
-    warnings: policy.warnings,
+    warnings: [...warnings, ...policy.warnings],
   };
+}
+
+/** First-party plugin names as one file or flag gave them; `where(i)` locates the i-th for a message. */
+interface PluginNames {
+  names: string[];
+  where: (i: number) => { label: string; file?: string; key: string };
+}
+
+/** Unknown first-party plugin names are setup errors, named where they were written. */
+async function checkPluginNames(lists: PluginNames[]): Promise<void> {
+  const { availableFirstParty } = await import('../plugins/discover.ts');
+  const available = await availableFirstParty();
+  for (const { names, where } of lists) {
+    const i = names.findIndex((n) => !available.includes(n));
+    if (i === -1) continue;
+    const { label, file, key } = where(i);
+    throw new ConfigError(
+      `${label}: "${names[i]}" is not a first-party plugin; available: ${available.join(', ') || '(none)'}. For your own plugin files use --tools-dir DIR or ~/.config/conch/tools/.`,
+      file,
+      key,
+    );
+  }
 }
 
 function set(v: string | undefined): boolean {

@@ -16,6 +16,12 @@ export const CommandRuleSchema = Type.Object(
     executable: Type.String({ minLength: 1, description: 'an absolute path such as "/usr/bin/git", or a program name found on PATH' }),
     args: Type.Optional(Type.Array(Type.String(), { description: 'a list of literal arguments' })),
     match: Type.Optional(Type.Union([Type.Literal('prefix'), Type.Literal('exact')])),
+    // Allow and ask rules only: the variables a matching command may set (see policy/command-rules.ts).
+    env: Type.Optional(
+      Type.Array(Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', description: 'a variable name such as "CI"' }), {
+        description: 'a list of variable names such as ["CI", "GIT_TRACE"]',
+      }),
+    ),
   },
   closed,
 );
@@ -44,7 +50,8 @@ const ProviderSchema = Type.Object(
 /**
  * ~/.config/conch/config.json and ./.conch/config.json. Paths in `write`, `sandbox` and `read`
  * roots are absolute or relative (see load.ts for what they are relative to); `protected` and
- * `read.deny` are workspace-relative globs.
+ * `read.deny` are workspace-relative globs. A shell command rule is { id?, executable, args?,
+ * match?, env? }: `env` (allow and ask rules) lists the variables a matching command may set.
  */
 export const ConfigFileSchema = Type.Object(
   {

@@ -6,13 +6,29 @@
 // Deny-only rule sets also cannot see inside constructs they cannot parse (a pipe, `&&`, …): such a
 // command is refused only when some layer has an allow rule, an ask rule, or a deny/ask default.
 //
+// Variables: a leading `NAME=value` (or `env NAME=value cmd`) changes what an allowed program does
+// (GIT_CONFIG_* makes `git status` run commands, NODE_OPTIONS and PERL5OPT load code, GIT_DIR picks
+// another repository's config). Where a layer checks commands (an allow list, an ask rule, or a
+// deny/ask default) a command that sets any variable is unprovable unless the allow or ask rule it
+// matches lists every name it sets in its optional `env`, exact names, no patterns:
+//   { "id": "tests", "executable": "make", "args": ["test"], "env": ["CI", "VERBOSE"] }
+// Deny rules ignore `env` and match whatever the command sets.
+//
+// Changeable paths: an executable reached through a directory commands in this run can write (the
+// workspace, a writable root, /tmp), or found on PATH after an entry in one, can be swapped between
+// this check and the exec, so it proves nothing about a rule naming a program elsewhere: `d/git`
+// with `d -> /usr/bin` does not match a /usr/bin/git rule. Rules naming a program inside those
+// directories match it as usual.
+//
 // Layers (user config, project config, policy file) are evaluated separately and combined so that
 // a later layer can only narrow: any layer's deny wins, any layer's ask asks, and a command must be
 // allowed by every layer that has an allow list.
-import { accessSync, constants, realpathSync, statSync } from 'node:fs';
-import { basename, delimiter, dirname, isAbsolute, join, normalize, resolve } from 'node:path';
+import { delimiter, isAbsolute, join, normalize, resolve } from 'node:path';
 import type { CommandDecision } from '../tools/exec.ts';
-import { type Assignment, parseCommand } from './command-parse.ts';
+import { parseCommand } from './command-parse.ts';
+import { changeableAt, findOnPath, realDir, sameProgram } from './executable.ts';
+
+export { findOnPath };
 
 export interface CommandRule {
   /** Stable id, named in every decision this rule makes. */
@@ -22,6 +38,8 @@ export interface CommandRule {
   args: string[];
   /** prefix: the command's arguments start with `args`; exact: they equal `args`. */
   match: 'prefix' | 'exact';
+  /** Allow and ask rules: variable names a matching command may set (`NAME=… cmd`, `env NAME=… cmd`). */
+  env?: string[];
 }
 
 export type CommandDefault = 'allow' | 'deny' | 'ask';
@@ -51,53 +69,32 @@ export interface GuardOptions {
   path: string;
   /** Present only on an interactive terminal; without it `ask` means deny. */
   approver?: Approver;
+  /** Directories commands in this run can change: the workspace root, writable roots, /tmp. */
+  mutableRoots?: string[];
 }
 
 export type CommandGuard = (command: string, cwd: string) => Promise<CommandDecision>;
 
-/** Config.shellRules as loadConfig fills it (typed `unknown` in the fixed Config interface). */
+/** What loadConfig puts in Config.shellRules: the layers, and the roots the run can change. */
+export interface ShellRules {
+  layers: CommandLayer[];
+  mutableRoots: string[];
+}
+
+/** The layers of Config.shellRules (typed `unknown` in the fixed Config interface). */
 export function shellRuleLayers(value: unknown): CommandLayer[] | null {
-  return Array.isArray(value) && value.length ? (value as CommandLayer[]) : null;
+  const layers = Array.isArray(value) ? value : (value as ShellRules | null)?.layers;
+  return Array.isArray(layers) && layers.length ? (layers as CommandLayer[]) : null;
 }
 
-/** Environment variables that make a program load or run other code before it starts. */
+/** The changeable roots of Config.shellRules, for GuardOptions.mutableRoots. */
+export function shellRuleRoots(value: unknown): string[] {
+  const roots = Array.isArray(value) ? undefined : (value as ShellRules | null)?.mutableRoots;
+  return Array.isArray(roots) ? roots : [];
+}
+
+/** Variables that make a program load or run other code before it starts (named in messages). */
 const CODE_LOADING_VAR = /^(LD_|DYLD_|BASH_FUNC_)|^(BASH_ENV|ENV)$/;
-
-/** The usual executable lookup: the first PATH entry holding an executable regular file. */
-export function findOnPath(name: string, path: string): string | null {
-  for (const dir of path.split(delimiter)) {
-    if (!dir || !isAbsolute(dir)) continue; // a relative PATH entry would depend on the cwd
-    const candidate = join(dir, name);
-    try {
-      if (!statSync(candidate).isFile()) continue;
-      accessSync(candidate, constants.X_OK);
-      return candidate;
-    } catch {
-      // not here
-    }
-  }
-  return null;
-}
-
-// Two spellings name the same program when their directories are the same directory: /bin/rm is
-// /usr/bin/rm on a merged-/usr system. The file itself is not followed (python3 stays python3).
-function sameProgram(a: string, b: string, dirs: Map<string, string>): boolean {
-  if (a === b) return true;
-  if (basename(a) !== basename(b)) return false;
-  const real = (dir: string) => {
-    let r = dirs.get(dir);
-    if (r === undefined) {
-      try {
-        r = realpathSync(dir);
-      } catch {
-        r = dir;
-      }
-      dirs.set(dir, r);
-    }
-    return r;
-  };
-  return real(dirname(a)) === real(dirname(b));
-}
 
 function describeRule(rule: CommandRule): string {
   const args = rule.args.length ? ` ${rule.args.join(' ')}` : '';
@@ -110,6 +107,19 @@ function argsMatch(rule: CommandRule, args: string[]): boolean {
   return rule.args.every((a, i) => args[i] === a);
 }
 
+/** One command as the rules see it. */
+interface Candidate {
+  text: string;
+  /** The program as written. */
+  name: string;
+  exe: string | null;
+  args: string[];
+  /** Names of the variables it sets, in order, without repeats. */
+  vars: string[];
+  /** Its lookup passes through a directory the run can change. */
+  changeable: boolean;
+}
+
 type Verdict =
   | { kind: 'allow' }
   | { kind: 'deny'; rule: string; message: string }
@@ -118,27 +128,69 @@ type Verdict =
 
 const SEVERITY = { allow: 0, ask: 1, deny: 2 } as const;
 
+const quoted = (names: string[]) => names.map((n) => `"${n}"`).join(', ');
+
+/** Why setting `vars` cannot be checked, and the fix (naming `rule` when one matched). */
+function variablesWhy(vars: string[], name: string, rule: CommandRule | null, source: string): string {
+  const loading = vars.filter((v) => CODE_LOADING_VAR.test(v));
+  const what = `${vars.length > 1 ? 'the variables' : 'the variable'} ${vars.join(', ')}`;
+  const effect = loading.length
+    ? `${loading.join(', ')} ${loading.length > 1 ? 'make' : 'makes'} programs load other code`
+    : `variables can change what "${name}" does (GIT_CONFIG_* makes git run commands, NODE_OPTIONS or PERL5OPT load code)`;
+  const permit = rule ? `, or add "env": [${quoted(vars)}] to rule "${rule.id}" (${source}) to permit ${vars.length > 1 ? 'them' : 'it'}` : '';
+  return `it sets ${what}, and ${effect}${rule ? `; rule "${rule.id}" does not list ${vars.length > 1 ? 'them' : 'it'} in its "env"` : ''}. Run the command without the assignment${vars.length > 1 ? 's' : ''}${permit}`;
+}
+
 export function createCommandGuard(layers: CommandLayer[], opts: GuardOptions): CommandGuard {
   const active = layers.filter((l) => l.allow.length || l.deny.length || l.ask.length || (l.default && l.default !== 'allow'));
+  const roots = [...new Set((opts.mutableRoots ?? []).flatMap((r) => [normalize(r), realDir(r)]))];
   const remembered = new Set<string>();
-  const dirCache = new Map<string, string>();
-  const ruleExecutables = new Map<string, string | null>();
   let prompting: Promise<unknown> = Promise.resolve();
 
-  const ruleExecutable = async (rule: CommandRule): Promise<string | null> => {
-    if (isAbsolute(rule.executable)) return normalize(rule.executable);
-    if (!ruleExecutables.has(rule.executable)) {
-      ruleExecutables.set(rule.executable, await opts.resolveExecutable(rule.executable, opts.path));
-    }
-    return ruleExecutables.get(rule.executable) ?? null;
-  };
-  const matches = async (rules: CommandRule[], exe: string | null, args: string[]) => {
-    if (exe === null) return undefined;
+  // Resolved at every decision: nothing about the filesystem is remembered between commands.
+  const ruleExecutable = async (rule: CommandRule): Promise<string | null> =>
+    isAbsolute(rule.executable) ? normalize(rule.executable) : await opts.resolveExecutable(rule.executable, opts.path);
+  const matching = async (rules: CommandRule[], c: Candidate) => {
+    const found: { rule: CommandRule; target: string }[] = [];
+    if (c.exe === null) return found;
     for (const rule of rules) {
       const target = await ruleExecutable(rule);
-      if (target !== null && sameProgram(target, exe, dirCache) && argsMatch(rule, args)) return rule;
+      if (target !== null && sameProgram(target, c.exe) && argsMatch(rule, c.args)) found.push({ rule, target });
     }
-    return undefined;
+    return found;
+  };
+  // A name found on PATH also depends on every entry searched before it: a file created in one of
+  // them between this check and the exec would run instead.
+  const lookedAt = (name: string, exe: string): string[] => {
+    if (name.includes('/')) return [exe];
+    const before: string[] = [];
+    for (const dir of opts.path.split(delimiter)) {
+      if (!dir || !isAbsolute(dir)) continue;
+      const candidate = join(dir, name);
+      if (candidate === exe) break;
+      before.push(candidate);
+    }
+    return [...before, exe];
+  };
+  /** Why a rule that matches `c` still cannot vouch for it, or null when it can. */
+  const unproven = (m: { rule: CommandRule; target: string }, c: Candidate, layer: CommandLayer): string | null => {
+    const unlisted = c.vars.filter((v) => !(m.rule.env ?? []).includes(v));
+    if (unlisted.length) return variablesWhy(unlisted, c.name, m.rule, layer.source);
+    if (c.changeable && changeableAt(m.target, roots) === null) {
+      return `it reaches "${c.name}" through a directory that commands in this run can change, so it cannot be proven to be ${m.target} (rule "${m.rule.id}") when it runs. Run "${m.rule.executable}" itself instead`;
+    }
+    return null;
+  };
+
+  // Refused where the layer wants commands checked (an allow list or default deny), asked about
+  // (each exact command) where it only asks.
+  const layerUnprovable = (layer: CommandLayer, c: Candidate, why: string, askRule?: string): Verdict => {
+    if (layer.allow.length || layer.default === 'deny') {
+      const rule = layer.allow.length && layer.default !== 'deny' ? `${layer.idPrefix}.allow` : `${layer.idPrefix}.default`;
+      return { kind: 'deny', rule, message: `command denied (${rule}, ${layer.source}): it cannot be checked against the command rules: ${why}.` };
+    }
+    const rule = askRule ?? layer.ask[0]?.id ?? `${layer.idPrefix}.default`;
+    return { kind: 'ask', rule, message: `command cannot be checked against the command rules: ${why}.`, remember: `command:${c.text}` };
   };
 
   // A command whose argv cannot be known: refused wherever an allow list, an ask rule or a
@@ -158,21 +210,34 @@ export function createCommandGuard(layers: CommandLayer[], opts: GuardOptions): 
     return { kind: 'allow' };
   };
 
-  const judgeLayer = async (layer: CommandLayer, exe: string | null, name: string, args: string[], command: string): Promise<Verdict> => {
-    const denied = await matches(layer.deny, exe, args);
+  const judgeLayer = async (layer: CommandLayer, c: Candidate): Promise<Verdict> => {
+    const denied = (await matching(layer.deny, c))[0]?.rule;
     if (denied) {
       return { kind: 'deny', rule: denied.id, message: `command denied by rule "${denied.id}" (${layer.source}: deny ${describeRule(denied)}).` };
     }
-    const ask = await matches(layer.ask, exe, args);
-    if (ask) return { kind: 'ask', rule: ask.id, message: `command matches "ask" rule "${ask.id}" (${describeRule(ask)}).`, remember: `rule:${ask.id}` };
-    if (await matches(layer.allow, exe, args)) return { kind: 'allow' };
+    const asks = await matching(layer.ask, c);
+    if (asks.length) {
+      const ask = asks.find((m) => unproven(m, c, layer) === null)?.rule;
+      if (!ask) return layerUnprovable(layer, c, unproven(asks[0]!, c, layer)!, asks[0]!.rule.id);
+      return { kind: 'ask', rule: ask.id, message: `command matches "ask" rule "${ask.id}" (${describeRule(ask)}).`, remember: `rule:${ask.id}` };
+    }
+    const allows = await matching(layer.allow, c);
+    if (allows.length) {
+      if (allows.some((m) => unproven(m, c, layer) === null)) return { kind: 'allow' };
+      return layerUnprovable(layer, c, unproven(allows[0]!, c, layer)!);
+    }
     const fallback = layer.default ?? (layer.allow.length ? 'deny' : 'allow');
-    if (fallback === 'allow' && !layer.allow.length) return { kind: 'allow' };
+    if (fallback === 'allow' && !layer.allow.length) {
+      // Ask rules alone: a variable could make an unmatched command do what an ask rule covers.
+      if (c.vars.length && layer.ask.length) return layerUnprovable(layer, c, variablesWhy(c.vars, c.name, null, layer.source));
+      return { kind: 'allow' };
+    }
     const rule = layer.allow.length && layer.default !== 'ask' && layer.default !== 'deny' ? `${layer.idPrefix}.allow` : `${layer.idPrefix}.default`;
     if (fallback === 'ask') {
-      return { kind: 'ask', rule, message: `command is not matched by any rule of the ${layer.source} (default "ask").`, remember: `command:${command}` };
+      return { kind: 'ask', rule, message: `command is not matched by any rule of the ${layer.source} (default "ask").`, remember: `command:${c.text}` };
     }
-    const where = exe === null ? `"${name}" was not found on the sandbox PATH, so no rule can allow it` : `${exe} ${args.join(' ')}`.trimEnd() + ' is not matched by any allow rule';
+    const where =
+      c.exe === null ? `"${c.name}" was not found on the sandbox PATH, so no rule can allow it` : `${c.exe} ${c.args.join(' ')}`.trimEnd() + ' is not matched by any allow rule';
     const allowed = layer.allow.slice(0, 8).map((r) => `"${r.id}": ${describeRule(r)}`);
     const list = allowed.length ? ` Allowed: ${allowed.join('; ')}${layer.allow.length > 8 ? '; …' : ''}.` : '';
     return { kind: 'deny', rule, message: `command denied (${rule}, ${layer.source}): ${where}.${list}` };
@@ -182,19 +247,24 @@ export function createCommandGuard(layers: CommandLayer[], opts: GuardOptions): 
     const parsed = parseCommand(command);
     if (!parsed.ok) return unprovable(command, parsed.message);
     const name = parsed.argv[0]!;
-    const risky = parsed.assignments.find((a: Assignment) => CODE_LOADING_VAR.test(a.name));
-    if (risky) return unprovable(command, `the variable ${risky.name}, which makes programs load other code`);
     let exe: string | null;
     if (isAbsolute(name)) exe = normalize(name);
     else if (name.includes('/')) exe = resolve(cwd, name);
     else if (parsed.assignments.some((a) => a.name === 'PATH')) {
       return unprovable(command, `a PATH assignment, which changes which "${name}" runs`);
     } else exe = await opts.resolveExecutable(name, opts.path);
-    const args = parsed.argv.slice(1);
+    const c: Candidate = {
+      text: command,
+      name,
+      exe,
+      args: parsed.argv.slice(1),
+      vars: [...new Set(parsed.assignments.map((a) => a.name))],
+      changeable: exe !== null && lookedAt(name, exe).some((p) => changeableAt(p, roots) !== null),
+    };
 
     let worst: Verdict = { kind: 'allow' };
     for (const layer of active) {
-      const v = await judgeLayer(layer, exe, name, args, command);
+      const v = await judgeLayer(layer, c);
       if (SEVERITY[v.kind] > SEVERITY[worst.kind]) worst = v;
       if (worst.kind === 'deny') break;
     }

@@ -9,7 +9,9 @@
 //                "deny":  [{ "id": "w.secrets", "root": "/home/me/.ssh" }, { "id": "w.lock", "glob": "**/*.lock" }] },
 //   "read":    { "roots": [{ "id": "r.repo", "root": "." }], "deny": [{ "id": "r.env", "glob": "**/.env*" }] },
 //   "shell":   { "commands": { "default": "deny", "allow": [ { "id": "c.status", "executable": "/usr/bin/git",
-//                                                           "args": ["status"], "match": "prefix" } ] } },
+//                                                           "args": ["status"], "match": "prefix" },
+//                                                         { "id": "c.test", "executable": "make",
+//                                                           "args": ["test"], "env": ["CI"] } ] } },
 //   "sandbox": { "profile": "read-only", "network": false }
 // }
 //
@@ -17,12 +19,14 @@
 //   tools: `name` (a tool name; allow lists intersect with the catalog, they never add a tool);
 //   write/read: `root` (a directory; relative roots are relative to this file's directory) or, for
 //   deny lists only, `glob` (workspace-relative, picomatch syntax);
-//   shell.commands: `executable` (absolute or a name looked up on the sandbox PATH), `args`, `match`.
+//   shell.commands: `executable` (absolute or a name looked up on the sandbox PATH), `args`, `match`,
+//   and for allow and ask rules `env`: the variable names a matching command may set ("CI=1 make");
+//   a command setting any other variable is not proven by the rule (see command-rules.ts).
 // A `root` covers the directory and everything below it.
 import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { type Static, type TSchema, Type } from 'typebox';
-import { commandLayer } from '../config/file.ts';
+import { commandLayer, DENY_ENV } from '../config/file.ts';
 import type { PolicyLayer } from '../config/layers.ts';
 import { CommandRuleSchema, type Path, ProfileSchema, firstProblem, keyPath } from '../config/schema.ts';
 import { ConfigError } from '../config/types.ts';
@@ -74,6 +78,7 @@ interface RawRule {
   executable?: string;
   args?: string[];
   match?: 'prefix' | 'exact';
+  env?: string[];
 }
 type RawPolicy = Static<typeof PolicyFileSchema>;
 
@@ -113,6 +118,7 @@ function checkRules(p: RawPolicy, fail: (path: Path, text: string) => never): vo
     if (rule.glob !== undefined && (isAbsolute(rule.glob) || rule.glob.split('/').includes('..'))) {
       fail([...path, 'glob'], 'must be workspace-relative (no leading "/" and no ".."); use "root" for a directory outside the workspace.');
     }
+    if (path[2] === 'deny' && path[0] === 'shell' && rule.env !== undefined) fail([...path, 'env'], DENY_ENV);
     const exe = rule.executable;
     if (exe !== undefined && !isAbsolute(exe) && exe.includes('/')) {
       fail([...path, 'executable'], `must be an absolute path or a bare program name looked up on PATH, got "${exe}".`);

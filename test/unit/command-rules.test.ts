@@ -11,6 +11,7 @@ import {
   createCommandGuard,
   findOnPath,
   shellRuleLayers,
+  shellRuleRoots,
 } from '../../src/policy/command-rules.ts';
 
 let dir: string;
@@ -172,7 +173,149 @@ describe('commands that cannot be proven', () => {
     const e = await decide([allowGit], 'LD_PRELOAD=./x.so git status');
     if (!e.allowed) expect(e.message).toContain('LD_PRELOAD');
     expect(e.allowed).toBe(false);
-    expect(await decide([allowGit], `PATH=/tmp/evil ${join(bin, 'git')} status`)).toEqual({ allowed: true });
+    expect(await decide([allowGit], `PATH=/tmp/evil ${join(bin, 'git')} status`)).toMatchObject({ allowed: false });
+    const withPath = layer('user config', { allow: [{ ...rule('git', 'git'), env: ['PATH'] }] });
+    expect(await decide([withPath], `PATH=/tmp/evil ${join(bin, 'git')} status`)).toEqual({ allowed: true });
+  });
+});
+
+describe('variables set before the program', () => {
+  const gitStatus = (env?: string[]) => layer('user config', { allow: [{ ...rule('git-status', join(bin, 'git'), ['status']), ...(env && { env }) }] });
+
+  for (const [command, variable] of [
+    [`GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=core.fsmonitor GIT_CONFIG_VALUE_0='touch pwned; false' git status`, 'GIT_CONFIG_COUNT'],
+    [`GIT_CONFIG_PARAMETERS="'core.fsmonitor=touch pwned'" git status`, 'GIT_CONFIG_PARAMETERS'],
+    ['GIT_DIR=evil/.git git status', 'GIT_DIR'],
+    ['env GIT_DIR=evil/.git git status', 'GIT_DIR'],
+    ['NODE_OPTIONS=--require=./x.js PERL5OPT=-Mx git status', 'NODE_OPTIONS'],
+  ] as const) {
+    test(`an allow rule without "env" does not prove: ${command}`, async () => {
+      const d = await decide([gitStatus()], command);
+      expect(d).toMatchObject({ allowed: false, rule: 'user:shell.commands.allow' });
+      if (!d.allowed) {
+        expect(d.message).toContain(variable);
+        expect(d.message).toContain(`add "env": ["${variable}"`);
+        expect(d.message).toContain('rule "git-status"');
+      }
+    });
+  }
+
+  test('a rule\'s "env" permits exactly the names it lists', async () => {
+    const l = gitStatus(['GIT_TRACE', 'GIT_PAGER']);
+    expect(await decide([l], 'GIT_TRACE=1 git status')).toEqual({ allowed: true });
+    expect(await decide([l], 'env GIT_TRACE=1 GIT_PAGER=cat git status')).toEqual({ allowed: true });
+    const d = await decide([l], 'GIT_TRACE=1 GIT_DIR=x git status');
+    expect(d).toMatchObject({ allowed: false });
+    if (!d.allowed) {
+      expect(d.message).toContain('"env": ["GIT_DIR"]');
+      expect(d.message).not.toContain('"GIT_TRACE"');
+    }
+  });
+
+  test('code-loading variables are named as such', async () => {
+    const d = await decide([gitStatus()], 'LD_PRELOAD=./x.so git status');
+    expect(d.allowed).toBe(false);
+    if (!d.allowed) expect(d.message).toContain('LD_PRELOAD makes programs load other code');
+  });
+
+  test('default deny refuses them; deny rules alone let them through', async () => {
+    const strict = layer('policy file', { default: 'deny', allow: [rule('c.ls', 'ls')] });
+    expect(await decide([strict], 'ls')).toEqual({ allowed: true });
+    expect(await decide([strict], 'LC_ALL=C ls')).toMatchObject({ allowed: false, rule: 'policy:shell.commands.default' });
+    expect(await decide([layer('user config', { deny: [rule('rm', 'rm')] })], 'FOO=1 ls')).toEqual({ allowed: true });
+  });
+
+  test('under ask rules a command that sets variables is asked about as that exact command', async () => {
+    const asked: string[] = [];
+    const approve = async (command: string) => {
+      asked.push(command);
+      return 'always' as const;
+    };
+    const g = guard([layer('user config', { ask: [rule('ask-push', 'git', ['push'])] })], approve);
+    expect(await g('GIT_SSH_COMMAND=./evil git push', dir)).toEqual({ allowed: true });
+    expect(await g('git push', dir)).toEqual({ allowed: true }); // "always" above was for that command only
+    expect(await g('git push origin', dir)).toEqual({ allowed: true }); // …and this one for the rule
+    expect(await g('FOO=1 ls', dir)).toEqual({ allowed: true }); // unmatched, but a variable could reach "git push"
+    expect(await g('ls', dir)).toEqual({ allowed: true });
+    expect(asked).toEqual(['GIT_SSH_COMMAND=./evil git push', 'git push', 'FOO=1 ls']);
+
+    const permitted = guard([layer('user config', { ask: [{ ...rule('ask-push', 'git', ['push']), env: ['GIT_SSH_COMMAND'] }] })]);
+    const d = await permitted('GIT_SSH_COMMAND=ssh git push', dir);
+    expect(d).toMatchObject({ allowed: false, rule: 'ask-push' });
+    if (!d.allowed) expect(d.message).toContain('matches "ask" rule "ask-push"');
+  });
+
+  test('every layer must permit them: a later layer\'s "env" does not widen an earlier one', async () => {
+    const user = gitStatus();
+    const project = layer('project config', { allow: [{ ...rule('p.git', 'git'), env: ['GIT_DIR'] }] });
+    expect(await decide([user, project], 'git status')).toEqual({ allowed: true });
+    expect(await decide([user, project], 'GIT_DIR=x git status')).toMatchObject({ allowed: false, rule: 'user:shell.commands.allow' });
+    expect(await decide([gitStatus(['GIT_DIR']), project], 'GIT_DIR=x git status')).toEqual({ allowed: true });
+  });
+});
+
+describe('directories commands can change', () => {
+  const allowStatus = () => layer('user config', { allow: [rule('git-status', join(bin, 'git'), ['status'])] });
+  let n = 0;
+  const workspace = () => {
+    const ws = join(dir, `ws-${n++}`);
+    mkdirSync(ws);
+    return ws;
+  };
+
+  test('a link is looked at again for every command: replaced by a real directory, it no longer matches', async () => {
+    const ws = workspace();
+    const g = guard([allowStatus()]);
+    symlinkSync(bin, join(ws, 'd'));
+    expect(await g('d/git status', ws)).toEqual({ allowed: true });
+    rmSync(join(ws, 'd'));
+    mkdirSync(join(ws, 'd'));
+    exe(join(ws, 'd', 'git'));
+    expect(await g('d/git status', ws)).toMatchObject({ allowed: false });
+  });
+
+  test('a program reached through them is not the program a rule names elsewhere', async () => {
+    const ws = workspace();
+    symlinkSync(bin, join(ws, 'd'));
+    symlinkSync(join(ws, 'd'), join(dir, `via-${n}`));
+    const g = createCommandGuard([allowStatus()], { resolveExecutable: findOnPath, path: PATH, mutableRoots: [ws] });
+    const d = await g('d/git status', ws);
+    expect(d).toMatchObject({ allowed: false, rule: 'user:shell.commands.allow' });
+    if (!d.allowed) expect(d.message).toContain('reaches "d/git" through a directory that commands in this run can change');
+    // A link outside them that leads through them is no better.
+    expect(await g(`${join(dir, `via-${n}`)}/git status`, ws)).toMatchObject({ allowed: false });
+    expect(await g('git status', ws)).toEqual({ allowed: true });
+    expect(await g(`${join(bin, 'git')} status`, ws)).toEqual({ allowed: true });
+    // Deny rules still match it.
+    const deny = createCommandGuard([layer('user config', { deny: [rule('no-git', join(bin, 'git'))] })], {
+      resolveExecutable: findOnPath,
+      path: PATH,
+      mutableRoots: [ws],
+    });
+    expect(await deny('d/git status', ws)).toMatchObject({ allowed: false, rule: 'no-git' });
+  });
+
+  test('a PATH entry inside them, searched before the program, could shadow it', async () => {
+    const ws = workspace();
+    mkdirSync(join(ws, 'bin'));
+    const g = createCommandGuard([allowStatus()], { resolveExecutable: findOnPath, path: `${join(ws, 'bin')}:${PATH}`, mutableRoots: [ws] });
+    expect(await g('git status', ws)).toMatchObject({ allowed: false, rule: 'user:shell.commands.allow' });
+    const after = createCommandGuard([allowStatus()], { resolveExecutable: findOnPath, path: `${PATH}:${join(ws, 'bin')}`, mutableRoots: [ws] });
+    expect(await after('git status', ws)).toEqual({ allowed: true });
+  });
+
+  test('a rule naming a program inside them matches it as usual', async () => {
+    const ws = workspace();
+    mkdirSync(join(ws, 'tools'));
+    exe(join(ws, 'tools', 'check'));
+    symlinkSync('tools', join(ws, 't'));
+    const g = createCommandGuard([layer('user config', { allow: [rule('check', join(ws, 'tools', 'check'))] })], {
+      resolveExecutable: findOnPath,
+      path: PATH,
+      mutableRoots: [ws],
+    });
+    expect(await g('tools/check', ws)).toEqual({ allowed: true });
+    expect(await g('t/check --all', ws)).toEqual({ allowed: true });
   });
 });
 
@@ -283,9 +426,12 @@ describe('ask', () => {
   });
 });
 
-test('shellRuleLayers reads Config.shellRules', () => {
+test('shellRuleLayers and shellRuleRoots read Config.shellRules', () => {
   const l = layer('user config', { default: 'deny' });
   expect(shellRuleLayers([l])).toEqual([l]);
+  expect(shellRuleLayers({ layers: [l], mutableRoots: ['/w'] })).toEqual([l]);
+  expect(shellRuleRoots({ layers: [l], mutableRoots: ['/w'] })).toEqual(['/w']);
+  expect(shellRuleRoots([l])).toEqual([]);
   expect(shellRuleLayers(null)).toBeNull();
   expect(shellRuleLayers([])).toBeNull();
 });

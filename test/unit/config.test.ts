@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DEFAULT_LIMITS } from '../../src/agent/limits.ts';
 import { loadConfig, noModelMessage, parseDuration } from '../../src/config/load.ts';
 import { type CliFlags, type Config, ConfigError } from '../../src/config/types.ts';
-import { createCommandGuard, findOnPath, shellRuleLayers } from '../../src/policy/command-rules.ts';
+import { createCommandGuard, findOnPath, shellRuleLayers, shellRuleRoots } from '../../src/policy/command-rules.ts';
 
 let root: string;
 let home: string;
@@ -69,6 +69,14 @@ describe('files and defaults', () => {
     const c = await load({}, { ANTHROPIC_API_KEY: 'k' });
     expect(c.files).toEqual([userFile(), projectFile()]);
     expect(c.provider?.retry).toEqual({ maxRetries: 1, initialDelayMs: 1000, maxDelayMs: 5 });
+  });
+
+  test('retry: the user config sets it; a project config may only lower it', async () => {
+    put(projectFile(), { retry: { maxRetries: 50, initialDelayMs: 60_000, maxDelayMs: 600_000 } });
+    expect((await load({}, { ANTHROPIC_API_KEY: 'k' })).provider?.retry).toEqual({ maxRetries: 3, initialDelayMs: 1000, maxDelayMs: 30_000 });
+    put(userFile(), { retry: { maxRetries: 8, initialDelayMs: 10 } });
+    put(projectFile(), { retry: { maxRetries: 2, initialDelayMs: 500 } });
+    expect((await load({}, { ANTHROPIC_API_KEY: 'k' })).provider?.retry).toEqual({ maxRetries: 2, initialDelayMs: 10, maxDelayMs: 30_000 });
   });
 });
 
@@ -238,12 +246,11 @@ describe('limits, env and flags', () => {
     });
   });
   test('plugins: names, object form, flags; disabling anywhere wins; a project cannot add folders', async () => {
-    put(userFile(), { plugins: { firstParty: ['web'], dirs: ['tools'], allowOverride: ['read', 'bash'] } });
-    put(projectFile(), { plugins: ['git'] });
-    const c = await load({ plugin: ['todo'], toolsDir: ['more'], projectTools: true });
+    put(userFile(), { plugins: { firstParty: ['jobs'], dirs: ['tools'], allowOverride: ['read', 'bash'] } });
+    const c = await load({ plugin: ['git'], toolsDir: ['more'], projectTools: true });
     expect(c.plugins).toEqual({
       enabled: true,
-      firstParty: ['web', 'git', 'todo'],
+      firstParty: ['jobs', 'git'],
       dirs: [join(xdg, 'conch', 'tools'), join(project, 'more')],
       projectTools: true,
       allowOverride: ['read', 'bash'],
@@ -253,6 +260,29 @@ describe('limits, env and flags', () => {
     expect((await load({ plugins: false })).plugins.enabled).toBe(false);
     put(projectFile(), { plugins: { dirs: ['evil'] } });
     expect((await refused()).message).toContain('"plugins.dirs" is not allowed in a project config');
+  });
+  test('a project config cannot switch on a plugin: the names are ignored with a warning', async () => {
+    put(projectFile(), { plugins: ['jobs'] });
+    const c = await load();
+    expect(c.plugins.firstParty).toEqual([]);
+    expect(c.warnings?.join('\n')).toContain(`${projectFile()}: "plugins" ignored: a project config cannot switch on plugins`);
+    put(projectFile(), { plugins: { enabled: true, firstParty: ['git', 'no-such-plugin'] } });
+    const d = await load();
+    expect(d.plugins).toMatchObject({ enabled: true, firstParty: [] });
+    expect(d.warnings?.join('\n')).toContain(`${projectFile()}: "plugins.firstParty" ignored`);
+    put(userFile(), { plugins: ['git'] });
+    expect((await load()).plugins.firstParty).toEqual(['git']);
+  });
+  test('an unknown first-party plugin is a setup error naming the flag or the file and the available ones', async () => {
+    const flag = await refused({ plugin: ['git', 'nope'] });
+    expect(flag.message).toStartWith('--plugin: "nope" is not a first-party plugin; available: git, jobs.');
+    expect(flag.key).toBe('--plugin');
+    put(userFile(), { plugins: ['jobs', 'jbos'] });
+    const file = await refused();
+    expect(file.message).toStartWith(`${userFile()}: "plugins[1]": "jbos" is not a first-party plugin; available: git, jobs.`);
+    expect(file).toMatchObject({ file: userFile(), key: 'plugins[1]' });
+    put(userFile(), { plugins: { firstParty: ['nope'] } });
+    expect((await refused()).key).toBe('plugins.firstParty[0]');
   });
   test('stopOnDeny and --unrestricted', async () => {
     put(userFile(), { policy: { stopOnDeny: true } });
@@ -392,6 +422,34 @@ describe('command rules across layers', () => {
     expect(await guard('rm -rf /', project)).toMatchObject({ allowed: false, rule: 'user:shell.commands.allow' });
     expect(await guard('wc -l x', project)).toMatchObject({ allowed: false, rule: 'project:shell.commands.allow' });
     expect(await guard('git push --force', project)).toMatchObject({ allowed: false, rule: 'org.no-force' });
+  });
+  test('"env" on a rule permits those variables; it is refused on a deny rule and must hold variable names', async () => {
+    const bin = join(root, 'bin');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'make'), '#!/bin/sh\n');
+    chmodSync(join(bin, 'make'), 0o755);
+    put(userFile(), { shell: { commands: { allow: [{ id: 'u.make', executable: 'make', env: ['CI'] }] } } });
+    const layers = shellRuleLayers((await load()).shellRules)!;
+    expect(layers[0]!.allow[0]).toEqual({ id: 'u.make', executable: 'make', args: [], match: 'prefix', env: ['CI'] });
+    const guard = createCommandGuard(layers, { resolveExecutable: findOnPath, path: bin });
+    expect(await guard('CI=1 make test', project)).toEqual({ allowed: true });
+    expect(await guard('MAKEFLAGS=x make test', project)).toMatchObject({ allowed: false, rule: 'user:shell.commands.allow' });
+    put(userFile(), { shell: { commands: { deny: [{ executable: 'rm', env: ['X'] }] } } });
+    const e = await refused();
+    expect(e.message).toContain('"shell.commands.deny[0].env" only applies to allow and ask rules');
+    expect(e.key).toBe('shell.commands.deny[0].env');
+    put(userFile(), { shell: { commands: { allow: [{ executable: 'make', env: ['NOT A NAME'] }] } } });
+    expect((await refused()).message).toContain('"shell.commands.allow[0].env[0]" must be a variable name such as "CI", got "NOT A NAME"');
+  });
+  test('the guard learns which directories the run can change: the workspace, writable roots and /tmp', async () => {
+    const sh = ['/bin/sh', '/usr/bin/sh'].find((p) => findOnPath('sh', dirname(p)) === p)!;
+    put(userFile(), { write: { writableRoots: [join(root, 'out')] }, shell: { commands: { allow: [{ id: 'u.sh', executable: sh }] } } });
+    const c = await load();
+    expect(shellRuleRoots(c.shellRules)).toEqual([project, join(root, 'out'), '/tmp']);
+    symlinkSync(dirname(sh), join(project, 'd'));
+    const guard = createCommandGuard(shellRuleLayers(c.shellRules)!, { resolveExecutable: findOnPath, path: '/usr/bin:/bin', mutableRoots: shellRuleRoots(c.shellRules) });
+    expect(await guard(`${sh} -c true`, project)).toEqual({ allowed: true });
+    expect(await guard('d/sh -c true', project)).toMatchObject({ allowed: false, rule: 'user:shell.commands.allow' });
   });
   test('a relative executable in a config rule is refused', async () => {
     put(userFile(), { shell: { commands: { deny: [{ executable: './rm' }] } } });

@@ -40,7 +40,7 @@ test('a complete policy file becomes one layer with stable ids and resolved root
     shell: {
       commands: {
         default: 'deny',
-        allow: [{ id: 'c.status', executable: '/usr/bin/git', args: ['status'], match: 'prefix' }, { id: 'c.wc', executable: 'wc' }],
+        allow: [{ id: 'c.status', executable: '/usr/bin/git', args: ['status'], match: 'prefix' }, { id: 'c.wc', executable: 'wc', env: ['LC_ALL'] }],
         deny: [{ id: 'c.force', executable: '/usr/bin/git', args: ['push', '--force'], match: 'exact' }],
         ask: [{ id: 'c.push', executable: '/usr/bin/git', args: ['push'] }],
       },
@@ -67,7 +67,7 @@ test('a complete policy file becomes one layer with stable ids and resolved root
     default: 'deny',
     allow: [
       { id: 'c.status', executable: '/usr/bin/git', args: ['status'], match: 'prefix' },
-      { id: 'c.wc', executable: 'wc', args: [], match: 'prefix' },
+      { id: 'c.wc', executable: 'wc', args: [], match: 'prefix', env: ['LC_ALL'] },
     ],
     deny: [{ id: 'c.force', executable: '/usr/bin/git', args: ['push', '--force'], match: 'exact' }],
     ask: [{ id: 'c.push', executable: '/usr/bin/git', args: ['push'], match: 'prefix' }],
@@ -124,6 +124,13 @@ describe('invalid policy files name the file, the rule and the problem', () => {
   test('a relative executable path', async () => {
     const e = await problem({ version: 1, shell: { commands: { deny: [{ id: 'c.rel', executable: 'bin/rm' }] } } });
     expect(e.message).toContain('rule "c.rel" (shell.commands.deny[0]): "executable" must be an absolute path or a bare program name');
+  });
+  test('"env" on a deny rule, or one that is not a variable name', async () => {
+    const deny = await problem({ version: 1, shell: { commands: { deny: [{ id: 'c.rm', executable: 'rm', env: ['X'] }] } } });
+    expect(deny.message).toContain('rule "c.rm" (shell.commands.deny[0]): "env" only applies to allow and ask rules');
+    expect(deny.key).toBe('shell.commands.deny[0].env');
+    const name = await problem({ version: 1, shell: { commands: { ask: [{ id: 'c.push', executable: 'git', env: ['A=B'] }] } } });
+    expect(name.message).toContain('rule "c.push" (shell.commands.ask[0]): "env[0]" must be a variable name such as "CI", got "A=B"');
   });
   test('a wrong sandbox profile', async () => {
     const e = await problem({ version: 1, sandbox: { profile: 'none' } });
