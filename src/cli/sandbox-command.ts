@@ -65,6 +65,17 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
     err.write(`conch: the working directory ${opts.cwd} does not exist; run from an existing directory.\n`);
     return EXIT_CODES.setup_error;
   }
+  // From before the placeholders exist until they are gone, a closed terminal (SIGHUP) or a polite
+  // kill (SIGTERM) must not end conch on the spot: it passes the signal on to the command and
+  // cleans up. A signal before the command starts means it is not started at all.
+  let child: Bun.Subprocess | null = null;
+  let received: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals) => {
+    received ??= signal;
+    child?.kill(signal);
+  };
+  for (const signal of FORWARDED) process.on(signal, onSignal);
+  const signalled = () => 128 + (received ? (constants.signals[received] ?? 0) : 0);
   const tmpDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
   try {
     let prepared;
@@ -91,27 +102,23 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
       }
       throw error;
     }
-    for (const note of prepared.notes ?? []) err.write(`conch: note: ${note}\n`);
     try {
-      const child = Bun.spawn(prepared.argv, {
+      if (received) return signalled();
+      for (const note of prepared.notes ?? []) err.write(`conch: note: ${note}\n`);
+      const running = Bun.spawn(prepared.argv, {
         cwd: workspace,
         env: cleanEnv(process.env, opts.taskEnv ?? {}, { tmpDir }),
         stdio: ['inherit', 'inherit', 'inherit', ...prepared.extraFds],
       });
-      // Ctrl-C reaches conch; pass it on so the command ends and the placeholders are removed.
-      const forward = (signal: NodeJS.Signals) => child.kill(signal);
-      for (const signal of FORWARDED) process.on(signal, forward);
-      try {
-        const code = await child.exited;
-        if (child.signalCode) return 128 + (constants.signals[child.signalCode as NodeJS.Signals] ?? 0);
-        return code;
-      } finally {
-        for (const signal of FORWARDED) process.off(signal, forward);
-      }
+      child = running;
+      const code = await running.exited;
+      if (running.signalCode) return 128 + (constants.signals[running.signalCode as NodeJS.Signals] ?? 0);
+      return code;
     } finally {
       await prepared.release();
     }
   } finally {
     await rm(tmpDir, { recursive: true, force: true });
+    for (const signal of FORWARDED) process.off(signal, onSignal);
   }
 }

@@ -5,7 +5,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
-import { acquirePlaceholder, type PlaceholderLease } from './placeholders.ts';
+import { acquirePlaceholder, recordPlaceholders, recoverPlaceholders, releaseAll, type PlaceholderLease } from './placeholders.ts';
 import { probe, type ProbeOptions } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern } from './protected-paths.ts';
@@ -141,6 +141,8 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     return { argv: seatbeltArgv(text, command), extraFds: [], release: async () => {} };
   }
 
+  // Placeholders a killed conch left behind (here or elsewhere) are not protected paths of the user's.
+  recoverPlaceholders();
   const plan = planProtected(workspace, protectedPatterns);
   for (const root of writableRoots) {
     const clash = plan.targets.map((t) => t.path).find((target) => within(target, root));
@@ -161,7 +163,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const release = async () => {
     seccomp?.close();
     seccomp = null;
-    for (const lease of leases.splice(0)) lease.release();
+    releaseAll(leases.splice(0));
   };
 
   try {
@@ -170,9 +172,10 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     let linkTo: string | undefined;
     for (const target of wanted) {
       const lease = acquirePlaceholder(target.path, target.kind, linkTo);
-      if (lease) leases.push(lease);
-      if (lease && target.kind === 'file') linkTo ??= target.path;
+      leases.push(lease);
+      if (lease.placeholder && target.kind === 'file') linkTo ??= target.path;
     }
+    recordPlaceholders();
     const protectedPaths = wanted.map((t) => t.path);
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();

@@ -18,26 +18,33 @@
 // placeholder gets its own inode (slower, and nothing is ever shared).
 //
 // Limits, honestly: the count is per process. Two conch processes on one workspace each create or
-// reuse what they find; a placeholder left by the other process looks like a real path and is simply
-// protected. If conch is killed with SIGKILL, its placeholders stay behind (empty, harmless).
+// reuse what they find; a placeholder of the other process looks like a real path and is simply
+// protected. If conch is killed without running its exit hook (SIGKILL), its placeholders stay
+// behind until the next sandboxed command of any conch process of the same user removes them:
+// every process records what it holds (placeholder-records.ts), and recoverPlaceholders() clears
+// what dead processes left, without touching anything a user changed since.
 import { closeSync, linkSync, lstatSync, mkdirSync, openSync, realpathSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
+import { recoverLeftovers, saveRecords, type PlaceholderRecord } from './placeholder-records.ts';
 import { ProtectedPathError, type PathKind } from './protected-paths.ts';
 
-interface Entry {
+interface Entry extends PlaceholderRecord {
   count: number;
-  kind: PathKind;
-  dev: number;
-  ino: number;
 }
 
 export interface PlaceholderLease {
   readonly path: string;
+  /** True when the path is a placeholder of this process; false: something that existed, held as it is. */
+  readonly placeholder: boolean;
   /** Drop this reference; the last one removes the placeholder. Safe to call twice. */
   release(): void;
 }
 
 const entries = new Map<string, Entry>();
+/** Existing paths that running commands of this process hold as they are, with counts. */
+const held = new Map<string, number>();
+/** entries changed since the record was last written */
+let dirty = false;
 const SHARE_INODES = process.getuid?.() !== 0;
 let exitHookInstalled = false;
 
@@ -47,8 +54,10 @@ function installExitHook(): void {
   // A normal exit with commands still running (or a caller that forgot release) must not leave
   // placeholders in the user's workspace.
   process.on('exit', () => {
-    for (const [path, entry] of entries) remove(path, entry);
+    const all = [...entries.values()];
     entries.clear();
+    saveRecords([]);
+    for (const entry of all) remove(entry);
   });
 }
 
@@ -56,7 +65,8 @@ function same(info: Stats, entry: Entry): boolean {
   return info.dev === entry.dev && info.ino === entry.ino;
 }
 
-function remove(path: string, entry: Entry): void {
+function remove(entry: Entry): void {
+  const { path } = entry;
   try {
     const info = lstatSync(path);
     if (!same(info, entry)) return;
@@ -70,21 +80,22 @@ function remove(path: string, entry: Entry): void {
 /**
  * Every protected path a command needs goes through here, existing or not:
  * - a live placeholder of ours: shared (count + 1);
- * - something real: null, it is protected as it is and never removed;
+ * - something real: held as it is (counted, so recovery leaves it alone), never removed;
  * - nothing: a placeholder is created.
  * Deciding "real or ours" anywhere else would race with the release of another command.
  * The parent must already be a real directory (it is re-checked: no placeholder through a symlink).
+ * Call recordPlaceholders() once the command's placeholders are made.
  */
-export function acquirePlaceholder(path: string, kind: PathKind, linkTo?: string): PlaceholderLease | null {
+export function acquirePlaceholder(path: string, kind: PathKind, linkTo?: string): PlaceholderLease {
   installExitHook();
   const existing = entries.get(path);
   if (existing) {
     existing.count++;
-    return lease(path);
+    return lease(path, true);
   }
   try {
     lstatSync(path);
-    return null;
+    return hold(path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
@@ -98,12 +109,18 @@ export function acquirePlaceholder(path: string, kind: PathKind, linkTo?: string
     if (kind === 'dir') mkdirSync(path, 0o755);
     else if (!linkTo || !SHARE_INODES || !tryLink(linkTo, path)) closeSync(openSync(path, 'wx', 0o444));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return null;
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return hold(path);
     throw error;
   }
   const info = lstatSync(path);
-  entries.set(path, { count: 1, kind, dev: info.dev, ino: info.ino });
-  return lease(path);
+  entries.set(path, { path, count: 1, kind, dev: info.dev, ino: info.ino, mode: info.mode & 0o7777, birth: info.birthtimeMs });
+  dirty = true;
+  return lease(path, true);
+}
+
+function hold(path: string): PlaceholderLease {
+  held.set(path, (held.get(path) ?? 0) + 1);
+  return lease(path, false);
 }
 
 /** Link `path` to a live, still empty file placeholder of ours; false when that is not possible. */
@@ -121,21 +138,75 @@ function tryLink(source: string, path: string): boolean {
   }
 }
 
-function lease(path: string): PlaceholderLease {
+/** Leases hand out their one reference through take(), so releaseAll can batch the record update. */
+const takers = new WeakMap<PlaceholderLease, () => Entry | null>();
+
+function lease(path: string, placeholder: boolean): PlaceholderLease {
   let released = false;
-  return {
+  const take = (): Entry | null => {
+    if (released) return null;
+    released = true;
+    return placeholder ? drop(path) : unhold(path);
+  };
+  const item: PlaceholderLease = {
     path,
+    placeholder,
     release: () => {
-      if (released) return;
-      released = true;
-      const entry = entries.get(path);
-      if (!entry) return;
-      entry.count--;
-      if (entry.count > 0) return;
-      entries.delete(path);
-      remove(path, entry);
+      const gone = take();
+      if (gone) finish([gone]);
     },
   };
+  takers.set(item, take);
+  return item;
+}
+
+function unhold(path: string): null {
+  const count = (held.get(path) ?? 1) - 1;
+  if (count > 0) held.set(path, count);
+  else held.delete(path);
+  return null;
+}
+
+/** One reference less; the entry when that was the last one (for finish to remove). */
+function drop(path: string): Entry | null {
+  const entry = entries.get(path);
+  if (!entry) return null;
+  entry.count--;
+  if (entry.count > 0) return null;
+  entries.delete(path);
+  dirty = true;
+  return entry;
+}
+
+/** Take placeholders out of the record first, then remove them: a record never outlives its file. */
+function finish(gone: Entry[]): void {
+  recordPlaceholders();
+  for (const entry of gone) remove(entry);
+}
+
+/** Release a command's leases with one record update. Safe to call twice. */
+export function releaseAll(leases: PlaceholderLease[]): void {
+  const gone: Entry[] = [];
+  for (const item of leases) {
+    const entry = takers.get(item)?.();
+    if (entry) gone.push(entry);
+  }
+  if (gone.length > 0) finish(gone);
+}
+
+/** Write this process's record if placeholders were created or removed since the last write. */
+export function recordPlaceholders(): void {
+  if (!dirty) return;
+  dirty = false;
+  saveRecords([...entries.values()].map(({ path, kind, dev, ino, mode, birth }) => ({ path, kind, dev, ino, mode, birth })));
+}
+
+/**
+ * Remove what conch processes that are gone left behind (see placeholder-records.ts), except paths
+ * a running command of this process holds or shares. Cheap when there is nothing to do: one readdir.
+ */
+export function recoverPlaceholders(): void {
+  recoverLeftovers((path) => held.has(path) || entries.has(path));
 }
 
 /** Paths with a live placeholder and their counts (for tests and diagnostics). */

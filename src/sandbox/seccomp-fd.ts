@@ -1,19 +1,17 @@
 // The seccomp program travels to bwrap as an open file descriptor (`--seccomp FD`). bwrap read()s it
 // from the current offset, so every command needs a fresh descriptor. The program lives in a file
-// named after its hash, in a per-user directory under the host's temp dir (0700, ownership checked;
-// inside the sandbox /tmp is the run's own temp dir, so no command sees it), written once and opened
+// named after its hash, in conch's per-user state directory (user-dir.ts), written once and opened
 // afresh for each command. Before a descriptor is handed out its bytes are compared with the program
 // (pread, so the offset stays at 0): a file that was changed or removed is rewritten, never passed on.
 // The file is kept on purpose (a 400-byte cache shared by conch processes of the same user): exit
 // hooks do not run in every host (bun test), and one file per user is better than one per process.
 import { createHash } from 'node:crypto';
-import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { closeSync, openSync, readSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { buildFilter, encodeFilter, hostSeccompArch } from './seccomp.ts';
+import { forgetUserStateDir, userStateDir } from './user-dir.ts';
 
 let program: Uint8Array | null = null;
-let dir: string | null = null;
 let path: string | null = null;
 let counter = 0;
 
@@ -25,32 +23,11 @@ function filterBytes(): Uint8Array {
   return program;
 }
 
-/** A directory only this user can write: the shared per-user one, or a private fallback. */
-function programDir(): string {
-  if (dir) return dir;
-  const uid = process.getuid?.() ?? 0;
-  const shared = join(tmpdir(), `conch-${uid}`);
-  try {
-    mkdirSync(shared, 0o700);
-  } catch {
-    // exists already (ours from an earlier run, or someone else's: checked next)
-  }
-  try {
-    const info = lstatSync(shared);
-    if (info.isDirectory() && info.uid === uid && (info.mode & 0o077) === 0) return (dir = shared);
-  } catch {
-    // fall through to a private directory
-  }
-  const made = mkdtempSync(join(tmpdir(), 'conch-seccomp-'));
-  process.on('exit', () => rmSync(made, { recursive: true, force: true }));
-  return (dir = made);
-}
-
 /** Where the program file lives (exported for tests). */
 export function filterPath(): string {
   if (path) return path;
   const digest = createHash('sha256').update(filterBytes()).digest('hex').slice(0, 16);
-  return (path = join(programDir(), `seccomp-${process.arch}-${digest}.bpf`));
+  return (path = join(userStateDir().path, `seccomp-${process.arch}-${digest}.bpf`));
 }
 
 function write(target: string, bytes: Uint8Array): void {
@@ -86,7 +63,7 @@ export function openSeccompFd(): SeccompFd {
       write(filterPath(), bytes);
     } catch {
       // The directory itself is gone (a temp cleaner during a long run): start a new one.
-      dir = null;
+      forgetUserStateDir();
       path = null;
       write(filterPath(), bytes);
     }
