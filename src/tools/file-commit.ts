@@ -64,7 +64,7 @@ export async function loadCurrent(deps: FileToolDeps, abs: string, action: 'writ
   try {
     return await loadFrom(deps, dir, abs, action, signal);
   } finally {
-    await dir.close();
+    dir.close();
   }
 }
 
@@ -192,7 +192,7 @@ export async function commit(deps: FileToolDeps, abs: string, bytes: Uint8Array,
         }
         await deps.beforeRename?.(temp);
         // Last, closest to the rename: the directory may have been moved since it was pinned.
-        const where = await dir.location();
+        const where = dir.location();
         if (where !== dir.path) {
           moved = await pathChanged(deps, abs, join(where, name));
           throw new ChangedMeanwhile(shown);
@@ -209,7 +209,7 @@ export async function commit(deps: FileToolDeps, abs: string, bytes: Uint8Array,
     if (message === null) throw error;
     return { error: `${message} Nothing was written.` };
   } finally {
-    await dir.close();
+    dir.close();
   }
   const revision = revisionOf(bytes);
   deps.revisions.invalidate(abs);

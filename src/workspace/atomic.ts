@@ -42,12 +42,13 @@ function defaultMode(): number {
   return 0o666 & ~process.umask();
 }
 
+/** `target` must be canonical: on Linux a symbolic link anywhere on its directory path is refused (ENOTDIR), not followed. */
 export async function writeFileAtomic(target: string, data: Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
   const dir = options.dir ?? (await PinnedDir.open(dirname(target)));
   try {
     await writeInto(dir, basename(target), data, options);
   } finally {
-    if (!options.dir) await dir.close();
+    if (!options.dir) dir.close();
   }
 }
 

@@ -14,7 +14,7 @@ import { canPin, PinnedDir } from '../../src/workspace/pinned-dir.ts';
 import { fileTools, sha } from '../support/file-tools.ts';
 import { canRun, fixture, type Fixture } from './harness.ts';
 
-const pinning = await canPin();
+const pinning = canPin();
 if (!pinning) console.warn(`\n*** /proc/self/fd is not usable here (${process.platform}): the pinned-directory tests are SKIPPED ***\n`);
 
 let fx: Fixture;
@@ -155,14 +155,14 @@ describe.skipIf(!pinning)('PinnedDir', () => {
     const dir = await PinnedDir.open(join(fx.ws, 'x', 'y'), { create: true });
     try {
       expect(lstatSync(join(fx.ws, 'x', 'y')).isDirectory()).toBe(true);
-      expect(await dir.inPlace()).toBe(true);
+      expect(dir.inPlace()).toBe(true);
       writeFileSync(dir.entry('f'), 'through the descriptor');
       renameSync(join(fx.ws, 'x'), join(fx.ws, 'moved'));
-      expect(await dir.location()).toBe(join(fx.ws, 'moved', 'y'));
-      expect(await dir.inPlace()).toBe(false);
+      expect(dir.location()).toBe(join(fx.ws, 'moved', 'y'));
+      expect(dir.inPlace()).toBe(false);
       expect(readFileSync(join(fx.ws, 'moved', 'y', 'f'), 'utf8')).toBe('through the descriptor');
     } finally {
-      await dir.close();
+      dir.close();
     }
     expect(() => dir.entry('f')).toThrow('used after close()');
   });
