@@ -43,6 +43,8 @@ export interface SandboxRunOptions {
   writableRoots?: string[];
   /** The config's extra protected globs (added to the defaults). */
   protectedGlobs?: string[];
+  /** Read-denied paths to hide from the command (absolute), as the bash tool gets them. */
+  hidden?: string[];
   /** CONCH_TASK_* variables, as the bash tool passes them. */
   taskEnv?: Record<string, string>;
   /** Diagnostics (default: stderr). */
@@ -85,6 +87,7 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
         network: opts.network,
         writableRoots: opts.writableRoots ?? [],
         protectedGlobs: opts.protectedGlobs ?? [],
+        ...(opts.hidden ? { hidden: opts.hidden } : {}),
         command: argv.join(' '),
         argv,
         cwd: workspace,

@@ -39,8 +39,13 @@ export interface ConcreteMount {
   path: string;
   /** bind/ro-bind only: the host path mounted at path (default: path). */
   source?: string;
-  /** base mounts 0, pins 1, protected 2: at equal depth the higher rank goes on top. */
+  /** base mounts 0, pins 1, protected 2, hidden 3: at equal depth the higher rank goes on top. */
   rank: number;
+  /**
+   * tmpfs only: made read-only once every mount is in place (`--remount-ro` at the end), so deeper
+   * mounts can still get their mount points inside it first.
+   */
+  readOnly?: boolean;
 }
 
 const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1);
@@ -80,7 +85,7 @@ export function coveringMount(mounts: ConcreteMount[], path: string): ConcreteMo
 
 export function writableAt(mounts: ConcreteMount[], path: string): boolean {
   const cover = coveringMount(mounts, path);
-  return cover !== null && (cover.type === 'bind' || cover.type === 'tmpfs');
+  return cover !== null && (cover.type === 'bind' || (cover.type === 'tmpfs' && !cover.readOnly));
 }
 
 /** Parents before children, so no mount hides a deeper one; stable within equal depth and rank. */
@@ -111,11 +116,13 @@ export function withProtection(
 
 export function mountArgs(mounts: ConcreteMount[]): string[] {
   const args: string[] = [];
+  const remount: string[] = [];
   for (const mount of sortMounts(mounts)) {
     if (mount.type.includes('bind')) args.push(`--${mount.type}`, mount.source ?? mount.path, mount.path);
     else args.push(`--${mount.type}`, mount.path);
+    if (mount.type === 'tmpfs' && mount.readOnly) remount.push('--remount-ro', mount.path);
   }
-  return args;
+  return [...args, ...remount];
 }
 
 export interface BwrapCommand {

@@ -5,6 +5,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
+import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { acquirePlaceholder, recordPlaceholders, recoverPlaceholders, releaseAll, type PlaceholderLease } from './placeholders.ts';
 import { probe, type ProbeOptions } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
@@ -21,6 +22,15 @@ export interface SandboxSettings {
   writableRoots: string[];
   /** Extra protected globs, workspace-relative; added to the defaults, never replacing them. */
   protectedGlobs: string[];
+  /**
+   * Absolute paths a command must not read (read-denied roots, existing matches of read-deny
+   * globs). Each one that exists when the command starts is hidden: a directory shows empty, a
+   * file reads as empty, both read-only (symlinks are followed: their target is hidden). Concrete
+   * paths only: a glob is not enforced for commands beyond the matches the caller passes, and a
+   * path created later is not hidden. A mount deeper inside a hidden directory (the workspace, a
+   * writable root) stays visible. Seatbelt (macOS) denies reading the contents of these paths.
+   */
+  hidden?: string[];
 }
 
 export interface SandboxRequest extends SandboxSettings {
@@ -107,7 +117,12 @@ export async function prepareSandboxed(request: SandboxRequest): Promise<Prepare
   try {
     return await prepare(request, probed.bwrap, probed.disableUserns);
   } catch (error) {
-    if (error instanceof SandboxProfileError || error instanceof ProtectedPathError || error instanceof SeatbeltPathError) {
+    if (
+      error instanceof SandboxProfileError ||
+      error instanceof ProtectedPathError ||
+      error instanceof SeatbeltPathError ||
+      error instanceof HiddenPathError
+    ) {
       throw new SandboxRequestError(error.message);
     }
     throw error;
@@ -136,6 +151,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
       tmpDir,
       writableRoots,
       protected: protectedPatterns,
+      hidden: canonicalHidden(request.hidden ?? []),
       network: request.network,
     });
     return { argv: seatbeltArgv(text, command), extraFds: [], release: async () => {} };
@@ -154,7 +170,9 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     }
   }
 
-  const base = baseMounts(profile, { workspace, tmpDir, writableRoots });
+  const visible = baseMounts(profile, { workspace, tmpDir, writableRoots });
+  // Hidden paths count as planned mounts: a protected path inside one needs no mount of its own.
+  const base = [...visible, ...hiddenMounts(request.hidden ?? [], visible)];
   const protectedType = protectedMountType(profile);
   // Only paths a command could otherwise write need a mount (none at all in the read-only profile).
   const needed = protectedType ? (path: string) => writableAt(base, path) : () => false;

@@ -22,6 +22,8 @@ export interface SeatbeltInput {
   writableRoots: string[];
   /** Default and configured protected patterns, workspace-relative. */
   protected: ProtectedPattern[];
+  /** Absolute canonical paths whose contents commands may not read (SandboxSettings.hidden). */
+  hidden?: string[];
   network: boolean;
 }
 
@@ -136,6 +138,36 @@ export function writableFilters(input: SeatbeltInput): string[] {
   return [...out];
 }
 
+/**
+ * Reading the contents of hidden paths is denied (metadata stays readable, so paths still resolve),
+ * except below a writable root that lies inside a hidden path (the workspace inside a hidden home
+ * stays usable, as on Linux, where its mount is deeper than the hidden one). One filter per path:
+ * the filters of a rule are alternatives.
+ */
+export function hiddenRules(input: SeatbeltInput): string {
+  const hidden = [...new Set(input.hidden ?? [])];
+  if (hidden.length === 0) return '; no hidden paths';
+  const writable = input.profile.seatbelt.writable.flatMap((entry) =>
+    entry === '{workspace}' ? [input.workspace]
+    : entry === '{tmpDir}' ? [input.tmpDir]
+    : entry === '{writableRoots}' ? input.writableRoots
+    : [entry],
+  );
+  const filters = hidden.map((path) => {
+    const inside = [...new Set(writable.filter((root) => root.startsWith(`${path}/`)))];
+    if (inside.length === 0) return `  (subpath ${sbString(path)})`;
+    return [
+      '  (require-all',
+      `    (subpath ${sbString(path)})`,
+      '    (require-not',
+      '      (require-any',
+      rules(inside.map((root) => `(subpath ${sbString(root)})`), '        '),
+      '      )))',
+    ].join('\n');
+  });
+  return `(deny file-read-data\n${filters.join('\n')})`;
+}
+
 export function renderSeatbeltProfile(input: SeatbeltInput): string {
   const template = loadTemplate(input.profile.seatbelt.template);
   const network = input.network ? loadTemplate('seatbelt-network.sb').trimEnd() : '; network off (--no-network): no network rules';
@@ -144,6 +176,7 @@ export function renderSeatbeltProfile(input: SeatbeltInput): string {
     WRITABLE: rules(writableFilters(input), '      '),
     PROTECTED: rules(protectedRules, '        '),
     PINNED: rules(pinnedFilters(input.workspace, input.protected), '  '),
+    HIDDEN: hiddenRules(input),
     NETWORK: network,
   };
   // One pass over the template: substituted text is never scanned again for markers.

@@ -1,17 +1,19 @@
 // The pure parts of the Linux sandbox: protected-path planning, mount ordering, profile loading,
 // probe failure messages. No bwrap needed.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { mkdirSync, mkdtempSync, readSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   baseMounts,
   buildBwrapArgv,
   classifyProbeFailure,
+  mountArgs,
   probeFailureStatus,
   withProtection,
   writableAt,
 } from '../../src/sandbox/bwrap.ts';
+import { hiddenMounts } from '../../src/sandbox/hidden.ts';
 import { listProfiles, loadProfile, loadProtectedDefaults } from '../../src/sandbox/profiles.ts';
 import { defaultPatterns, patternFromGlob, planProtected } from '../../src/sandbox/protected-paths.ts';
 import { DEFAULT_PROTECTED_GLOBS } from '../../src/workspace/paths.ts';
@@ -117,6 +119,31 @@ describe('mounts', () => {
     expect(writableAt(base, '/home/u/.cache/x/y')).toBe(false);
     expect(writableAt(base, '/tmp/conch-run-1/y')).toBe(true);
     expect(withProtection(base, [], ['/home/u/proj/config'], 'ro-bind').at(-1)).toMatchObject({ type: 'ro-bind' });
+  });
+
+  test('hidden paths: a directory becomes a tmpfs made read-only last, a file an empty read-only file, skipping what is already hidden', () => {
+    const ws = join(root, 'ws');
+    mkdirSync(join(ws, 'keys', 'deep'), { recursive: true });
+    writeFileSync(join(ws, 'keys', 'deep', 'a.pem'), 'A');
+    writeFileSync(join(ws, '.env'), 'A=1');
+    const base = baseMounts(loadProfile('workspace-write'), { workspace: ws, tmpDir: join(root, 'tmp'), writableRoots: [] });
+    const hidden = hiddenMounts([join(ws, 'keys', 'deep', 'a.pem'), join(ws, '.env'), join(ws, 'keys'), join(ws, 'absent')], base);
+    expect(hidden.map((m) => [m.type, rel([m.path])[0], m.readOnly ?? false])).toEqual([
+      ['ro-bind', 'ws/.env', false],
+      ['tmpfs', 'ws/keys', true],
+    ]);
+    expect(readFileSync(hidden[0]!.source!, 'utf8')).toBe('');
+    const all = [...base, ...hidden];
+    expect(writableAt(all, join(ws, 'keys', 'x'))).toBe(false);
+    expect(writableAt(all, join(ws, '.env'))).toBe(false);
+    expect(writableAt(all, join(ws, 'src'))).toBe(true);
+    const argv = mountArgs(all);
+    expect(argv.slice(-2)).toEqual(['--remount-ro', join(ws, 'keys')]);
+    expect(argv.indexOf(join(ws, 'keys'))).toBeGreaterThan(argv.indexOf(ws));
+    // /tmp inside is the run's temp dir: a host path under /tmp is not what the command sees there
+    const other = join(root, 'other');
+    mkdirSync(other);
+    expect(hiddenMounts([other], base)).toHaveLength(root.startsWith('/tmp/') ? 0 : 1);
   });
 
   test('network on: no network namespace', () => {

@@ -63,18 +63,22 @@ describe.skipIf(!withPython)('sockets', () => {
       { stdin: 'pipe', stdout: 'pipe' },
     );
     const reader = server.stdout.getReader();
-    await reader.read(); // ready
+    let out = '';
+    while (!out.includes('ready\n')) {
+      const { value, done } = await reader.read();
+      if (done) throw new Error(`the datagram receiver did not start: ${out}`);
+      out += new TextDecoder().decode(value);
+    }
     const result = await sandboxed(fx, command(path), { network });
     server.stdin.write('check\n');
     await server.stdin.end();
-    let heard = '';
     for (;;) {
       const { value, done } = await reader.read();
       if (done) break;
-      heard += new TextDecoder().decode(value);
+      out += new TextDecoder().decode(value);
     }
     await server.exited;
-    return { result, heard };
+    return { result, heard: out.slice(out.indexOf('ready\n') + 'ready\n'.length) };
   }
 
   for (const network of [true, false]) {

@@ -155,6 +155,25 @@ describe('Seatbelt profile rendering', () => {
     expect(closed).toContain('network off');
   });
 
+  test('hidden paths: their contents cannot be read, except below a writable root inside them', () => {
+    expect(renderSeatbeltProfile(input())).toContain('; no hidden paths');
+    const text = renderSeatbeltProfile(input({ hidden: ['/Users/ana', '/Users/ana/proj/keys', '/etc/ssl/k"ey.pem'] }));
+    const start = text.indexOf('(deny file-read-data');
+    expect(start).toBeGreaterThan(text.indexOf('(allow file-read*)')); // later, so it wins
+    const rule = text.slice(start, text.indexOf('\n\n', start));
+    expect(rule).toBe(`(deny file-read-data
+  (require-all
+    (subpath "/Users/ana")
+    (require-not
+      (require-any
+        (subpath "/Users/ana/proj")
+        (subpath "/Users/ana/.cache/tool")
+      )))
+  (subpath "/Users/ana/proj/keys")
+  (subpath "/etc/ssl/k\\"ey.pem"))`);
+    expect(parse(rule)).toHaveLength(1);
+  });
+
   test('read-only: only the temp dir is writable; writable roots are ignored', () => {
     const text = renderSeatbeltProfile(input({ profile: loadProfile('read-only') }));
     const writable = text.slice(text.indexOf('(require-any'), text.indexOf('(require-not'));

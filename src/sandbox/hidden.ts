@@ -1,0 +1,116 @@
+// Paths a command must not read (SandboxSettings.hidden: read-denied roots, existing matches of
+// read-deny globs), hidden inside bubblewrap: an existing directory is covered by an empty tmpfs
+// that is made read-only after every other mount is in place, an existing file (or socket, device…)
+// by an empty read-only file. Both are mount points, so they cannot be removed or renamed away.
+//
+// What is hidden is decided per path, on the canonical path (a symlink is followed, so the file it
+// points to is what gets covered), and only for paths that exist when the command starts: nothing
+// scans the workspace, so a glob cannot be enforced here beyond the concrete paths the caller
+// passes. A mount deeper than a hidden directory (the workspace inside a hidden home, a writable
+// root) shows through it, as its own configuration asks; protected paths inside a hidden directory
+// need no mount of their own, since it is read-only.
+import { closeSync, lstatSync, openSync, realpathSync, renameSync, statSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { coveringMount, type ConcreteMount } from './bwrap.ts';
+import { forgetUserStateDir, userStateDir } from './user-dir.ts';
+
+export const HIDDEN_RANK = 3;
+
+/** A hidden path that cannot be honoured as given; the message names it and the fix. */
+export class HiddenPathError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HiddenPathError';
+  }
+}
+
+const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1);
+let counter = 0;
+
+function usableEmptyFile(path: string): boolean {
+  try {
+    const info = lstatSync(path);
+    return info.isFile() && info.size === 0 && (info.mode & 0o222) === 0 && info.uid === (process.getuid?.() ?? info.uid);
+  } catch {
+    return false;
+  }
+}
+
+/** An empty read-only regular file of this user's, to bind over hidden files. */
+export function emptyFile(): string {
+  for (let attempt = 0; ; attempt++) {
+    const path = join(userStateDir().path, 'empty');
+    if (usableEmptyFile(path)) return path;
+    try {
+      const staging = `${path}.${process.pid}.${++counter}`;
+      closeSync(openSync(staging, 'wx', 0o444));
+      renameSync(staging, path);
+      if (usableEmptyFile(path)) return path;
+    } catch (error) {
+      if (attempt > 0) throw error;
+    }
+    if (attempt > 0) throw new Error(`cannot keep an empty file at ${path}`);
+    forgetUserStateDir(); // the directory itself went away: look again
+  }
+}
+
+function checkAbsolute(path: string): void {
+  if (!isAbsolute(path)) {
+    throw new HiddenPathError(`hidden path "${path}" must be absolute; resolve it against the workspace before passing it to the sandbox.`);
+  }
+}
+
+function checkNotRoot(path: string, real: string): void {
+  if (real === '/') throw new HiddenPathError(`hidden path "${path}" is the root directory; a command cannot run with nothing visible.`);
+}
+
+/** Seatbelt: canonical paths (the target of a link), absent ones as given (a rule needs no file). */
+export function canonicalHidden(paths: string[]): string[] {
+  return paths.map((path) => {
+    checkAbsolute(path);
+    let real = path;
+    try {
+      real = realpathSync(path);
+    } catch {
+      // absent: the rule holds for whatever appears there
+    }
+    checkNotRoot(path, real);
+    return real;
+  });
+}
+
+/**
+ * The mounts that hide `paths`, given the mounts already planned. Missing paths are skipped (there
+ * is nothing to read); so are paths already inside a hidden directory, and paths where the command
+ * sees something else than the host path (/tmp is the run's temp dir).
+ */
+export function hiddenMounts(paths: string[], base: ConcreteMount[]): ConcreteMount[] {
+  const found = new Map<string, 'dir' | 'file'>();
+  for (const path of paths) {
+    checkAbsolute(path);
+    let real: string;
+    try {
+      real = realpathSync(path);
+    } catch {
+      continue; // absent (or unreachable for this user, and so for the command too)
+    }
+    checkNotRoot(path, real);
+    try {
+      found.set(real, statSync(real).isDirectory() ? 'dir' : 'file');
+    } catch {
+      continue;
+    }
+  }
+  const out: ConcreteMount[] = [];
+  for (const [path, kind] of [...found].sort((a, b) => depth(a[0]) - depth(b[0]))) {
+    const cover = coveringMount([...base, ...out], path);
+    if (!cover || cover.rank === HIDDEN_RANK) continue;
+    if (cover.source !== undefined && cover.source !== cover.path) continue;
+    out.push(
+      kind === 'dir'
+        ? { type: 'tmpfs', path, rank: HIDDEN_RANK, readOnly: true }
+        : { type: 'ro-bind', source: emptyFile(), path, rank: HIDDEN_RANK },
+    );
+  }
+  return out;
+}
