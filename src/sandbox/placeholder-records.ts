@@ -11,8 +11,8 @@
 // the very inode conch created (dev, ino, birth time), still empty, with the mode and owner it was
 // created with; anything a user replaced, wrote into or chmodded is theirs and stays. A record is
 // written after its placeholder exists and dropped before it is removed, so a record never names a
-// path that is not (or no longer) conch's. A process in another pid
-// namespace cannot be judged from here, so its files are left alone.
+// path that is not (or no longer) conch's. A process in another pid namespace cannot be judged from
+// here, so its files are left alone.
 //
 // Limits, honestly: the record is written right after a command's placeholders are created, so a
 // kill inside that window (a few syscalls) leaves an unrecorded placeholder behind. And a placeholder
@@ -84,7 +84,7 @@ function recordsDir(): string | null {
 }
 
 function writeAtomically(file: string, text: string): void {
-  const staging = `${file}.${++counter}.tmp`;
+  const staging = `${file}.${process.pid}.${++counter}.tmp`;
   const fd = openSync(staging, 'wx', 0o600);
   try {
     writeSync(fd, text); // no fsync: a killed process's page cache survives it, and a reboot clears /tmp
@@ -120,7 +120,7 @@ type Liveness = 'alive' | 'dead' | 'unknown';
 
 /** Whose file this is (a record, or a staging file a killed process left), and is it alive. */
 function owner(name: string, me: Self): Liveness {
-  const match = /^(\d+)-(\d+)-(\d+)\.json(\.\d+\.tmp)?$/.exec(name);
+  const match = /^(\d+)-(\d+)-(\d+)\.json(\.\d+\.\d+\.tmp)?$/.exec(name);
   if (!match) return 'unknown';
   const [, ns, pid, start] = match;
   if (ns !== me.ns) return 'unknown';
@@ -166,26 +166,33 @@ export function recoverLeftovers(inUse: (path: string) => boolean): void {
     if (!me || !dir) return;
     for (const name of readdirSync(dir)) {
       if (name.startsWith(me.name) || owner(name, me) !== 'dead') continue;
-      const file = join(dir, name);
-      if (!name.endsWith('.json')) {
-        removeFile(file); // a staging file its process was killed before renaming
-        continue;
-      }
-      let records: unknown;
       try {
-        records = JSON.parse(readFileSync(file, 'utf8'));
+        recoverFile(join(dir, name), inUse);
       } catch {
-        records = [];
+        // another process is recovering the same file; whatever is left, a later command sees
       }
-      const kept: PlaceholderRecord[] = [];
-      for (const record of Array.isArray(records) ? records.filter(isRecord) : []) {
-        if (inUse(record.path)) kept.push(record);
-        else removeLeftover(record);
-      }
-      if (kept.length === 0) removeFile(file);
-      else writeAtomically(file, JSON.stringify(kept));
     }
   } catch {
     // recovery is best effort; the command itself does not depend on it
   }
+}
+
+function recoverFile(file: string, inUse: (path: string) => boolean): void {
+  if (!file.endsWith('.json')) {
+    removeFile(file); // staging left by a process killed before its rename
+    return;
+  }
+  let records: unknown;
+  try {
+    records = JSON.parse(readFileSync(file, 'utf8'));
+  } catch {
+    records = [];
+  }
+  const kept: PlaceholderRecord[] = [];
+  for (const record of Array.isArray(records) ? records.filter(isRecord) : []) {
+    if (inUse(record.path)) kept.push(record);
+    else removeLeftover(record);
+  }
+  if (kept.length === 0) removeFile(file);
+  else writeAtomically(file, JSON.stringify(kept));
 }
