@@ -8,6 +8,7 @@ import { Catalog, KERNEL_TOOLS } from '../tools/catalog.ts';
 import type { Tool, ToolContext } from '../tools/define.ts';
 import { Workspace } from '../workspace/paths.ts';
 import { RevisionTracker } from '../workspace/revision.ts';
+import { hiddenForCommands } from '../workspace/read-hidden.ts';
 import { createReadTool } from '../tools/read.ts';
 import { createWriteTool } from '../tools/write.ts';
 import { createEditTool } from '../tools/edit.ts';
@@ -67,7 +68,11 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   const tmpDir = join(runDir, 'tmp');
   await mkdir(tmpDir, { mode: 0o700 });
   const revisions = new RevisionTracker();
-  const sandbox = config.tools.readOnly ? { ...config.sandbox, profile: 'read-only' as const } : config.sandbox;
+  const sandbox = {
+    ...config.sandbox,
+    ...(config.tools.readOnly ? { profile: 'read-only' as const } : {}),
+    hidden: await hiddenForCommands(config, workspace.root),
+  };
   const executor = createExecutor({
     workspace,
     unrestricted: config.unrestricted && !policyPinsSandbox,

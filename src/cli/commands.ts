@@ -1,7 +1,9 @@
 // Small commands for people: `conch tools`, `conch tools new`, `conch trust`, `conch sandbox …`.
 import type { CliFlags } from '../config/types.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
+import { realpath } from 'node:fs/promises';
 import { openSession } from '../agent/session.ts';
+import { hiddenForCommands } from '../workspace/read-hidden.ts';
 import { buildPluginLoader, loadCliConfig, setupFailure } from './setup.ts';
 
 export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {
@@ -48,6 +50,7 @@ export async function sandboxCommand(action: string | undefined, command: string
       cwd: process.cwd(),
       writableRoots: config.sandbox.writableRoots,
       protectedGlobs: config.sandbox.protectedGlobs,
+      hidden: await hiddenForCommands(config, await realpath(process.cwd())),
       taskEnv: config.env,
     });
   }

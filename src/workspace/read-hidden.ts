@@ -1,0 +1,21 @@
+// The read policy, translated for the shell sandbox. The read tool checks every path it is given;
+// a sandboxed command gets the same policy as far as mounts can express it without scanning the
+// workspace: denied roots, and the workspace's top-level entries that a read-deny glob matches, are
+// hidden (empty) inside the sandbox. Deeper glob matches are not hidden for commands (documented).
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import picomatch from 'picomatch';
+import type { Config } from '../config/types.ts';
+import { SECRET_FILE_GLOBS } from './paths.ts';
+
+export async function hiddenForCommands(config: Config, workspaceRoot: string): Promise<string[]> {
+  const hidden = new Set<string>();
+  for (const d of config.policy.denied ?? []) if (d.mode === 'read' && d.root) hidden.add(d.root);
+  const globs = [...config.workspace.readDeny, ...(config.workspace.denySecretFiles ? SECRET_FILE_GLOBS : [])];
+  if (globs.length > 0) {
+    const matches = picomatch(globs, { dot: true });
+    const names = await readdir(workspaceRoot).catch(() => [] as string[]);
+    for (const name of names) if (matches(name)) hidden.add(join(workspaceRoot, name));
+  }
+  return [...hidden];
+}
