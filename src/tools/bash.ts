@@ -41,7 +41,7 @@ export function createBashTool(deps: BashToolDeps): Tool {
       'Run a shell command with /bin/sh -c in the workspace and return its combined stdout and stderr, in the order written, followed by a status line with the exit code.',
       'stdin is closed (no interactive prompts: pass -y or equivalent flags); the environment is small and clean (PATH, HOME, LANG, TERM=dumb, TMPDIR), so no credentials or shell startup files are available.',
       `Default timeout ${defaultTimeout}, maximum ${maxTimeout}. When the command finishes, times out or is cancelled, every process it started is killed, background ones included: do not start servers or daemons expecting them to keep running.`,
-      `Output is bounded to about ${Math.round(limits.shell_output_bytes / 1024)} KiB: beyond that the middle is elided and the full output is saved to a log file whose path is given, which you can read with the read tool or grep/tail.`,
+      `Output is bounded to about ${Math.round(limits.shell_output_bytes / 1024)} KiB: beyond that the middle is elided and the full output is saved to a log file whose path is given; page through it with the read tool (offset/limit). Shell commands cannot see that file.`,
       'A non-zero exit status is reported, not treated as a failure of the tool. Prefer the read, write and edit tools for files.',
     ].join(' '),
     parameters,
