@@ -194,7 +194,7 @@ export function cleanEnv(
   extra: Record<string, string>,
   options: { tmpDir?: string } = {},
 ): Record<string, string> {
-  const env: Record<string, string> = { PATH: parent.PATH || DEFAULT_PATH };
+  const env: Record<string, string> = { PATH: commandPath(parent.PATH) };
   for (const name of PASSED_THROUGH) {
     const value = parent[name];
     if (value) env[name] = value;
@@ -211,6 +211,19 @@ export function cleanEnv(
     env[name] = value;
   }
   return env;
+}
+
+/**
+ * The PATH commands get: the user's, minus entries that are relative (they follow the command's
+ * cwd) or under the temp directory (inside the sandbox /tmp is the run's own, so such an entry
+ * names a directory the command itself can fill, shadowing real programs).
+ */
+export function commandPath(path: string | undefined): string {
+  const temps = [...new Set(['/tmp', tmpdir()])].map((t) => t.replace(/\/+$/, ''));
+  const kept = (path || DEFAULT_PATH)
+    .split(':')
+    .filter((dir) => dir.startsWith('/') && !temps.some((t) => dir === t || dir.startsWith(`${t}/`)));
+  return kept.length > 0 ? kept.join(':') : DEFAULT_PATH;
 }
 
 /** Process groups started here and not yet torn down. */

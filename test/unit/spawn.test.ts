@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanEnv, runProcess, type SpawnOptions } from '../../src/process/spawn.ts';
+import { cleanEnv, commandPath, runProcess, type SpawnOptions } from '../../src/process/spawn.ts';
 import { processAlive } from '../../src/process/group.ts';
 import { BoundedOutput, cutHead, cutTail } from '../../src/process/output.ts';
 
@@ -355,5 +355,14 @@ describe('cleanEnv', () => {
 
   test('a non-CONCH_TASK_ extra is a bug and throws', () => {
     expect(() => cleanEnv(parent, { PATH: '/evil' })).toThrow(/CONCH_TASK_/);
+  });
+});
+
+describe('commandPath', () => {
+  test('drops relative entries and entries under the temp directory, keeps the rest in order', () => {
+    expect(commandPath('/tmp/repo/node_modules/.bin:.:bin::/usr/local/bin:/usr/bin:/tmp')).toBe('/usr/local/bin:/usr/bin');
+    expect(commandPath('/tmpfoo/bin:/usr/bin')).toBe('/tmpfoo/bin:/usr/bin');
+    expect(commandPath('')).toContain('/usr/bin');
+    expect(commandPath('./x:/tmp/y')).toContain('/usr/bin');
   });
 });
