@@ -113,7 +113,9 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   let sandboxLabel = 'none (unrestricted)';
   if ((!config.unrestricted || policyPinsSandbox) && catalog.has('bash')) {
     const status = await probeSandbox();
-    sandboxLabel = status.ok ? status.backend : `unavailable (${status.backend})`;
+    // The label is what the run header and the --json envelope show: the backend and what narrows it.
+    const traits = [sandbox.profile === 'read-only' ? 'read-only' : null, sandbox.network ? null : 'no network'].filter(Boolean);
+    sandboxLabel = status.ok ? [status.backend, ...traits].join(', ') : `unavailable (${status.backend})`;
     if (!status.ok) {
       // Fail closed: no sandbox, no shell. The model is not offered a tool that can only refuse.
       const why = `no usable sandbox: ${status.detail}${status.fix ? ` ${status.fix}` : ''}`;

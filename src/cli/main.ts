@@ -77,7 +77,6 @@ globalOptions(cli.command('acp', 'Serve the Agent Client Protocol on stdio (for 
 });
 // cac shows "(default: true)" beside every --no-X flag, which reads as if the flag were on.
 cli.help((sections) => sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '') })));
-cli.version(pkg.version);
 
 /** Only flags the user actually gave: cac fills negated options with `true`, which must not widen config. */
 function toFlags(o: Record<string, unknown>): CliFlags {
@@ -135,6 +134,8 @@ function usageError(message: string): never {
 
 if (argv.length === 0 && process.stdin.isTTY) {
   cli.outputHelp();
+} else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
+  process.stdout.write(`conch ${pkg.version}\n`);
 } else {
   try {
     cli.parse(parseArgv, { run: false });

@@ -190,10 +190,17 @@ for (const p of protocols) {
         mode: 'restricted',
         counts: { modelCalls: 1, toolCalls: 0, toolErrors: 0 },
       });
+      expect(env.sandbox).toBe('bwrap');
       expect(env.usage.inputTokens).toBe(12);
       expect(env.usage.outputTokens).toBe(3);
       expect(typeof env.durationMs).toBe('number');
       expect(typeof env.runId).toBe('string');
+    });
+
+    test('the envelope names what narrows the sandbox: --no-network, --read-only', async () => {
+      harness.server.script([{ text: 'ok' }]);
+      const r = await run(['--json', '--no-network', '--read-only', 'go']);
+      expect(JSON.parse(r.stdout).sandbox).toBe('bwrap, read-only, no network');
     });
 
     test('usage the provider does not report stays null, never 0', async () => {
