@@ -25,6 +25,8 @@ export default defineTool({
   //   ctx.update('…')                    progress shown to the user
   // Return a string, any JSON value, or { content: [{ type: 'text', text }], isError: true }.
   // A thrown error becomes an error result for the model; the run goes on.
+  // Every start loads this file: import heavy dependencies inside execute (await import('…')),
+  // so they cost time only when the tool is called.
   async execute({ text, count = 1 }, ctx) {
     const result = await ctx.exec('date -u +%Y-%m-%dT%H:%M:%SZ');
     return { text: text.repeat(count), at: result.output.trim() };
