@@ -108,7 +108,12 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     for (const r of plugins) if (r.status !== 'loaded') warnings.push(`plugin ${r.path} ${r.status}: ${r.reason ?? 'not loaded'}`);
   }
 
-  narrowCatalog(catalog, config);
+  try {
+    narrowCatalog(catalog, config);
+  } catch (error) {
+    await rm(runDir, { recursive: true, force: true });
+    throw error;
+  }
 
   let sandboxLabel = 'none (unrestricted)';
   if ((!config.unrestricted || policyPinsSandbox) && catalog.has('bash')) {
