@@ -115,11 +115,15 @@ function toFlags(o: Record<string, unknown>): CliFlags {
 
 async function runCommand(task: string[], options: Record<string, unknown>) {
   const { runCli } = await import('./run.ts');
-  process.exitCode = await runCli(task.join(' '), toFlags(options), {
+  const code = await runCli(task.join(' '), toFlags(options), {
     json: Boolean(options.json),
     trace: typeof options.trace === 'string' ? options.trace : undefined,
     traceContent: Boolean(options.traceContent),
   });
+  // The run is over: exit even if something abandoned (a tool stuck in a blocking call) still
+  // holds the event loop, once what was written has been flushed.
+  await Promise.all([process.stdout, process.stderr].map((s) => new Promise((done) => s.write('', () => done(null)))));
+  process.exit(code);
 }
 
 function usageError(message: string): never {

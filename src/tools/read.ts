@@ -1,6 +1,6 @@
 // The read tool: numbered pages of text, images for vision models, a description for other binaries.
 import { open, stat } from 'node:fs/promises';
-import type { BigIntStats } from 'node:fs';
+import { constants, type BigIntStats } from 'node:fs';
 import { Type } from 'typebox';
 import type { Tool, ToolResult } from './define.ts';
 import {
@@ -109,7 +109,13 @@ export function createReadTool(deps: FileToolDeps): Tool {
         const pre = await stat(abs);
         if (pre.isDirectory()) return toolError(directoryMessage(abs, ws, 'read'));
         if (!pre.isFile()) return toolError(`${ws.display(abs)} is not a regular file (a device, FIFO or socket); read only reads files.`);
-        fh = await open(abs, 'r');
+        // Non-blocking, then checked again on the handle: the path may have become a FIFO since the
+        // stat, and a blocked open would hang the run past every deadline.
+        fh = await open(abs, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+        if (!(await fh.stat()).isFile()) {
+          await fh.close();
+          return toolError(`${ws.display(abs)} is not a regular file (a device, FIFO or socket); read only reads files.`);
+        }
       } catch (error) {
         const message = await fsErrorMessage(error, abs, ws, 'read');
         if (message === null) throw error;

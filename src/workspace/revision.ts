@@ -1,7 +1,7 @@
 // Revisions: the SHA-256 of a file's whole content. The tracker remembers, per canonical path, the
 // revision conch last saw (read or wrote) in this run, so write/edit can refuse to clobber a file
 // that changed behind the model's back.
-import type { BigIntStats } from 'node:fs';
+import { constants, type BigIntStats } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 
 export const HASH_CHUNK_BYTES = 1 << 20;
@@ -102,9 +102,11 @@ export class RevisionTracker {
 
   /** The current revision of a file, hashed in chunks (never loaded whole) unless cached. */
   async currentRevision(path: string, signal?: AbortSignal): Promise<string> {
-    const fh = await open(path, 'r');
+    // Non-blocking: a path swapped for a FIFO must not hang the run.
+    const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
     try {
       const st = await fh.stat({ bigint: true });
+      if (!st.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: 'EINVAL' });
       const hit = this.cached(path, st);
       if (hit) return hit.revision;
       const startedAt = Date.now();
