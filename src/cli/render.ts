@@ -25,6 +25,15 @@ export interface HumanSink extends EventSink {
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
+/**
+ * Text from the model or a tool, made safe for a terminal: control characters other than newline
+ * and tab are dropped (C0, DEL and C1), so escape sequences cannot set the clipboard (OSC 52), the
+ * window title, move the cursor to forge lines, or clear the screen.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, '');
+}
+
 export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
   const { stdout, stderr } = streams;
   const paint = (code: number, text: string) => (options.color ? `\x1b[${code}m${text}\x1b[0m` : text);
@@ -104,7 +113,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
             stdout.write('\n');
           }
           turnHasText = true;
-          stdout.write(event.text);
+          stdout.write(terminalSafe(event.text));
           wroteText = true;
           atLineStart = event.text.endsWith('\n');
           break;
@@ -112,18 +121,18 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           stopSpinner();
           if (options.interactive) {
             if (options.streamText) endTextLine();
-            stderr.write(`${paint(36, '›')} ${paint(1, event.name)} ${dim(summarizeArgs(event.args))}\n`);
+            stderr.write(`${paint(36, '›')} ${paint(1, terminalSafe(event.name))} ${dim(summarizeArgs(event.args))}\n`);
           }
-          startSpinner(event.name);
+          startSpinner(terminalSafe(event.name));
           break;
         case 'tool.updated':
-          if (options.interactive) startSpinner(`${event.name}: ${event.text.slice(0, 60)}`);
+          if (options.interactive) startSpinner(terminalSafe(`${event.name}: ${event.text.slice(0, 60)}`));
           break;
         case 'tool.finished': {
           stopSpinner();
           if (!options.interactive) break;
           const exitCode = event.details?.exitCode;
-          if (event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(firstLine(event.output).slice(0, 160))}\n`);
+          if (event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(terminalSafe(firstLine(event.output)).slice(0, 160))}\n`);
           else if (typeof exitCode === 'number' && exitCode !== 0) stderr.write(`  ${paint(33, '!')} ${dim(`exit ${exitCode}`)}\n`);
           break;
         }
@@ -138,7 +147,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
             atLineStart = event.outcome.output.endsWith('\n');
           }
           if (wroteText) endTextLine();
-          if (event.outcome.status !== 'completed') stderr.write(`${describeOutcome(event.outcome)}\n`);
+          if (event.outcome.status !== 'completed') stderr.write(`${terminalSafe(describeOutcome(event.outcome))}\n`);
           break;
       }
     },
@@ -159,7 +168,7 @@ function summarizeArgs(args: unknown): string {
 
 /** The first line, marked when there was more, cut to fit a line. */
 function oneLine(text: string): string {
-  const first = firstLine(text);
+  const first = terminalSafe(firstLine(text));
   const more = first.length < text.length || first.length > 100;
   return `${first.slice(0, 100)}${more ? '…' : ''}`;
 }
