@@ -1,6 +1,6 @@
 // The system prompt: short and true. It states the tools, where paths are relative to, the policy in
 // force, and the user's AGENTS.md guidance (bounded, so a huge file cannot eat the context).
-import { readFile } from 'node:fs/promises';
+import { readSmallFile } from '../workspace/small-file.ts';
 import { join, basename } from 'node:path';
 
 export const AGENTS_MD_MAX_BYTES = 32 * 1024;
@@ -36,21 +36,31 @@ export function systemPrompt(facts: PromptFacts): string {
   return lines.join('\n');
 }
 
-/** Load AGENTS.md from the config dir and the workspace root, each bounded. Missing files are fine. */
-export async function loadGuidance(configDir: string, workspaceRoot: string): Promise<{ label: string; text: string }[]> {
+/**
+ * Load AGENTS.md from the config dir and the workspace root, each bounded. Missing files are fine.
+ * The workspace's copy passes the read policy first (`mayRead` throws when it is denied): a
+ * repository's AGENTS.md that links to a denied file must not carry it into the prompt.
+ */
+export async function loadGuidance(
+  configDir: string,
+  workspaceRoot: string,
+  mayRead: (path: string) => Promise<unknown>,
+): Promise<{ label: string; text: string }[]> {
   const found: { label: string; text: string }[] = [];
-  for (const [label, path] of [
-    ['~/.config/conch/AGENTS.md', join(configDir, 'AGENTS.md')],
-    ['AGENTS.md', join(workspaceRoot, 'AGENTS.md')],
+  for (const [label, path, checked] of [
+    ['~/.config/conch/AGENTS.md', join(configDir, 'AGENTS.md'), false],
+    ['AGENTS.md', join(workspaceRoot, 'AGENTS.md'), true],
   ] as const) {
-    let bytes: Buffer;
+    let read;
     try {
-      bytes = await readFile(path);
+      if (checked) await mayRead(path);
+      read = await readSmallFile(path, AGENTS_MD_MAX_BYTES);
     } catch {
-      continue;
+      continue; // denied, not a regular file, unreadable: no guidance from it
     }
-    let text = bytes.subarray(0, AGENTS_MD_MAX_BYTES).toString('utf8').replace(/\uFFFD$/, '');
-    if (bytes.length > AGENTS_MD_MAX_BYTES) text += `\n[AGENTS.md truncated at ${AGENTS_MD_MAX_BYTES} bytes]`;
+    if (!read) continue;
+    let text = read.bytes.toString('utf8').replace(/\uFFFD$/, '');
+    if (read.truncated) text += `\n[AGENTS.md truncated at ${AGENTS_MD_MAX_BYTES} bytes]`;
     found.push({ label, text });
   }
   return found;

@@ -129,7 +129,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     }
   } else if (!config.unrestricted) sandboxLabel = 'not needed (no shell)';
 
-  const guidance = await loadGuidance(config.configDir, workspace.root);
+  const guidance = await loadGuidance(config.configDir, workspace.root, (path) => workspace.resolve(path, 'read'));
   const system = systemPrompt({
     workspaceRoot: workspace.root,
     tools: catalog.names(),

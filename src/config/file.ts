@@ -2,13 +2,13 @@
 // whose file it is, and turn its policy part into a layer. Relative paths in the user config are
 // relative to its directory; in the project config (./.conch/config.json) to the project root,
 // the directory holding .conch, which is where people think of them from.
-import { readFile } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import type { Static } from 'typebox';
 import type { CommandLayer, CommandRule } from '../policy/command-rules.ts';
 import type { PathRule, PolicyLayer } from './layers.ts';
 import type { ConfigFileSchema } from './schema.ts';
 import { ConfigError } from './types.ts';
+import { readSmallFile } from '../workspace/small-file.ts';
 
 export type ConfigFileValue = Static<typeof ConfigFileSchema>;
 
@@ -20,6 +20,25 @@ export interface ConfigFile {
   value: ConfigFileValue;
 }
 
+/** Deeper than any real config; validation recurses, so a hostile file must not. */
+export const MAX_DEPTH = 64;
+
+/** Nesting depth of a parsed JSON value, measured without recursion. */
+export function depthOf(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [node, depth] = stack.pop()!;
+    if (depth > MAX_DEPTH) return depth;
+    deepest = Math.max(deepest, depth);
+    if (node && typeof node === 'object') for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
+
+/** Far above any real config; a bound so that a link to /dev/zero cannot fill memory. */
+const CONFIG_MAX_BYTES = 4 * 1024 * 1024;
+
 const fail = (file: string, key: string, text: string): never => {
   throw new ConfigError(`${file}: "${key}" ${text}`, file, key);
 };
@@ -28,11 +47,17 @@ const fail = (file: string, key: string, text: string): never => {
 export async function readConfigFile(kind: 'user' | 'project', file: string, base: string): Promise<ConfigFile | null> {
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    const read = await readSmallFile(file, CONFIG_MAX_BYTES);
+    if (!read) return null;
+    if (read.truncated) {
+      throw new ConfigError(`${file}: the config file is larger than ${CONFIG_MAX_BYTES / 1024 / 1024} MiB. A config file is one small JSON object.`, file);
+    }
+    text = read.bytes.toString('utf8');
   } catch (e) {
+    if (e instanceof ConfigError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
-    const why = code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : (code ?? String(e));
+    const why =
+      code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : code === 'ENOTREG' ? 'it is not a regular file' : (code ?? String(e));
     throw new ConfigError(`${file}: the config file cannot be read (${why}). Make it a readable JSON file or remove it.`, file);
   }
   let value: unknown;
@@ -40,6 +65,9 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
     value = JSON.parse(text);
   } catch (e) {
     throw new ConfigError(`${file}: not valid JSON (${(e as Error).message}). A config file is one JSON object.`, file);
+  }
+  if (depthOf(value) > MAX_DEPTH) {
+    throw new ConfigError(`${file}: the JSON is nested more than ${MAX_DEPTH} levels deep; a config file is a shallow object.`, file);
   }
   // Loaded only when a file exists: most runs have no config file and need no schema compiler.
   const { ConfigFileSchema, firstProblem, keyPath } = await import('./schema.ts');

@@ -23,13 +23,16 @@
 //   and for allow and ask rules `env`: the variable names a matching command may set ("CI=1 make");
 //   a command setting any other variable is not proven by the rule (see command-rules.ts).
 // A `root` covers the directory and everything below it.
-import { readFile } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { type Static, type TSchema, Type } from 'typebox';
-import { commandLayer, DENY_ENV } from '../config/file.ts';
+import { commandLayer, DENY_ENV, depthOf, MAX_DEPTH } from '../config/file.ts';
 import type { PolicyLayer } from '../config/layers.ts';
 import { CommandRuleSchema, type Path, ProfileSchema, firstProblem, keyPath } from '../config/schema.ts';
 import { ConfigError } from '../config/types.ts';
+import { readSmallFile } from '../workspace/small-file.ts';
+
+/** Far above any real policy; a bound so that a link to /dev/zero cannot fill memory. */
+const POLICY_MAX_BYTES = 4 * 1024 * 1024;
 
 const closed = { additionalProperties: false } as const;
 const Id = Type.String({ minLength: 1, description: 'a non-empty rule id' });
@@ -131,10 +134,18 @@ export async function loadPolicyFile(path: string, cwd: string): Promise<PolicyL
   const file = resolve(cwd, path);
   let text: string;
   try {
-    text = await readFile(file, 'utf8');
+    const read = await readSmallFile(file, POLICY_MAX_BYTES);
+    if (!read) throw Object.assign(new Error('missing'), { code: 'ENOENT' });
+    if (read.truncated) throw Object.assign(new Error('too large'), { code: 'EFBIG' });
+    text = read.bytes.toString('utf8');
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable (permission denied)' : `cannot be read (${code ?? String(e)})`;
+    const why =
+      code === 'ENOENT' ? 'does not exist'
+      : code === 'EACCES' ? 'is not readable (permission denied)'
+      : code === 'EFBIG' ? `is larger than ${POLICY_MAX_BYTES / 1024 / 1024} MiB`
+      : code === 'ENOTREG' || code === 'EISDIR' ? 'is not a regular file'
+      : `cannot be read (${code ?? String(e)})`;
     throw new ConfigError(`--policy ${path}: the policy file ${file} ${why}.`, file, '--policy');
   }
   let value: unknown;
@@ -143,6 +154,7 @@ export async function loadPolicyFile(path: string, cwd: string): Promise<PolicyL
   } catch (e) {
     throw new ConfigError(`${file}: the policy file is not valid JSON (${(e as Error).message}).`, file);
   }
+  if (depthOf(value) > MAX_DEPTH) throw new ConfigError(`${file}: the policy file is nested more than ${MAX_DEPTH} levels deep.`, file);
   const problem = firstProblem(PolicyFileSchema, value);
   if (problem) {
     const hint = problem.path[0] === 'version' ? ' Policy files start with "version": 1.' : '';
