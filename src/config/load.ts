@@ -210,9 +210,11 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
   const policy = mergePolicy(layers, cwd);
   // conch's own config and plugin cache hold code conch runs unsandboxed at the next start: when the
   // workspace contains them (conch run from $HOME), nothing in the run may write them.
-  const own = ownDirGlobs(cwd, [configDir, join(cacheHome(env, home), 'conch')]);
+  const ownDirs = [configDir, join(cacheHome(env, home), 'conch')];
+  const own = ownDirGlobs(cwd, ownDirs);
   policy.workspace.protectedGlobs.push(...own);
   policy.sandbox.protectedGlobs.push(...own);
+  refuseOwnDirRoots(policy.workspace.writableRoots, ownDirs);
   // Command rules need to know where commands can swap a directory for a link (command-rules.ts).
   const shellRules: ShellRules | null = policy.shellRules && { layers: policy.shellRules, mutableRoots: [cwd, ...policy.sandbox.writableRoots, '/tmp'] };
   return {
@@ -297,4 +299,33 @@ function ownDirGlobs(cwd: string, dirs: string[]): string[] {
     globs.push(rel, `${rel}/**`);
   }
   return globs;
+}
+
+/**
+ * A writable root that contains (or lies in) conch's config or plugin cache would let a sandboxed
+ * command plant code that the next start runs unsandboxed. Refuse it, naming a way out.
+ */
+function refuseOwnDirRoots(roots: string[], ownDirs: string[]): void {
+  const canonical = (p: string) => {
+    try {
+      return realpathSync(p);
+    } catch {
+      return resolve(p);
+    }
+  };
+  const inside = (child: string, parent: string) => {
+    const rel = relative(parent, child);
+    return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
+  };
+  for (const root of roots) {
+    const r = canonical(root);
+    const hit = ownDirs.map(canonical).find((dir) => inside(dir, r) || inside(r, dir));
+    if (hit) {
+      throw new ConfigError(
+        `writable root ${root} overlaps conch's own folder ${hit} (config, plugins or their cache), which holds code conch runs outside the sandbox. Allow a narrower folder instead (e.g. a tool's own cache under it).`,
+        undefined,
+        '--allow-write',
+      );
+    }
+  }
 }

@@ -488,3 +488,19 @@ describe("conch's own directories inside the workspace", () => {
     expect(config.workspace.protectedGlobs.some((g) => g.includes('conch'))).toBe(false);
   });
 });
+
+describe('writable roots and conch’s own folders', () => {
+  test('--allow-write over the plugin cache or the config dir is refused, naming the folder', async () => {
+    for (const root of [join(home, '.cache'), join(xdg, 'conch', 'tools'), xdg]) {
+      mkdirSync(root, { recursive: true });
+      const e = await refused({ allowWrite: [root] });
+      expect(e.message).toContain('overlaps conch');
+    }
+  });
+
+  test('a writable root elsewhere is fine', async () => {
+    const build = join(home, '.cache', 'some-tool');
+    mkdirSync(build, { recursive: true });
+    expect((await load({ allowWrite: [build] })).workspace.writableRoots).toContain(build);
+  });
+});
