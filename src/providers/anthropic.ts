@@ -168,10 +168,11 @@ export async function consumeAnthropicStream(
 }
 
 export async function createAnthropicProvider(config: ProviderConfig): Promise<Provider> {
-  const options = sdkClientOptions(config);
+  const provider = `Anthropic (${config.name})`;
+  const options = sdkClientOptions(config, provider);
   const sdk = await import('@anthropic-ai/sdk');
   const client = new sdk.Anthropic(options);
-  const ctx: RetryContext = { provider: `Anthropic (${config.name})`, credentialHint: credentialHint(config), sdk };
+  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), sdk };
   return {
     name: config.name,
     model: config.model,

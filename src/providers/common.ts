@@ -1,4 +1,5 @@
 // Small pieces both providers share. No SDK imports here.
+import { boundedFetch, responseBounds } from './bounded-fetch.ts';
 import { ProviderError, type ProviderConfig, type Usage } from './types.ts';
 
 export function emptyUsage(): Usage {
@@ -44,8 +45,8 @@ export function apiKeyFor(config: ProviderConfig): string {
   );
 }
 
-/** Options both official SDK clients take the same way. */
-export function sdkClientOptions(config: ProviderConfig) {
+/** Options both official SDK clients take the same way. `provider` names it in error messages. */
+export function sdkClientOptions(config: ProviderConfig, provider: string) {
   return {
     apiKey: apiKeyFor(config),
     baseURL: config.baseUrl,
@@ -53,5 +54,7 @@ export function sdkClientOptions(config: ProviderConfig) {
     maxRetries: 0,
     ...(config.requestTimeoutMs !== undefined ? { timeout: config.requestTimeoutMs } : {}),
     logLevel: 'off' as const,
+    // Bounds what a model server can make conch buffer (bounded-fetch.ts).
+    fetch: boundedFetch(responseBounds(config.modelOutputBytes), provider),
   };
 }

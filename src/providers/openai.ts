@@ -194,10 +194,11 @@ export async function consumeOpenAIStream(
 }
 
 export async function createOpenAIProvider(config: ProviderConfig): Promise<Provider> {
-  const options = sdkClientOptions(config);
+  const provider = `OpenAI-compatible (${config.name})`;
+  const options = sdkClientOptions(config, provider);
   const sdk = await import('openai');
   const client = new sdk.OpenAI(options);
-  const ctx: RetryContext = { provider: `OpenAI-compatible (${config.name})`, credentialHint: credentialHint(config), sdk };
+  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), sdk };
   return {
     name: config.name,
     model: config.model,

@@ -89,12 +89,25 @@ export function parseRetryAfter(h: HeaderSource, now: number = Date.now()): numb
   return Math.max(0, date - now);
 }
 
+/** Longest server message shown; an error body (up to 64 KiB, bounded-fetch.ts) may be a whole HTML page. */
+const MAX_SERVER_MESSAGE = 2000;
+
 /** The human message a server put in its error body, whichever protocol's shape it used. */
 function serverMessage(e: Error): string {
   const body = (e as { error?: unknown }).error as Record<string, unknown> | undefined;
   const nested = body && typeof body.error === 'object' && body.error ? (body.error as Record<string, unknown>) : undefined;
   const msg = nested?.message ?? body?.message;
-  return typeof msg === 'string' && msg !== '' ? msg : e.message;
+  const text = typeof msg === 'string' && msg !== '' ? msg : e.message;
+  return text.length > MAX_SERVER_MESSAGE ? `${text.slice(0, MAX_SERVER_MESSAGE)}… (${text.length - MAX_SERVER_MESSAGE} more characters cut)` : text;
+}
+
+/** A ProviderError raised inside the SDK's fetch (bounded-fetch.ts) comes back as the cause of its connection error. */
+function raisedInFetch(e: unknown): ProviderError | null {
+  for (let cur = e, depth = 0; cur && typeof cur === 'object' && depth < 4; depth++) {
+    if (cur instanceof ProviderError) return cur;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return null;
 }
 
 function connectionCode(e: unknown): string | null {
@@ -109,7 +122,8 @@ function connectionCode(e: unknown): string | null {
 /** Maps a failed attempt to retryable or fatal; returns null for errors that are bugs (rethrown as-is). */
 export function classifyError(e: unknown, ctx: RetryContext): Failure | null {
   const { provider, sdk } = ctx;
-  if (e instanceof ProviderError) return { kind: 'fatal', error: e };
+  const own = raisedInFetch(e);
+  if (own) return { kind: 'fatal', error: own };
   if (e instanceof StreamInterruptedError) return { kind: 'retryable', reason: e.message, retryAfterMs: null };
   if (e instanceof sdk.APIConnectionError) {
     const code = connectionCode(e);

@@ -98,6 +98,11 @@ export interface ProviderConfig {
   /** Per-request timeout (ms) for the HTTP call; the run deadline applies on top. */
   requestTimeoutMs?: number;
   maxOutputTokens?: number;
+  /**
+   * The run's limits.model_output_bytes. The raw bytes a model server may send are bounded from
+   * it (one SSE event, one response); default 4 MiB, like the limit's own default.
+   */
+  modelOutputBytes?: number;
 }
 
 export interface Provider {

@@ -1,7 +1,7 @@
 // A local model server for tests: speaks the real Anthropic Messages and OpenAI Chat Completions
 // wire protocols (SSE streaming or plain JSON), answers from a per-test script of turns and records
 // every request it receives. Start it on port 0 so tests never collide.
-import { anthropicResponse, openaiResponse, type Protocol } from './model-wire.ts';
+import { anthropicResponse, floodResponse, openaiResponse, type Protocol } from './model-wire.ts';
 
 export interface ScriptedToolCall {
   /** Omit for a generated id; '' sends no id at all (some OpenAI-compatible servers do that). */
@@ -36,6 +36,20 @@ export interface ScriptedTurn {
   hangAfterText?: boolean;
   /** Wait this long before responding. */
   delayMs?: number;
+  /** Answer as a hostile or broken server would: a body that never ends (see Flood). */
+  flood?: Flood;
+}
+
+/**
+ * A body that does not end. 'line': one SSE data line with no line break. 'lines': short data lines
+ * with no blank line, so no event ever completes. 'events': valid, contentless events (pings, empty
+ * deltas) forever. 'error': an HTTP error (status, default 400) whose JSON body never closes.
+ * After `maxBytes` (default: never) the server stops sending but keeps the connection open.
+ */
+export interface Flood {
+  shape: 'line' | 'lines' | 'events' | 'error';
+  status?: number;
+  maxBytes?: number;
 }
 
 export interface RecordedRequest {
@@ -57,6 +71,8 @@ export interface ModelServer {
   readonly requests: RecordedRequest[];
   /** Scripted turns not yet consumed (0 for a function script, which never runs out). */
   remaining(): number;
+  /** Body bytes handed to the socket by flood turns since the server started. */
+  floodedBytes(): number;
   close(): Promise<void>;
 }
 
@@ -69,6 +85,7 @@ export async function startModelServer(): Promise<ModelServer> {
   let queue: TurnSource[] = [];
   let dynamic: ((req: RecordedRequest) => ScriptedTurn) | null = null;
   const requests: RecordedRequest[] = [];
+  let flooded = 0;
 
   const server = Bun.serve({
     hostname: '127.0.0.1',
@@ -107,6 +124,7 @@ export async function startModelServer(): Promise<ModelServer> {
         // Erroring the body before anything is written makes Bun close the socket with no response.
         return new Response(new ReadableStream({ start: (c) => c.error() }));
       }
+      if (turn.flood) return floodResponse(protocol, turn.flood, (n) => (flooded += n));
       const stream = body?.stream === true;
       const model = typeof body?.model === 'string' ? body.model : 'scripted-model';
       const includeUsage = body?.stream_options?.include_usage === true;
@@ -132,6 +150,7 @@ export async function startModelServer(): Promise<ModelServer> {
     },
     requests,
     remaining: () => queue.length,
+    floodedBytes: () => flooded,
     async close() {
       await server.stop(true);
     },

@@ -1,6 +1,6 @@
 // Wire encodings for the test model server: turns a ScriptedTurn into a real Anthropic Messages or
 // OpenAI Chat Completions HTTP response (SSE stream, plain JSON, or the protocol's error body).
-import type { ScriptedToolCall, ScriptedTurn } from './model-server.ts';
+import type { Flood, ScriptedToolCall, ScriptedTurn } from './model-server.ts';
 
 export type Protocol = 'anthropic' | 'openai';
 type Ending = 'close' | 'drop' | 'hang';
@@ -219,4 +219,44 @@ function safeParse(s: string): unknown {
   } catch {
     return {};
   }
+}
+
+// ---------------------------------------------------------------- Hostile bodies
+
+const FLOOD_CHUNK = 64 * 1024;
+
+/** The opening and the repeated unit of each flood shape, in the protocol's own framing. */
+function floodParts(protocol: Protocol, shape: Flood['shape']): { head: string; unit: string } {
+  if (shape === 'line') return { head: 'data: ', unit: 'A' };
+  if (shape === 'lines') return { head: '', unit: 'data: x\n' };
+  if (shape === 'error') return { head: '{"error": {"message": "', unit: 'A' };
+  // Padded so the flood is a few thousand events, not millions: the SDKs' decoders are slow per event.
+  const pad = 'p'.repeat(4000);
+  if (protocol === 'anthropic') {
+    const start = { type: 'message_start', message: { id: nextId('msg_'), type: 'message', role: 'assistant', model: 'flood', content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 1, output_tokens: 1 } } };
+    return { head: `event: message_start\ndata: ${JSON.stringify(start)}\n\n`, unit: `event: ping\ndata: {"type": "ping", "pad": "${pad}"}\n\n` };
+  }
+  const empty = { id: nextId('chatcmpl-'), object: 'chat.completion.chunk', created: 0, model: 'flood', choices: [{ index: 0, delta: {}, finish_reason: null }], pad };
+  return { head: '', unit: `data: ${JSON.stringify(empty)}\n\n` };
+}
+
+/** A response whose body never ends; `onBytes` counts what is handed to the socket. */
+export function floodResponse(protocol: Protocol, flood: Flood, onBytes: (n: number) => void): Response {
+  const { head, unit } = floodParts(protocol, flood.shape);
+  const enc = new TextEncoder();
+  const chunk = enc.encode(unit.repeat(Math.max(1, Math.floor(FLOOD_CHUNK / unit.length))));
+  const limit = flood.maxBytes ?? Infinity;
+  let sent = 0;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      const bytes = sent === 0 && head !== '' ? enc.encode(head) : sent >= limit ? null : chunk;
+      if (bytes === null) return new Promise<void>(() => {}); // stall with the connection open
+      c.enqueue(bytes);
+      sent += bytes.length;
+      onBytes(bytes.length);
+    },
+  });
+  const status = flood.shape === 'error' ? (flood.status ?? 400) : 200;
+  const type = flood.shape === 'error' ? 'application/json' : 'text/event-stream';
+  return new Response(body, { status, headers: { 'content-type': type } });
 }

@@ -91,6 +91,15 @@ describe('classifyError', () => {
       }
       expect(classifyError(httpError(sdk, 503), ctx)).toMatchObject({ kind: 'retryable', retryAfterMs: null });
     });
+    test(`${label}: a very long server message is cut`, () => {
+      const f = classifyError(httpError(sdk, 400, {}, 'x'.repeat(10_000)), ctx);
+      expect(f?.kind === 'fatal' && f.error.message.length).toBeLessThan(2200);
+      expect(f?.kind === 'fatal' && f.error.message).toEndWith('… (8000 more characters cut)');
+    });
+    test(`${label}: a ProviderError raised in conch's fetch, wrapped as a connection error, is fatal as itself`, () => {
+      const own = new ProviderError('provider_protocol', 'the model server sent a line longer than 8 MiB', 400);
+      expect(classifyError(new sdk.APIConnectionError({ message: 'Connection error.', cause: own }), ctx)).toEqual({ kind: 'fatal', error: own });
+    });
     test(`${label}: connection errors and in-stream error events are retryable`, () => {
       const conn = new sdk.APIConnectionError({ message: 'Connection error.', cause: Object.assign(new Error('x'), { code: 'ECONNREFUSED' }) });
       expect(classifyError(conn, ctx)).toMatchObject({ kind: 'retryable', reason: 'connection failed (ECONNREFUSED)' });
