@@ -220,7 +220,8 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
   return {
     files: [...files.map((f) => f.file), ...(flags.policy ? [resolve(cwd, flags.policy)] : [])],
     configDir,
-    provider,
+    // The provider bounds raw response bytes from the model-output limit.
+    provider: provider && { ...provider, modelOutputBytes: limits.model_output_bytes },
     limits,
     unrestricted: flags.unrestricted === true,
     sandbox: policy.sandbox,
