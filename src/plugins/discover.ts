@@ -8,9 +8,14 @@ import { join, resolve } from 'node:path';
 export type PluginOrigin = 'first-party' | 'user' | 'dir' | 'project';
 
 export interface PluginCandidate {
-  /** Absolute path of the file to import. */
+  /** Absolute path of the plugin file: what reports and the tool's source name. */
   path: string;
   origin: PluginOrigin;
+  /**
+   * Project plugins only: the copy in the private snapshot folder that is imported instead of `path`,
+   * and that folder, which its imports may not leave (snapshot.ts, confine.ts).
+   */
+  snapshot?: { file: string; root: string };
 }
 
 const PLUGIN_FILE = /\.(ts|js|mjs)$/;

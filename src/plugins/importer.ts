@@ -4,7 +4,9 @@ import { mkdirSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Jiti, JitiOptions } from 'jiti';
+import { confineTo, REFUSED_CODE, type Confinement } from './confine.ts';
 
 /** Every entry point typebox 1.x exports; a plugin may import any of them. */
 const TYPEBOX_ENTRIES = ['', '/compile', '/error', '/format', '/guard', '/schema', '/system', '/type', '/value'];
@@ -18,20 +20,22 @@ export function defaultCacheDir(env: Record<string, string | undefined> = proces
 const importers = new Map<string, Promise<Jiti>>();
 
 /**
- * One jiti instance per cache folder, created on first use so a start without plugins never pays
- * for loading jiti. `cacheDir: false` turns the disk cache off (benchmarks of the first run).
+ * One jiti instance per cache folder (and per confinement root), created on first use so a start
+ * without plugins never pays for loading jiti. `cacheDir: false` turns the disk cache off
+ * (benchmarks of the first run). With `confine` (a snapshot folder's real path), every import is
+ * held inside that folder (confine.ts): the instance for project plugins.
  */
-export function getImporter(cacheDir: string | false): Promise<Jiti> {
-  const key = cacheDir === false ? '' : cacheDir;
+export function getImporter(cacheDir: string | false, confine?: string): Promise<Jiti> {
+  const key = `${cacheDir === false ? '' : cacheDir}\0${confine ?? ''}`;
   let importer = importers.get(key);
   if (!importer) {
-    importer = createImporter(cacheDir);
+    importer = createImporter(cacheDir, confine);
     importers.set(key, importer);
   }
   return importer;
 }
 
-async function createImporter(cacheDir: string | false): Promise<Jiti> {
+async function createImporter(cacheDir: string | false, confine: string | undefined): Promise<Jiti> {
   const conch = await import('../index.ts');
   const require = createRequire(import.meta.url);
   // Virtual modules rather than path aliases: the plugin gets the very module instances conch uses
@@ -47,7 +51,7 @@ async function createImporter(cacheDir: string | false): Promise<Jiti> {
       cacheDir = false; // an unwritable cache only costs speed
     }
   }
-  return createGuardedJiti({
+  const options: JitiOptions = {
     // Bun's native import would run a plugin once natively and, when that throws (e.g. on the 'conch'
     // import it cannot resolve), a second time through jiti: side effects twice. Always transform.
     tryNative: false,
@@ -57,19 +61,26 @@ async function createImporter(cacheDir: string | false): Promise<Jiti> {
     // We read `default` ourselves; jiti's merging proxy would blur "no default export".
     interopDefault: false,
     virtualModules,
-  });
+  };
+  if (confine === undefined) return createGuardedJiti(options);
+  const confinement = confineTo(confine, fileURLToPath(import.meta.url), virtualModules);
+  // JITI_ALIAS, JITI_TSCONFIG_PATHS and JITI_NATIVE_MODULES from the environment would add ways out.
+  return createGuardedJiti(
+    { ...options, virtualModules: confinement.virtualModules, alias: {}, tsconfigPaths: false, nativeModules: [], transformModules: [] },
+    confinement,
+  );
 }
 
-type JitiCore = (id: string, options: JitiOptions, runtime: { onError: (e: unknown) => never; nativeImport: (id: string) => Promise<unknown>; createRequire: typeof createRequire }) => Jiti;
+type JitiCore = (id: string, options: JitiOptions, runtime: { onError: (e: unknown) => never; nativeImport: (id: string | URL) => Promise<unknown>; createRequire: typeof createRequire }) => Jiti;
 
 /**
  * jiti, built like its own entry (jiti/lib/jiti.mjs) builds it, except for one thing: when its
  * resolver cannot find a bare package it falls back to Bun's require.resolve, and Bun then tries to
  * *install the package from npm* when no node_modules is above the plugin (auto-install). A plugin's
  * `import 'x'` must never download and run code at startup, so bare names go no further than jiti's
- * own node_modules lookup.
+ * own node_modules lookup. A confinement replaces that guard with its stricter one.
  */
-function createGuardedJiti(options: JitiOptions): Jiti {
+function createGuardedJiti(options: JitiOptions, confinement?: Confinement): Jiti {
   const require = createRequire(import.meta.url);
   const dist = join(dirname(require.resolve('jiti/package.json')), 'dist');
   const core = require(join(dist, 'jiti.cjs')) as JitiCore;
@@ -90,8 +101,8 @@ function createGuardedJiti(options: JitiOptions): Jiti {
     onError: (error) => {
       throw error;
     },
-    nativeImport: (id) => import(id),
-    createRequire: guardedRequire,
+    nativeImport: confinement?.nativeImport ?? ((id) => import(String(id))),
+    createRequire: confinement?.createRequire ?? guardedRequire,
   });
 }
 
@@ -125,6 +136,7 @@ export async function importPlugin(jiti: Jiti, path: string, timeoutMs: number):
  */
 export function describeLoadError(error: unknown, path: string): string {
   const err = error instanceof Error ? error : new Error(String(error));
+  if ((err as { code?: unknown }).code === REFUSED_CODE) return err.message;
   const message = err.message ?? String(error);
   const where = locate(message, path) ?? locate(err.stack ?? '', path);
   const firstLine = message

@@ -1,7 +1,7 @@
 // Plugin loading: find the files, import them in isolation, check every definition, settle name
 // collisions. A broken plugin is a report with its path and the reason; it never stops the others.
 import { realpath } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import type { PluginSettings } from '../config/types.ts';
 import type { Tool } from '../tools/define.ts';
 import { checkToolDefinition } from '../tools/catalog.ts';
@@ -15,7 +15,8 @@ import {
   type PluginCandidate,
 } from './discover.ts';
 import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from './importer.ts';
-import { trustState } from './trust.ts';
+import { materialize, readFolder, snapshotRoot, type FolderContent } from './snapshot.ts';
+import { CHANGED_REASON, trustedHash } from './trust.ts';
 
 export interface PluginReport {
   /** Absolute path of the plugin file (or folder, for a folder that could not be read). */
@@ -60,11 +61,18 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
   const candidates = slots.flatMap((s) => ('candidate' in s ? [s.candidate] : []));
   if (candidates.length === 0) return { tools: [], reports: slots.flatMap((s) => ('report' in s ? [s.report] : [])) };
 
-  const jiti = await getImporter(opts.cacheDir ?? defaultCacheDir());
+  const cacheDir = opts.cacheDir ?? defaultCacheDir();
   const timeout = opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
+  const load = async (c: PluginCandidate): Promise<ImportOutcome> => {
+    if (!c.snapshot) return importPlugin(await getImporter(cacheDir), c.path, timeout);
+    const outcome = await importPlugin(await getImporter(cacheDir, c.snapshot.root), c.snapshot.file, timeout);
+    // Name the workspace's files, not the private copies.
+    if (!outcome.ok) return { ok: false, reason: outcome.reason.replaceAll(c.snapshot.root, projectToolsDir(opts.cwd)) };
+    return { ok: true, module: commonJsDefault(outcome.module) };
+  };
   // Imports run concurrently, but results are settled in discovery order below so that which
   // plugin wins a name never depends on timing.
-  const outcomes = await withStdoutGuard(() => Promise.all(candidates.map((c) => importPlugin(jiti, c.path, timeout))));
+  const outcomes = await withStdoutGuard(() => Promise.all(candidates.map(load)));
 
   const owners = new Map<string, { source: string; report: PluginReport | null }>();
   for (const [name, source] of opts.reserved) owners.set(name, { source, report: null });
@@ -102,13 +110,7 @@ async function collectCandidates(opts: LoadPluginsOptions): Promise<Slot[]> {
     for (const path of files ?? []) add(path, 'dir');
   }
   const projectFiles = (await listPluginFiles(projectToolsDir(opts.cwd))) ?? [];
-  if (projectFiles.length > 0) {
-    const trust = settings.projectTools ? null : await trustState(opts.configDir, opts.cwd);
-    for (const path of projectFiles) {
-      if (!trust || trust.state === 'trusted') add(path, 'project');
-      else report(path, 'skipped', trust.reason);
-    }
-  }
+  if (projectFiles.length > 0) slots.push(...(await projectSlots(opts, projectFiles)));
   // The same file reached twice (a --tools-dir that is the user folder, a symlink) loads once.
   const seen = new Set<string>();
   const unique: Slot[] = [];
@@ -121,6 +123,39 @@ async function collectCandidates(opts: LoadPluginsOptions): Promise<Slot[]> {
     unique.push(slot);
   }
   return unique;
+}
+
+/**
+ * Project plugins: unless --project-tools, the workspace must be trusted for exactly the bytes that
+ * will run. The folder is read once, its hash compared with the trusted one, and those same bytes
+ * copied to a private snapshot that is imported instead (confined to it): no change made in the
+ * workspace after the hash, during the import or later by the plugin's own lazy imports reaches the
+ * code that runs. --project-tools (no trust asked) loads from a snapshot too, for the same reason.
+ */
+async function projectSlots(opts: LoadPluginsOptions, listed: string[]): Promise<Slot[]> {
+  const dir = projectToolsDir(opts.cwd);
+  const reportAll = (status: 'skipped' | 'failed', reason: string): Slot[] => listed.map((path) => ({ report: { path, status, tools: [], reason } }));
+  let expected: string | null = null;
+  if (!opts.settings.projectTools) {
+    const trusted = await trustedHash(opts.configDir, opts.cwd);
+    if (!trusted.ok) return reportAll('skipped', trusted.reason);
+    expected = trusted.hash;
+  }
+  let content: FolderContent;
+  try {
+    content = await readFolder(dir);
+  } catch (error) {
+    return reportAll('failed', `cannot read .conch/tools: ${(error as Error).message}`);
+  }
+  if (expected !== null && content.hash !== expected) return reportAll('skipped', CHANGED_REASON);
+  let root: string;
+  try {
+    root = await materialize(content, await snapshotRoot(opts.cacheDir ?? defaultCacheDir()));
+  } catch (error) {
+    return reportAll('failed', `cannot copy .conch/tools to conch's private snapshot folder: ${(error as Error).message}`);
+  }
+  const files = (await listPluginFiles(root)) ?? [];
+  return files.map((file) => ({ candidate: { path: join(dir, relative(root, file)), origin: 'project', snapshot: { file, root } } }));
 }
 
 /** Check one imported file and claim its names. A file's tools load together or not at all. */
@@ -171,6 +206,16 @@ function settle(
     tools.set(tool.name, tool);
   }
   return report;
+}
+
+/**
+ * A confined import never hands a file to Bun natively, so jiti evaluates a CommonJS plugin itself
+ * and returns its module.exports, where Bun's native import (what user plugins get) would have made
+ * that object the default export. Transpiled ES modules carry __esModule; CommonJS ones do not.
+ */
+function commonJsDefault(module: Record<string, unknown>): Record<string, unknown> {
+  if (module.__esModule === true || 'default' in module || Object.keys(module).length === 0) return module;
+  return { default: module };
 }
 
 /**

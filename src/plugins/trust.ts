@@ -1,9 +1,9 @@
 // Workspace trust: project plugins (./.conch/tools) are code from whoever wrote the repository, so they
 // run only after the user said so for this exact folder content. A clone must never execute anything.
-import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, realpath, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { projectToolsDir } from './discover.ts';
+import { readFolder } from './snapshot.ts';
 
 const TRUST_FILE = 'trusted.json';
 
@@ -33,45 +33,11 @@ export function trustFilePath(configDir: string): string {
 
 /**
  * A deterministic hash of a folder: relative names and bytes of every file, recursively, in sorted
- * order. Symlinks are followed (the loader follows them too); a directory reached twice is hashed
- * once so a link loop cannot hang us. A missing folder hashes as empty.
+ * order (see readFolder). A missing folder hashes as empty.
  */
 export async function hashFolder(dir: string): Promise<{ hash: string; files: string[] }> {
-  const hash = createHash('sha256');
-  const files: string[] = [];
-  const seen = new Set<string>();
-  const walk = async (abs: string, rel: string): Promise<void> => {
-    let real: string;
-    try {
-      real = await realpath(abs);
-    } catch {
-      return;
-    }
-    if (seen.has(real)) {
-      hash.update(`loop\0${rel}\0`);
-      return;
-    }
-    seen.add(real);
-    const entries = (await readdir(abs)).sort();
-    for (const name of entries) {
-      const childAbs = join(abs, name);
-      const childRel = rel ? `${rel}/${name}` : name;
-      const info = await stat(childAbs).catch(() => null);
-      if (!info) hash.update(`dangling\0${childRel}\0`);
-      else if (info.isDirectory()) {
-        hash.update(`d\0${childRel}\0`);
-        await walk(childAbs, childRel);
-      } else if (info.isFile()) {
-        const bytes = await readFile(childAbs);
-        hash.update(`f\0${childRel}\0${bytes.length}\0`);
-        hash.update(bytes);
-        files.push(childRel);
-      } else hash.update(`other\0${childRel}\0`);
-    }
-  };
-  const exists = await stat(dir).then((s) => s.isDirectory()).catch(() => false);
-  if (exists) await walk(dir, '');
-  return { hash: `sha256:${hash.digest('hex')}`, files };
+  const { hash, entries } = await readFolder(dir);
+  return { hash, files: entries.flatMap((e) => (e.bytes === null ? [] : [e.rel])) };
 }
 
 async function readTrustFile(configDir: string): Promise<{ ok: true; data: TrustFile } | { ok: false; message: string }> {
@@ -96,18 +62,29 @@ async function canonical(cwd: string): Promise<string> {
   return realpath(cwd).catch(() => cwd);
 }
 
-/** Whether the project plugins of `cwd` may run: trusted, never trusted, or changed since trusted. */
-export async function trustState(configDir: string, cwd: string): Promise<TrustState> {
+export const NOT_TRUSTED_REASON = 'workspace not trusted: run `conch trust` in it to load its .conch/tools, or pass --project-tools';
+export const CHANGED_REASON = 'changed since trusted: .conch/tools differs from what you trusted; review it and run `conch trust` again';
+
+/**
+ * The hash the user trusted for the project plugins of `cwd`, or why there is none. The loader
+ * compares it with the hash of the very bytes it is about to import (snapshot.ts).
+ */
+export async function trustedHash(configDir: string, cwd: string): Promise<{ ok: true; workspace: string; hash: string } | { ok: false; workspace: string; reason: string }> {
   const workspace = await canonical(cwd);
   const file = await readTrustFile(configDir);
-  if (!file.ok) return { state: 'untrusted', workspace, reason: file.message };
+  if (!file.ok) return { ok: false, workspace, reason: file.message };
   const record = file.data.workspaces[workspace];
-  if (!record) return { state: 'untrusted', workspace, reason: 'workspace not trusted: run `conch trust` in it to load its .conch/tools, or pass --project-tools' };
-  const { hash } = await hashFolder(projectToolsDir(workspace));
-  if (hash !== record.hash) {
-    return { state: 'changed', workspace, reason: 'changed since trusted: .conch/tools differs from what you trusted; review it and run `conch trust` again' };
-  }
-  return { state: 'trusted', workspace };
+  if (!record || typeof record.hash !== 'string') return { ok: false, workspace, reason: NOT_TRUSTED_REASON };
+  return { ok: true, workspace, hash: record.hash };
+}
+
+/** Whether the project plugins of `cwd` may run: trusted, never trusted, or changed since trusted. */
+export async function trustState(configDir: string, cwd: string): Promise<TrustState> {
+  const trusted = await trustedHash(configDir, cwd);
+  if (!trusted.ok) return { state: 'untrusted', workspace: trusted.workspace, reason: trusted.reason };
+  const { hash } = await hashFolder(projectToolsDir(trusted.workspace));
+  if (hash !== trusted.hash) return { state: 'changed', workspace: trusted.workspace, reason: CHANGED_REASON };
+  return { state: 'trusted', workspace: trusted.workspace };
 }
 
 export async function isTrusted(configDir: string, cwd: string): Promise<boolean> {
