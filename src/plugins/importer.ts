@@ -18,6 +18,7 @@ export function defaultCacheDir(env: Record<string, string | undefined> = proces
 }
 
 const importers = new Map<string, Promise<Jiti>>();
+const MAX_CONFINED = 4;
 
 /**
  * One jiti instance per cache folder (and per confinement root), created on first use so a start
@@ -31,6 +32,9 @@ export function getImporter(cacheDir: string | false, confine?: string): Promise
   if (!importer) {
     importer = createImporter(cacheDir, confine);
     importers.set(key, importer);
+    // Every edit of a project folder is a new snapshot: a long-lived host keeps only the latest few.
+    const confined = [...importers.keys()].filter((k) => !k.endsWith('\0'));
+    for (const stale of confined.slice(0, -MAX_CONFINED)) importers.delete(stale);
   }
   return importer;
 }

@@ -2,7 +2,7 @@
 // snapshot of the folder, and their imports cannot leave it. Real files, real jiti, no mocks.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, realpath, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import type { PluginSettings } from '../../src/config/types.ts';
@@ -238,6 +238,20 @@ describe('trusted project plugins: imports cannot leave .conch/tools', () => {
     const other = await materialize(await readFolder(c.tools), c.cacheDir);
     expect(other).not.toBe(dir);
     expect((await readdir(c.cacheDir)).sort()).toEqual([basename(dir), basename(other)].sort());
+  });
+
+  test('writing a snapshot prunes ones unused for a month (and copies a dead conch left half-done), keeps recent ones', async () => {
+    const c = await workspace({ '.conch/tools/a.ts': 'one' });
+    await mkdir(c.cacheDir, { recursive: true, mode: 0o700 });
+    const old = await materialize({ hash: 'sha256:old', entries: [{ rel: 'x.ts', bytes: Buffer.from('x') }] }, c.cacheDir);
+    const recent = await materialize({ hash: 'sha256:recent', entries: [] }, c.cacheDir);
+    const stale = join(c.cacheDir, '.incoming-dead');
+    await mkdir(stale);
+    const longAgo = new Date(Date.now() - 40 * 24 * 3600 * 1000);
+    await utimes(old, longAgo, longAgo);
+    await utimes(stale, longAgo, longAgo);
+    const fresh = await materialize(await readFolder(c.tools), c.cacheDir);
+    expect((await readdir(c.cacheDir)).sort()).toEqual([basename(fresh), basename(recent)].sort());
   });
 });
 

@@ -51,6 +51,16 @@ describe('hashFolder', () => {
     const looped = await hashFolder(join(ws.cwd, '.conch', 'tools'));
     expect(looped.files).toEqual(['a.ts']);
   });
+
+  test('a FIFO in the folder is named, not read (hashing never blocks on it)', async () => {
+    const ws = await workspace({ 'a.ts': 'x' });
+    const before = await hashFolder(join(ws.cwd, '.conch', 'tools'));
+    const made = Bun.spawnSync(['mkfifo', join(ws.cwd, '.conch', 'tools', 'pipe.ts')]);
+    expect(made.exitCode).toBe(0);
+    const after = await hashFolder(join(ws.cwd, '.conch', 'tools'));
+    expect(after.files).toEqual(['a.ts']);
+    expect(after.hash).not.toBe(before.hash);
+  });
 });
 
 describe('trust', () => {
