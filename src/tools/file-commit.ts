@@ -7,7 +7,7 @@ import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../workspace/atomic.ts';
 import { PinnedDir } from '../workspace/pinned-dir.ts';
-import { createHasher, HASH_CHUNK_BYTES, identityOf, revisionOf } from '../workspace/revision.ts';
+import { identityOf, revisionOf } from '../workspace/revision.ts';
 import { formatBytes, type FileToolDeps } from './file-deps.ts';
 import { blockingFile, directoryMessage, errorCode, fsErrorMessage } from './file-errors.ts';
 
@@ -102,7 +102,7 @@ async function loadFrom(deps: FileToolDeps, dir: PinnedDir, abs: string, action:
     // The stat the commit's identity check compares against is the one of the bytes read.
     st = await fh.stat({ bigint: true });
     if (!st.isFile()) return { error: `${deps.workspace.display(abs)} is not a regular file (a device, FIFO or socket); ${action} only changes files.` };
-    if (action === 'write' && Number(st.size) > WRITE_DIFF_MAX_BYTES) return { stat: st, bytes: null, revision: await revisionOfOpen(deps, abs, fh, st, signal) };
+    if (action === 'write' && Number(st.size) > WRITE_DIFF_MAX_BYTES) return { stat: st, bytes: null, revision: await deps.revisions.revisionOfHandle(abs, fh, st, signal) };
     const bytes = await fh.readFile();
     return { stat: st, bytes, revision: revisionOf(bytes) };
   } catch (error) {
@@ -112,28 +112,6 @@ async function loadFrom(deps: FileToolDeps, dir: PinnedDir, abs: string, action:
   } finally {
     await fh.close();
   }
-}
-
-/**
- * RevisionTracker.currentRevision, but over a file already opened through its pinned directory;
- * the cache stays keyed by the canonical path.
- */
-async function revisionOfOpen(deps: FileToolDeps, abs: string, fh: FileHandle, st: BigIntStats, signal?: AbortSignal): Promise<string> {
-  const hit = deps.revisions.cached(abs, st);
-  if (hit) return hit.revision;
-  const startedAt = Date.now();
-  const hasher = createHasher();
-  const buffer = Buffer.allocUnsafe(HASH_CHUNK_BYTES);
-  for (let position = 0; ; ) {
-    signal?.throwIfAborted();
-    const { bytesRead } = await fh.read(buffer, 0, buffer.length, position);
-    if (bytesRead === 0) break;
-    hasher.update(buffer.subarray(0, bytesRead));
-    position += bytesRead;
-  }
-  const revision = hasher.digest();
-  deps.revisions.remember(abs, st, { revision }, startedAt);
-  return revision;
 }
 
 /**

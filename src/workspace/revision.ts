@@ -2,7 +2,7 @@
 // revision conch last saw (read or wrote) in this run, so write/edit can refuse to clobber a file
 // that changed behind the model's back.
 import { constants, type BigIntStats } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 
 export const HASH_CHUNK_BYTES = 1 << 20;
 
@@ -107,33 +107,28 @@ export class RevisionTracker {
     try {
       const st = await fh.stat({ bigint: true });
       if (!st.isFile()) throw Object.assign(new Error(`${path} is not a regular file`), { code: 'EINVAL' });
-      const hit = this.cached(path, st);
-      if (hit) return hit.revision;
-      const startedAt = Date.now();
-      const hasher = createHasher();
-      const buffer = Buffer.allocUnsafe(HASH_CHUNK_BYTES);
-      for (let position = 0; ; ) {
-        signal?.throwIfAborted();
-        const { bytesRead } = await fh.read(buffer, 0, buffer.length, position);
-        if (bytesRead === 0) break;
-        hasher.update(buffer.subarray(0, bytesRead));
-        position += bytesRead;
-      }
-      const revision = hasher.digest();
-      this.remember(path, st, { revision }, startedAt);
-      return revision;
+      return await this.revisionOfHandle(path, fh, st, signal);
     } finally {
       await fh.close();
     }
   }
-}
 
-/** Stat with nanosecond fields, or null when the path does not exist. */
-export async function statIfExists(path: string): Promise<BigIntStats | null> {
-  try {
-    return await stat(path, { bigint: true });
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ENOENT') return null;
-    throw error;
+  /** The revision of an already opened file (e.g. through a pinned directory), cached under `path`. */
+  async revisionOfHandle(path: string, fh: FileHandle, st: BigIntStats, signal?: AbortSignal): Promise<string> {
+    const hit = this.cached(path, st);
+    if (hit) return hit.revision;
+    const startedAt = Date.now();
+    const hasher = createHasher();
+    const buffer = Buffer.allocUnsafe(HASH_CHUNK_BYTES);
+    for (let position = 0; ; ) {
+      signal?.throwIfAborted();
+      const { bytesRead } = await fh.read(buffer, 0, buffer.length, position);
+      if (bytesRead === 0) break;
+      hasher.update(buffer.subarray(0, bytesRead));
+      position += bytesRead;
+    }
+    const revision = hasher.digest();
+    this.remember(path, st, { revision }, startedAt);
+    return revision;
   }
 }
