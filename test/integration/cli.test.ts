@@ -245,7 +245,8 @@ for (const p of protocols) {
     });
 
     test('SIGINT during a sandboxed command kills it: cancelled, and no process is left behind', async () => {
-      const marker = `${31 + Math.floor(Math.random() * 1000) / 1000}`;
+      // A sleep length no other process on the machine will have, so pgrep finds only this one.
+      const marker = `31.${Math.floor(Math.random() * 1e9)}`;
       harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `sleep ${marker}` } }] }, { text: 'unreachable' }]);
       let child: ReturnType<typeof Bun.spawn> | undefined;
       const pending = runConch({ dirs: harness.dirs, args: ['--model', p.model, '--json', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
@@ -264,7 +265,7 @@ for (const p of protocols) {
       // The command ignores TERM, so the first SIGINT's cleanup must wait for the KILL grace; the
       // second one exits before that, so no envelope is printed. Unsandboxed on purpose: inside
       // bubblewrap, killing bwrap ends its whole PID namespace at once and nothing can be stubborn.
-      const marker = `${0.1 + Math.floor(Math.random() * 1000) / 100000}`;
+      const marker = `0.1${Math.floor(Math.random() * 1e9)}`;
       harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `trap "" TERM INT; while :; do sleep ${marker}; done` } }] }]);
       let child: ReturnType<typeof Bun.spawn> | undefined;
       const pending = runConch({ dirs: harness.dirs, args: ['--model', p.model, '--json', '--unrestricted', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
