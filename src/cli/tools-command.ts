@@ -1,4 +1,5 @@
 // `conch tools`, `conch tools new NAME`, `conch trust`: what people use to see and manage plugins.
+import { EXIT_CODES } from '../agent/outcome.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -86,7 +87,7 @@ export async function toolsNew(name: string, configDir: string, io: CommandIO = 
   const dir = userToolsDir(configDir);
   if (!TOOL_NAME.test(name)) {
     io.err(`conch: invalid tool name '${name}': use lowercase letters, digits and _ , starting with a letter (${TOOL_NAME.source})\n`);
-    return 1;
+    return EXIT_CODES.setup_error;
   }
   const file = join(dir, `${name}.ts`);
   try {
@@ -95,7 +96,7 @@ export async function toolsNew(name: string, configDir: string, io: CommandIO = 
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     io.err(code === 'EEXIST' ? `conch: ${file} already exists; pick another name or edit that file\n` : `conch: cannot write ${file}: ${(error as Error).message}\n`);
-    return 1;
+    return EXIT_CODES.setup_error;
   }
   io.out(`created ${file}\nedit it, then run \`conch tools\` to check that it loads\n`);
   return 0;

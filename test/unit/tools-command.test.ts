@@ -128,12 +128,12 @@ describe('conch tools new', () => {
     expect(result.at).toMatch(/^\d{4}-\d\d-\d\dT/);
 
     const again = capture();
-    expect(await toolsNew('my_tool', newConfig, again)).toBe(1);
+    expect(await toolsNew('my_tool', newConfig, again)).toBe(2);
     expect(again.stderr()).toContain('already exists');
     expect(await readFile(join(dir, 'my_tool.ts'), 'utf8')).toBe(source);
 
     const bad = capture();
-    expect(await toolsNew('My-Tool', newConfig, bad)).toBe(1);
+    expect(await toolsNew('My-Tool', newConfig, bad)).toBe(2);
     expect(bad.stderr()).toContain("invalid tool name 'My-Tool'");
   });
 });
