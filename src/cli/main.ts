@@ -139,7 +139,8 @@ function usageError(message: string): never {
 if (argv.length === 0 && process.stdin.isTTY) {
   cli.outputHelp();
 } else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
-  process.stdout.write(`conch ${pkg.version}\n`);
+  // console.log, not process.stdout.write: Bun sets up the stdout stream lazily, at ~20 ms.
+  console.log(`conch ${pkg.version}`);
 } else {
   try {
     cli.parse(parseArgv, { run: false });
