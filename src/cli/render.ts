@@ -6,7 +6,7 @@ import type { Outcome } from '../agent/outcome.ts';
 
 export interface Streams {
   stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
+  stderr: { write(text: string): unknown; columns?: number };
 }
 
 export interface HumanOptions {
@@ -132,7 +132,9 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           stopSpinner();
           if (!options.interactive) break;
           const exitCode = event.details?.exitCode;
-          if (event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(terminalSafe(firstLine(event.output)).slice(0, 160))}\n`);
+          // One screen line: the model reads the whole error; the user needs only its gist.
+          const width = Math.max(40, (stderr.columns ?? 160) - 5);
+          if (event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(terminalSafe(firstLine(event.output)).slice(0, width))}\n`);
           else if (typeof exitCode === 'number' && exitCode !== 0) stderr.write(`  ${paint(33, '!')} ${dim(`exit ${exitCode}`)}\n`);
           break;
         }
