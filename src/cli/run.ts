@@ -1,5 +1,6 @@
 // `conch "task"`: config → session → provider → runTask → output and exit code.
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import type { CliFlags, Config } from '../config/types.ts';
 import { EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
@@ -58,7 +59,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     config = await loadCliConfig(flags);
     if (!config.provider) {
       const { noModelMessage } = await import('../config/load.ts');
-      throw new SetupError(noModelMessage());
+      throw new SetupError(noModelMessage(join(config.configDir, 'config.json')));
     }
     const { createProvider } = await import('../providers/index.ts');
     provider = await createProvider(config.provider).catch((error) => {
