@@ -132,6 +132,7 @@ export class AcpSession {
         for (const update of mapper.map(event)) this.notifier.send(update);
       },
     };
+    const historyBefore = this.conversation.length;
     const run = runTask(
       {
         runId: randomUUID(),
@@ -151,6 +152,9 @@ export class AcpSession {
     this.turn = { controller, done: run };
     try {
       const outcome = await run;
+      // A failed turn leaves no trace in the history: a prompt the provider rejected (a bad image,
+      // too long a message) would otherwise be sent again, and rejected again, on every later turn.
+      if (outcome.status === 'failed') this.conversation.length = historyBefore;
       const notice = outcomeNotice(outcome);
       if (notice) this.notifier.send({ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: notice } });
       // Every update of this turn goes out before the response that ends it.

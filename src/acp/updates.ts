@@ -183,6 +183,9 @@ export function outcomeNotice(outcome: Outcome): string | null {
 
 export class PromptContentError extends Error {}
 
+/** Image types both providers accept. */
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+
 /**
  * ACP prompt blocks → the provider's content. Text and images pass through; resource links and
  * embedded text resources become text naming their URI (ACP requires agents to accept links).
@@ -195,6 +198,12 @@ export function promptContent(blocks: AcpContent[]): ContentBlock[] {
         out.push({ type: 'text', text: block.text });
         break;
       case 'image':
+        // Refused here, not by the provider: a rejected image stays in the session's history and
+        // would make every later prompt fail too.
+        if (!IMAGE_TYPES.includes(block.mimeType)) {
+          throw new PromptContentError(`image type '${block.mimeType}' is not supported; send one of ${IMAGE_TYPES.join(', ')}`);
+        }
+        if (!block.data) throw new PromptContentError('an image block needs its data (base64); a uri alone is not fetched');
         out.push({ type: 'image', mediaType: block.mimeType, data: block.data });
         break;
       case 'resource_link':

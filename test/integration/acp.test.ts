@@ -256,9 +256,13 @@ describe('conch acp', () => {
     expect(error).toBeInstanceOf(RequestError);
     expect((error as RequestError).data).toMatchObject({ code: 'provider_auth' });
     expect((error as RequestError).message).not.toBe('');
-    // The process keeps serving after a failed run.
+    // The process keeps serving after a failed run, and the failed turn is not sent again.
+    server.requests.length = 0;
     server.script([{ text: 'fine now' }]);
     expect((await prompt(agent, s2, 'again')).stopReason).toBe('end_turn');
+    const history = JSON.stringify(server.requests[0]!.body.messages);
+    expect(history).toContain('again');
+    expect(history).not.toContain('hello');
   });
 });
 

@@ -90,5 +90,9 @@ describe('prompt content', () => {
     expect(() => promptContent([{ type: 'audio', mimeType: 'audio/wav', data: 'AA' }])).toThrow(PromptContentError);
     expect(() => promptContent([{ type: 'resource', resource: { uri: 'file:///x.bin', blob: 'AA' } }])).toThrow(/binary/);
     expect(() => promptContent([])).toThrow(/empty/);
+    // Images the providers reject are refused up front, so they never enter a session's history.
+    expect(() => promptContent([{ type: 'image', mimeType: 'image/bmp', data: 'Qk0=' }])).toThrow(/image\/png/);
+    expect(() => promptContent([{ type: 'image', mimeType: 'image/png', data: '', uri: 'file:///x.png' }])).toThrow(/data/);
+    expect(promptContent([{ type: 'image', mimeType: 'image/png', data: 'iVBORw0K' }])).toEqual([{ type: 'image', mediaType: 'image/png', data: 'iVBORw0K' }]);
   });
 });
