@@ -114,7 +114,9 @@ export class UpdateMapper {
         ];
       }
       case 'tool.updated': {
-        const text = (this.progress.get(event.callId) ?? '') + (event.text.endsWith('\n') ? event.text : `${event.text}\n`);
+        // The live view keeps a bounded tail: the final result carries the real output.
+        const line = event.text.endsWith('\n') ? event.text : `${event.text}\n`;
+        const text = ((this.progress.get(event.callId) ?? '') + line).slice(-PROGRESS_VIEW_CHARS);
         this.progress.set(event.callId, text);
         return [{ sessionUpdate: 'tool_call_update', toolCallId: event.callId, content: [textContent(text)] }];
       }
@@ -182,6 +184,9 @@ export function outcomeNotice(outcome: Outcome): string | null {
 }
 
 export class PromptContentError extends Error {}
+
+/** How much live output a tool call's view keeps while it runs. */
+const PROGRESS_VIEW_CHARS = 16 * 1024;
 
 /** Image types both providers accept. */
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];

@@ -126,7 +126,11 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           startSpinner(terminalSafe(event.name));
           break;
         case 'tool.updated':
-          if (options.interactive) startSpinner(terminalSafe(`${event.name}: ${event.text.slice(0, 60)}`));
+          if (options.interactive) {
+            // The latest line of progress (a command's output arrives in chunks).
+            const line = event.text.split('\n').filter((l) => l.trim()).at(-1) ?? '';
+            startSpinner(terminalSafe(`${event.name}: ${line.slice(0, 60)}`));
+          }
           break;
         case 'tool.finished': {
           stopSpinner();

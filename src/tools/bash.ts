@@ -47,15 +47,48 @@ export function createBashTool(deps: BashToolDeps): Tool {
     parameters,
     async execute(args, ctx: ToolContext): Promise<ToolResult> {
       const { command, cwd, timeout_ms } = args as { command: string; cwd?: string; timeout_ms?: number };
-      const result = await deps.exec(command, {
-        signal: ctx.signal,
-        ...(cwd !== undefined ? { cwd } : {}),
-        ...(timeout_ms !== undefined ? { timeoutMs: timeout_ms } : {}),
-      });
+      const progress = progressReporter(ctx);
+      const result = await deps
+        .exec(command, {
+          signal: ctx.signal,
+          onOutput: progress.push,
+          ...(cwd !== undefined ? { cwd } : {}),
+          ...(timeout_ms !== undefined ? { timeoutMs: timeout_ms } : {}),
+        })
+        .finally(progress.stop);
       if (result.denied) throw new PolicyError(result.denied.rule, result.denied.message);
       // The same clamp the executor applies, so the status names the limit that was hit.
       const timeoutMs = Math.min(timeout_ms ?? limits.tool_timeout_ms, limits.tool_timeout_max_ms);
       return present(result, ctx, timeoutMs);
+    },
+  };
+}
+
+/** How often live output is passed on, and how much of its tail, so a flood stays cheap for hosts. */
+const PROGRESS_EVERY_MS = 250;
+const PROGRESS_TAIL_CHARS = 4096;
+
+/** Live output for the user (terminal spinner, editor tool-call view), throttled and bounded. */
+function progressReporter(ctx: ToolContext) {
+  let pending = '';
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  // Whole lines only (an update is a line of progress to hosts); a partial line waits for the rest.
+  const flush = () => {
+    timer = null;
+    const end = pending.lastIndexOf('\n');
+    if (end < 0) return;
+    ctx.update(pending.slice(0, end + 1));
+    pending = pending.slice(end + 1);
+  };
+  return {
+    push: (chunk: string) => {
+      pending = (pending + chunk).slice(-PROGRESS_TAIL_CHARS);
+      timer ??= setTimeout(flush, PROGRESS_EVERY_MS);
+    },
+    stop: () => {
+      if (timer) clearTimeout(timer);
+      timer = null;
+      pending = '';
     },
   };
 }

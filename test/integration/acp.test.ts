@@ -88,6 +88,21 @@ describe('conch acp', () => {
     expect(JSON.stringify(server.requests[1]!.body.messages)).toContain('hi-from-bash');
   });
 
+  test('a long command shows its output live, before the call completes', async () => {
+    server.script([
+      { toolCalls: [{ id: 'call_live', name: 'bash', arguments: { command: 'echo step-one; sleep 0.8; echo step-two' } }] },
+      { text: 'ok' },
+    ]);
+    const agent = launch();
+    const sessionId = await ready(agent);
+    expect((await prompt(agent, sessionId, 'build')).stopReason).toBe('end_turn');
+    const tools = toolUpdates(updatesOf(agent, sessionId));
+    const completed = tools.findIndex((u) => u.status === 'completed');
+    const live = tools.findIndex((u) => !u.status && JSON.stringify(u.content ?? '').includes('step-one'));
+    expect(live).toBeGreaterThan(0);
+    expect(live).toBeLessThan(completed);
+  });
+
   test('an edit carries a diff block (absolute path, old and new text) and its location', async () => {
     await writeFile(join(dirs.workspace, 'greet.txt'), 'one\ntwo\nthree\n');
     server.script([

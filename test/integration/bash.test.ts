@@ -106,6 +106,24 @@ describe('bash tool results', () => {
     rmSync(pidFile);
   });
 
+  test('live output reaches ctx.update while the command runs, in whole lines', async () => {
+    const { tool, ctx } = await setup();
+    const updates: { at: number; text: string }[] = [];
+    let finished = 0;
+    const run = (tool.execute({ command: 'echo first; sleep 0.6; echo second; sleep 0.6' } as never, {
+      ...ctx,
+      update: (text: string) => updates.push({ at: updates.length, text }),
+    }) as Promise<ToolResult>).then((r) => {
+      finished = updates.length;
+      return r;
+    });
+    await run;
+    expect(updates.length).toBeGreaterThan(0);
+    expect(updates[0]!.text).toBe('first\n');
+    expect(updates.every((u) => u.text.endsWith('\n'))).toBe(true);
+    expect(finished).toBe(updates.length); // nothing arrives after the result
+  });
+
   test('`sleep 1000 &` returns and leaves no process behind', async () => {
     const { bash } = await setup();
     const r = await bash({ command: 'sleep 1000 & echo $!' });
