@@ -16,7 +16,13 @@ const gitStatus = defineTool({
   description: 'Show the current branch and changed, staged and untracked files (git status --short --branch).',
   parameters: Type.Object({}),
   async execute(_args, ctx) {
-    const result = await ctx.exec(`${GIT} status --short --branch --untracked-files=all`);
+    // conch's sandbox holds absent protected names (.env.local, HEAD, …) with empty read-only
+    // placeholders while a command runs; they are not the user's files, so they are left out.
+    const result = await ctx.exec(
+      `out=$(${GIT} status --short --branch --untracked-files=all) || exit $?; printf '%s\\n' "$out" | ` +
+        `while IFS= read -r line; do case "$line" in '?? .env'|'?? .env.'*|'?? HEAD') [ -s "\${line#?? }" ] || continue;; esac; ` +
+        `printf '%s\\n' "$line"; done`,
+    );
     const failed = failure(result, 'git status');
     if (failed) return errorResult(failed);
     const text = result.output.trim();

@@ -30,6 +30,10 @@ export function failure(result: ExecResult, what: string): string | null {
   const readOnly = /\.git\b[^\n]*Read-only file system/.test(result.output)
     ? "\n(conch's sandbox keeps .git read-only, so this cannot run here; the user can rerun conch with --unrestricted, or commit themselves)"
     : '';
+  // git diff outside a repository answers with its whole usage text; the first line says it all.
+  if (/Not a git repository|not a git repository/.test(result.output)) {
+    return `${what} failed (${status}): not a git repository (the workspace is not inside one)`;
+  }
   return `${what} failed (${status}):\n${result.output.trim()}${readOnly}`;
 }
 

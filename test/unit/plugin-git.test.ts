@@ -160,7 +160,12 @@ describe('git plugin', () => {
   test.skipIf(!sandbox.ok)('under the sandbox: git reads work, and a checkpoint fails on the read-only .git with a clear hint', async () => {
     ctx = await makeContext(repo, { sandbox: true });
     await writeFile(join(repo, 'a.txt'), 'a2\n');
-    expect((await call('git_status', {})).text).toContain(' M a.txt');
+    await writeFile(join(repo, '.env.preview'), 'REAL=1\n');
+    const status = (await call('git_status', {})).text;
+    expect(status).toContain(' M a.txt');
+    // The sandbox's empty placeholders for absent protected names are not shown; real files are.
+    expect(status).not.toContain('.env.local');
+    expect(status).toContain('?? .env.preview');
     expect((await call('git_diff', {})).text).toContain('+a2');
     const checkpoint = await call('git_checkpoint', { message: 'm', paths: ['a.txt'] });
     expect(checkpoint.isError).toBe(true);
