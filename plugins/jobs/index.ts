@@ -87,7 +87,10 @@ function find(ctx: ToolContext, id: string): Job | ToolResult {
   const job = jobs.get(id);
   if (job) return job;
   const known = [...jobs.keys()];
-  return text(`no job '${id}' in this run; known jobs: ${known.length ? known.join(', ') : '(none)'}`, true);
+  return text(
+    `no job '${id}' in this run (jobs end with the run that started them; in an editor, with that prompt); known jobs: ${known.length ? known.join(', ') : '(none)'}`,
+    true,
+  );
 }
 
 function page(job: Job, offset: number, limit: number): string {
@@ -120,7 +123,8 @@ const jobStart = defineTool({
   name: 'job_start',
   description:
     'Start a shell command in the background (a dev server, a watcher, a long build) and return its id at once. ' +
-    'Read its output with job_check, stop it with job_stop. Every job is stopped when the run ends.',
+    'Read its output with job_check, stop it with job_stop. Every job is stopped when the run ends ' +
+    '(the task on the command line; in an editor, the current prompt): finish with it before your final answer.',
   parameters: Type.Object({
     command: Type.String({ minLength: 1, description: 'Shell command, run with /bin/sh -c in the workspace' }),
     timeout_seconds: Type.Optional(Type.Integer({ minimum: 1, maximum: 86_400, description: `Stop the job after this many seconds (default ${DEFAULT_TIMEOUT_S}; the run's maximum command timeout caps it)` })),
