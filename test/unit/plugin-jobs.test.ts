@@ -114,7 +114,7 @@ describe('jobs plugin', () => {
     expect(await until(async () => !(await call('job_check', { id, wait_seconds: 1 })).text.includes('running'))).toBe(true);
     expect((await call('job_check', { id, offset: 0 })).text).toBe(`job ${id}: exited with code 3\noutput chars 0-4 of 4\nbad\n`);
     const unknown = await call('job_check', { id: 'j99' });
-    expect(unknown).toEqual({ text: `no job 'j99' in this run; known jobs: ${id}`, isError: true });
+    expect(unknown).toEqual({ text: `no job 'j99' in this run (jobs end with the run that started them; in an editor, with that prompt); known jobs: ${id}`, isError: true });
   });
 
   test('job_stop kills the whole process group', async () => {
