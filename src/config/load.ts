@@ -11,13 +11,12 @@
 // it lists is ignored with a warning). Flags and the environment are yours and override everything
 // but policy. Unknown first-party plugin names (user config, --plugin) are errors.
 import { homedir } from 'node:os';
-import { realpathSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DEFAULT_LIMITS, type Limits } from '../agent/limits.ts';
 import type { RetryPolicy } from '../providers/types.ts';
 import type { SandboxProfileName } from '../sandbox/index.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
-import { mergePolicy, type PolicyLayer } from './layers.ts';
+import { canonical, inside, mergePolicy, type PolicyLayer } from './layers.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
 import type { ShellRules } from '../policy/command-rules.ts';
 import { type CliFlags, type Config, ConfigError } from './types.ts';
@@ -285,19 +284,10 @@ function cacheHome(env: Env, home: string): string {
 
 /** Workspace-relative protected globs for the given directories that lie inside the workspace. */
 function ownDirGlobs(cwd: string, dirs: string[]): string[] {
-  const canonical = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return resolve(p);
-    }
-  };
   const root = canonical(cwd);
   const globs: string[] = [];
-  for (const dir of dirs) {
-    const rel = relative(root, canonical(dir));
-    if (rel === '' || rel.startsWith('..') || isAbsolute(rel)) continue;
-    globs.push(rel, `${rel}/**`);
+  for (const dir of dirs.map(canonical)) {
+    if (dir !== root && inside(dir, root)) globs.push(relative(root, dir), `${relative(root, dir)}/**`);
   }
   return globs;
 }
@@ -307,17 +297,6 @@ function ownDirGlobs(cwd: string, dirs: string[]): string[] {
  * command plant code that the next start runs unsandboxed. Refuse it, naming a way out.
  */
 function refuseOwnDirRoots(roots: string[], ownDirs: string[]): void {
-  const canonical = (p: string) => {
-    try {
-      return realpathSync(p);
-    } catch {
-      return resolve(p);
-    }
-  };
-  const inside = (child: string, parent: string) => {
-    const rel = relative(parent, child);
-    return rel === '' || (!rel.startsWith('..') && !isAbsolute(rel));
-  };
   for (const root of roots) {
     const r = canonical(root);
     const hit = ownDirs.map(canonical).find((dir) => inside(dir, r) || inside(r, dir));
