@@ -99,6 +99,10 @@ function closestRegion(lines: Lines, old: string): string {
     const hits = wanted.get(squash(lines.line(i)));
     for (const j of hits ?? []) votes.set(i - j, (votes.get(i - j) ?? 0) + 1);
   }
+  // No line matches whole: a typo, or a one-line old_text that is only part of a line. Vote with
+  // the most similar lines instead, so a near miss still points at its region.
+  const similar = votes.size === 0;
+  if (similar) similarLineVotes(lines, oldLines, votes);
   let best = -1;
   let bestVotes = 0;
   for (const [start, count] of votes) if (count > bestVotes || (count === bestVotes && start < best)) [best, bestVotes] = [start, count];
@@ -106,14 +110,91 @@ function closestRegion(lines: Lines, old: string): string {
     hints.push('No line of old_text occurs in the file, even ignoring whitespace; re-read the file before editing.');
     return hints.join(' ');
   }
-  const from = Math.max(0, best - 1);
-  const to = Math.min(total - 1, best + oldLines.length);
+  const first = Math.max(best, 0);
+  const last = Math.min(total, best + oldLines.length) - 1;
   const region: string[] = [];
-  for (let i = Math.max(0, best); i < Math.min(total, best + oldLines.length); i++) region.push(lines.line(i));
-  if (squash(region.join('\n')) === squash(oldLines.join('\n'))) {
+  for (let i = first; i <= last; i++) region.push(lines.line(i));
+  if (similar) hints.push('It is similar to old_text, not equal; copy the text exactly as read shows it.');
+  else if (squash(region.join('\n')) === squash(oldLines.join('\n'))) {
     hints.push('That region differs from old_text only in whitespace (indentation, tabs or trailing spaces); copy it exactly.');
   }
-  return `The closest region is lines ${Math.max(best, 0) + 1}-${Math.min(total, best + oldLines.length)} (with a line of context):\n${numbered(lines, from, to)}\n${hints.join(' ')}`.trimEnd();
+  const span = first === last ? `line ${first + 1}` : `lines ${first + 1}-${last + 1}`;
+  const shown = numbered(lines, Math.max(0, best - 1), Math.min(total - 1, best + oldLines.length));
+  return `The closest region is ${span} (with a line of context):\n${shown}\n${hints.join(' ')}`.trimEnd();
+}
+
+/** Files above this are not searched for similar lines: an error message must stay cheap. */
+const SIMILAR_SEARCH_MAX_CHARS = 16 * 1024 * 1024;
+/** Old lines searched for (each is one pass over the file). */
+const SIMILAR_MAX_LINES = 20;
+/** Lowest share of old_text's characters that must line up (1 - edit distance / length). */
+const SIMILAR_MIN_SCORE = 0.6;
+
+/** For each line of old_text, the file line most like it votes (by its score) for where old_text starts. */
+function similarLineVotes(lines: Lines, oldLines: string[], votes: Map<number, number>): void {
+  if (lines.text.length > SIMILAR_SEARCH_MAX_CHARS) return;
+  const total = lines.count;
+  const file: string[] = [];
+  for (let i = 0; i < total; i++) file.push(squash(lines.line(i)));
+  let searched = 0;
+  for (const [j, raw] of oldLines.entries()) {
+    const wanted = squash(raw);
+    if (wanted.length < 4 || searched++ >= SIMILAR_MAX_LINES) continue;
+    const match = mostSimilar(file, wanted);
+    if (match) votes.set(match.line - j, (votes.get(match.line - j) ?? 0) + match.score);
+  }
+}
+
+/**
+ * The line containing the closest approximation of `wanted`: a bigram pre-filter picks a few
+ * candidates, then edit distance of `wanted` against the best-matching part of each line decides.
+ */
+function mostSimilar(file: string[], wanted: string): { line: number; score: number } | null {
+  const index = new Map<number, number>();
+  for (let k = 0; k + 1 < wanted.length; k++) {
+    const key = (wanted.charCodeAt(k) << 16) | wanted.charCodeAt(k + 1);
+    if (!index.has(key)) index.set(key, index.size);
+  }
+  const seen = new Int32Array(index.size).fill(-1);
+  const candidates: { line: number; shared: number }[] = [];
+  for (const [i, text] of file.entries()) {
+    let shared = 0;
+    for (let k = 0; k + 1 < text.length; k++) {
+      const at = index.get((text.charCodeAt(k) << 16) | text.charCodeAt(k + 1));
+      if (at !== undefined && seen[at] !== i) {
+        seen[at] = i;
+        shared++;
+      }
+    }
+    if (shared * 3 >= index.size) candidates.push({ line: i, shared });
+  }
+  candidates.sort((a, b) => b.shared - a.shared || a.line - b.line);
+  let best: { line: number; score: number } | null = null;
+  for (const { line } of candidates.slice(0, 8)) {
+    const score = 1 - substringDistance(wanted, file[line]!) / wanted.length;
+    if (score >= SIMILAR_MIN_SCORE && (!best || score > best.score)) best = { line, score };
+  }
+  return best;
+}
+
+/** Fewest single-character edits turning `pattern` into some part of `text` (Sellers). */
+function substringDistance(pattern: string, text: string): number {
+  const m = pattern.length;
+  // Long lines are cut: beyond this the pre-filter's ranking is as good as an exact figure.
+  const t = text.length * m > 4_000_000 ? text.slice(0, Math.floor(4_000_000 / m)) : text;
+  const column = Array.from({ length: m + 1 }, (_, i) => i);
+  let best = m;
+  for (let c = 0; c < t.length; c++) {
+    let diagonal = 0; // a match may start anywhere in text
+    column[0] = 0;
+    for (let i = 1; i <= m; i++) {
+      const above = column[i]!;
+      column[i] = Math.min(above + 1, column[i - 1]! + 1, diagonal + (pattern.charCodeAt(i - 1) === t.charCodeAt(c) ? 0 : 1));
+      diagonal = above;
+    }
+    best = Math.min(best, column[m]!);
+  }
+  return best;
 }
 
 /**

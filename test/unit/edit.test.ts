@@ -87,6 +87,26 @@ describe('applying edits', () => {
     expect(r.text).toContain('differs from old_text only in whitespace');
   });
 
+  test('a typo in a one-line old_text still shows the closest line', async () => {
+    const { edit, put } = await setup();
+    await put('code.ts', code);
+    const fragment = await edit('code.ts', [['retrun 2;', 'return 3;']]);
+    expect(fragment.isError).toBe(true);
+    expect(fragment.text).toBe(
+      'old_text was not found in code.ts. The closest region is line 6 (with a line of context):\n5\tfunction b() {\n6\t    return 2;\n7\t}\n' +
+        'It is similar to old_text, not equal; copy the text exactly as read shows it.',
+    );
+    const whole = await edit('code.ts', [['funtion a() {', 'function z() {']]);
+    expect(whole.text).toContain('The closest region is line 1 (with a line of context):\n1\tfunction a() {\n2\t    return 1;\n');
+  });
+
+  test('text like nothing in the file says so instead of showing a region', async () => {
+    const { edit, put } = await setup();
+    await put('code.ts', code);
+    const r = await edit('code.ts', [['SELECT name FROM users;', 'x']]);
+    expect(r.text).toBe('old_text was not found in code.ts. No line of old_text occurs in the file, even ignoring whitespace; re-read the file before editing.');
+  });
+
   test('old_text copied with read line numbers gets a specific hint', async () => {
     const { edit, put } = await setup();
     await put('code.ts', code);
