@@ -150,9 +150,11 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       }
       const results: ToolResultMessage[] = [];
       spec.conversation.push({ role: 'tool', results });
+      // At the output-token limit the last call stops mid-arguments: say so, so the model retries smaller.
+      const cutOff = response.stopReason === 'max_tokens';
       for (const call of response.toolCalls) {
         if (controller.signal.aborted) throw interrupted();
-        results.push(await runCall(call));
+        results.push(await runCall(call, cutOff));
       }
     }
   } catch (error) {
@@ -165,7 +167,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
     runEnd.abort(new Error('run ended'));
   }
 
-  async function runCall(call: ToolCall): Promise<ToolResultMessage> {
+  async function runCall(call: ToolCall, cutOff: boolean): Promise<ToolResultMessage> {
     if (limits.tool_calls > 0 && counts.toolCalls >= limits.tool_calls) {
       throw new Stop('limit_exceeded', `the tool-call limit of ${limits.tool_calls} was reached (limit tool_calls; flag --max-tool-calls)`, { limit: 'tool_calls' });
     }
@@ -175,7 +177,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
     }
     counts.toolCalls++;
     const startedAt = performance.now();
-    const validation = spec.catalog.validate(call.name, call.arguments);
+    const validation = cutOff && !parses(call.arguments) ? { ok: false as const, message: cutOffMessage(call.name) } : spec.catalog.validate(call.name, call.arguments);
     const tool = spec.catalog.get(call.name);
     emit({ type: 'tool.started', callId: call.id, name: call.name, args: validation.ok ? validation.args : call.arguments });
     let outcome;
@@ -213,6 +215,19 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       return { ...ctx, update: (text: string) => { emit({ type: 'tool.updated', callId, name: call.name, text }); ctx.update(text); } };
     };
   }
+}
+
+function parses(json: string): boolean {
+  try {
+    JSON.parse(json);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function cutOffMessage(name: string): string {
+  return `the '${name}' call was cut off: your output reached the model's output-token limit (max_tokens) before its arguments were complete, so it was not run. Retry with a smaller call (for example, write a large file in several parts, or use edit for a change instead of rewriting the file).`;
 }
 
 /**
