@@ -130,7 +130,7 @@ export class UpdateMapper {
           {
             sessionUpdate: 'tool_call_update',
             toolCallId: event.callId,
-            status: event.isError ? 'failed' : 'completed',
+            status: event.isError || commandFailed(event.details) ? 'failed' : 'completed',
             content,
             ...(change ? { locations: [{ path: change.path, line: firstChangedLine(change.oldText ?? '', change.newText) }] } : {}),
             rawOutput: rawOutput(event.output, event.details, change !== null),
@@ -145,6 +145,15 @@ export class UpdateMapper {
 
 function textContent(text: string): ToolCallContent {
   return { type: 'content', content: { type: 'text', text } };
+}
+
+/**
+ * A command that exited non-zero or was killed is a success for the model (it reads the exit code and
+ * carries on) but a failure to an editor's eye, which is what the status is for; the code stays in rawOutput.
+ */
+function commandFailed(details: Record<string, unknown> | undefined): boolean {
+  if (!details) return false;
+  return (typeof details.exitCode === 'number' && details.exitCode !== 0) || (typeof details.signal === 'string' && details.signal !== '');
 }
 
 /** Structured facts for clients that read them (exit code, revision); file bodies are in the diff already. */

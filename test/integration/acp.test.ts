@@ -88,6 +88,16 @@ describe('conch acp', () => {
     expect(JSON.stringify(server.requests[1]!.body.messages)).toContain('hi-from-bash');
   });
 
+  test('a bash command that exits non-zero is reported failed, its exit code in rawOutput', async () => {
+    server.script([{ toolCalls: [{ id: 'call_bad', name: 'bash', arguments: { command: 'echo oops; exit 3' } }] }, { text: 'noted' }]);
+    const agent = launch();
+    const sessionId = await ready(agent);
+    await prompt(agent, sessionId, 'fail');
+    const last = toolUpdates(updatesOf(agent, sessionId)).at(-1);
+    expect(last).toMatchObject({ toolCallId: 'call_bad', status: 'failed', rawOutput: { exitCode: 3 } });
+    expect(JSON.stringify(last.content)).toContain('oops');
+  });
+
   test('a long command shows its output live, before the call completes', async () => {
     server.script([
       { toolCalls: [{ id: 'call_live', name: 'bash', arguments: { command: 'echo step-one; sleep 0.8; echo step-two' } }] },
