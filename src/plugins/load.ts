@@ -17,6 +17,7 @@ import {
 import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from './importer.ts';
 import { materialize, readFolder, snapshotRoot, type FolderContent } from './snapshot.ts';
 import { CHANGED_REASON, trustedHash } from './trust.ts';
+import { pluginLabel, runAsPlugin } from './output.ts';
 
 export interface PluginReport {
   /** Absolute path of the plugin file (or folder, for a folder that could not be read). */
@@ -64,15 +65,21 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
   const cacheDir = opts.cacheDir ?? defaultCacheDir();
   const timeout = opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
   const load = async (c: PluginCandidate): Promise<ImportOutcome> => {
-    if (!c.snapshot) return importPlugin(await getImporter(cacheDir), c.path, timeout);
-    const outcome = await importPlugin(await getImporter(cacheDir, c.snapshot.root), c.snapshot.file, timeout);
+    const label = pluginLabel(c.path);
+    if (!c.snapshot) {
+      const jiti = await getImporter(cacheDir);
+      return runAsPlugin(label, () => importPlugin(jiti, c.path, timeout));
+    }
+    const jiti = await getImporter(cacheDir, c.snapshot.root);
+    const snapshot = c.snapshot;
+    const outcome = await runAsPlugin(label, () => importPlugin(jiti, snapshot.file, timeout));
     // Name the workspace's files, not the private copies.
     if (!outcome.ok) return { ok: false, reason: outcome.reason.replaceAll(c.snapshot.root, projectToolsDir(opts.cwd)) };
     return { ok: true, module: commonJsDefault(outcome.module) };
   };
   // Imports run concurrently, but results are settled in discovery order below so that which
   // plugin wins a name never depends on timing.
-  const outcomes = await withStdoutGuard(() => Promise.all(candidates.map(load)));
+  const outcomes = await Promise.all(candidates.map(load));
 
   const owners = new Map<string, { source: string; report: PluginReport | null }>();
   for (const [name, source] of opts.reserved) owners.set(name, { source, report: null });
@@ -184,7 +191,7 @@ function settle(
     const check = checkToolDefinition(definition, path);
     if (!check.ok) return failed(Array.isArray(exported) ? `export default [...] item ${i}: ${check.reason}` : check.reason);
     if (checked.some((t) => t.name === check.tool.name)) return failed(`tool '${check.tool.name}' is defined twice in this file`);
-    checked.push(check.tool);
+    checked.push(asPluginCode(check.tool, pluginLabel(path)));
   }
   for (const tool of checked) {
     const owner = owners.get(tool.name);
@@ -218,16 +225,8 @@ function commonJsDefault(module: Record<string, unknown>): Record<string, unknow
   return { default: module };
 }
 
-/**
- * A plugin that prints while loading must not corrupt `--json` on stdout: console output during the
- * imports goes to stderr. (A direct process.stdout.write is not caught; that would be the plugin's bug.)
- */
-async function withStdoutGuard<T>(work: () => Promise<T>): Promise<T> {
-  const saved = { log: console.log, info: console.info, debug: console.debug };
-  console.log = console.info = console.debug = (...args: unknown[]) => console.error(...args);
-  try {
-    return await work();
-  } finally {
-    Object.assign(console, saved);
-  }
+/** What a plugin's execute prints goes to stderr under its name (output.ts), never to conch's stdout. */
+function asPluginCode(tool: Tool, label: string): Tool {
+  const execute = tool.execute;
+  return { ...tool, execute: (args, ctx) => runAsPlugin(label, () => execute.call(tool, args, ctx)) };
 }

@@ -122,6 +122,41 @@ describe('plugins through the CLI', () => {
     expect(resultOf(1)).toContain('abandoned');
   });
 
+  test("a plugin's prints go to stderr under its name: --json stays one document, a piped answer stays the answer", async () => {
+    await plugin('noisy.ts', `
+      import { defineTool, Type } from 'conch';
+      console.log('loading noisy');
+      process.stdout.write('raw at import\\n');
+      export default defineTool({
+        name: 'noisy',
+        description: 'prints a lot',
+        parameters: Type.Object({}),
+        async execute() {
+          console.log('log in execute', { n: 1 });
+          console.info('info in execute');
+          console.dir({ dir: true });
+          process.stdout.write('raw ');
+          process.stdout.write('pieces\\n');
+          await new Promise((r) => setTimeout(r, 5));
+          console.log('after a timer');
+          return 'noisy done';
+        },
+      });`);
+    const script = () => harness.server.script([{ toolCalls: [{ name: 'noisy', arguments: {} }] }, { text: 'the answer' }]);
+    script();
+    const json = await run(['--json', 'go']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'completed', output: 'the answer' });
+    for (const line of ['[noisy] loading noisy', '[noisy] raw at import', "[noisy] log in execute { n: 1 }", '[noisy] info in execute', '[noisy] { dir: true }', '[noisy] raw pieces', '[noisy] after a timer']) {
+      expect(json.stderr).toContain(`${line}\n`);
+    }
+    script();
+    const piped = await run(['go']);
+    expect(piped.code).toBe(0);
+    expect(piped.stdout).toBe('the answer\n');
+    expect(piped.stderr).toContain('[noisy] log in execute');
+  });
+
   test('--no-plugins loads none', async () => {
     await plugin('weather.js', `export default { name: 'weather', description: 'w', parameters: { type: 'object', properties: {} }, execute: () => 'x' };`);
     harness.server.script([{ text: 'ok' }]);
