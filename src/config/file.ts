@@ -9,6 +9,7 @@ import type { PathRule, PolicyLayer } from './layers.ts';
 import type { ConfigFileSchema } from './schema.ts';
 import { ConfigError } from './types.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
+import { parseJsonText } from './json-text.ts';
 
 export type ConfigFileValue = Static<typeof ConfigFileSchema>;
 
@@ -60,12 +61,9 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
       code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : code === 'ENOTREG' ? 'it is not a regular file' : (code ?? String(e));
     throw new ConfigError(`${file}: the config file cannot be read (${why}). Make it a readable JSON file or remove it.`, file);
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    throw new ConfigError(`${file}: not valid JSON (${(e as Error).message}). A config file is one JSON object.`, file);
-  }
+  const parsed = parseJsonText(text);
+  if (!parsed.ok) throw new ConfigError(`${file}: ${parsed.message}. A config file is one JSON object.`, file);
+  const value = parsed.value;
   if (depthOf(value) > MAX_DEPTH) {
     throw new ConfigError(`${file}: the JSON is nested more than ${MAX_DEPTH} levels deep; a config file is a shallow object.`, file);
   }

@@ -29,6 +29,7 @@ import { commandLayer, DENY_ENV, depthOf, MAX_DEPTH } from '../config/file.ts';
 import type { PolicyLayer } from '../config/layers.ts';
 import { CommandRuleSchema, type Path, ProfileSchema, firstProblem, keyPath } from '../config/schema.ts';
 import { ConfigError } from '../config/types.ts';
+import { parseJsonText } from '../config/json-text.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 
 /** Far above any real policy; a bound so that a link to /dev/zero cannot fill memory. */
@@ -148,12 +149,9 @@ export async function loadPolicyFile(path: string, cwd: string): Promise<PolicyL
       : `cannot be read (${code ?? String(e)})`;
     throw new ConfigError(`--policy ${path}: the policy file ${file} ${why}.`, file, '--policy');
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (e) {
-    throw new ConfigError(`${file}: the policy file is not valid JSON (${(e as Error).message}).`, file);
-  }
+  const parsed = parseJsonText(text);
+  if (!parsed.ok) throw new ConfigError(`${file}: the policy file is ${parsed.message}.`, file);
+  const value = parsed.value;
   if (depthOf(value) > MAX_DEPTH) throw new ConfigError(`${file}: the policy file is nested more than ${MAX_DEPTH} levels deep.`, file);
   const problem = firstProblem(PolicyFileSchema, value);
   if (problem) {
