@@ -8,7 +8,9 @@ import type { Approver } from '../policy/command-rules.ts';
 
 export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
   const { loadConfig } = await import('../config/load.ts');
-  return loadConfig({ cwd, env: process.env, flags });
+  // The same trust as project plugins decides whether the project config may choose the model.
+  const isTrusted = async (configDir: string, workspace: string) => (await import('../plugins/trust.ts')).isTrusted(configDir, workspace);
+  return loadConfig({ cwd, env: process.env, flags, isTrusted });
 }
 
 /** The command guard for this config; `approver` answers `ask` rules (TTY prompt, or ACP permission). */

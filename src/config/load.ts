@@ -7,7 +7,7 @@
 // repository must not be able to lift your run deadline, call budget or retry count), may not
 // carry API keys, may not redefine a provider you or conch define (its base URL would receive your
 // key), may only name model servers on this machine (the model server decides which tools run),
-// and may not add plugin folders or switch on plugins (it may switch them off; a first-party name
+// chooses the model or adds providers only in a workspace the user trusted (`conch trust`), and may not add plugin folders or switch on plugins (it may switch them off; a first-party name
 // it lists is ignored with a warning). Flags and the environment are yours and override everything
 // but policy. Unknown first-party plugin names (user config, --plugin) are errors.
 import { homedir } from 'node:os';
@@ -100,7 +100,8 @@ function flagLayer(flags: CliFlags, cwd: string): PolicyLayer {
   };
 }
 
-function providersFrom(files: ConfigFile[], env: Env): Map<string, ProviderEntry> {
+/** Redefinitions are refused whether or not `useProject` (trust) lets the project's providers count. */
+function providersFrom(files: ConfigFile[], env: Env, useProject: boolean): Map<string, ProviderEntry> {
   const providers = builtinProviders(env);
   const builtins = new Set(providers.keys());
   const userNames = new Set<string>();
@@ -114,6 +115,7 @@ function providersFrom(files: ConfigFile[], env: Env): Map<string, ProviderEntry
         );
       }
       if (kind === 'user') userNames.add(name);
+      else if (!useProject) continue;
       const before = providers.get(name);
       // The environment's base URL for a built-in outranks the file (env is the later layer).
       const envUrl = builtins.has(name) ? before?.baseUrl : undefined;
@@ -128,7 +130,18 @@ function providersFrom(files: ConfigFile[], env: Env): Map<string, ProviderEntry
   return providers;
 }
 
-export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags }): Promise<Config> {
+export interface LoadInput {
+  cwd: string;
+  env: Env;
+  flags: CliFlags;
+  /**
+   * Whether the user trusted this workspace (`conch trust`, plugins/trust.ts). Only then may the
+   * project config choose the model or add providers. Absent: never trusted.
+   */
+  isTrusted?: (configDir: string, cwd: string) => Promise<boolean>;
+}
+
+export async function loadConfig(input: LoadInput): Promise<Config> {
   const { env, flags } = input;
   const cwd = resolve(input.cwd);
   const xdg = env.XDG_CONFIG_HOME;
@@ -140,6 +153,7 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
     await readConfigFile('user', userPath, dirname(userPath)),
     await readConfigFile('project', join(cwd, '.conch', 'config.json'), cwd),
   ].filter((f): f is ConfigFile => f !== null);
+  const chooser = await untrustedModelChoice(files, configDir, cwd, input.isTrusted);
   const policyLayer = flags.policy ? await (await import('../policy/policy-file.ts')).loadPolicyFile(flags.policy, cwd) : undefined;
 
   // Flags are checked before anything that depends on them, so a typo is reported as itself.
@@ -155,7 +169,7 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
 
   const limits: Limits = { ...DEFAULT_LIMITS };
   const retry: RetryPolicy = { ...DEFAULT_RETRY };
-  const warnings: string[] = [];
+  const warnings: string[] = chooser ? [chooser.warning] : [];
   const named: PluginNames[] = [];
   let model: ModelChoice | undefined;
   let stopOnDeny = false;
@@ -170,7 +184,7 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
     for (const [key, n] of Object.entries(value.retry ?? {}) as [keyof RetryPolicy, number | undefined][]) {
       if (n !== undefined) retry[key] = kind === 'project' ? Math.min(retry[key], n) : n;
     }
-    if (value.model) model = { value: value.model, source: file, file };
+    if (value.model && !(kind === 'project' && chooser)) model = { value: value.model, source: file, file };
     if (value.policy?.stopOnDeny !== undefined) stopOnDeny = value.policy.stopOnDeny;
     const plugins = Array.isArray(value.plugins) ? { firstParty: value.plugins } : value.plugins;
     if (plugins?.enabled === false) pluginsEnabled = false;
@@ -203,7 +217,7 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
   if (set(env.CONCH_MODEL)) model = { value: env.CONCH_MODEL!, source: 'CONCH_MODEL' };
   if (flags.model !== undefined) model = { value: flags.model, source: '--model' };
   const baseUrl = flags.baseUrl === undefined || flags.baseUrl === '' ? undefined : flags.baseUrl;
-  const provider = resolveProvider({ providers: providersFrom(files, env), model, baseUrl, env, retry });
+  const provider = resolveProvider({ providers: providersFrom(files, env, !chooser), model, baseUrl, env, retry });
 
   const layers = [...files.map(fileLayer), ...(policyLayer ? [policyLayer] : []), flagsLayer];
   const policy = mergePolicy(layers, cwd);
@@ -231,6 +245,29 @@ export async function loadConfig(input: { cwd: string; env: Env; flags: CliFlags
     policy: { stopOnDeny, file: flags.policy ? resolve(cwd, flags.policy) : null, denied: policy.denied },
     env: env_,
     warnings: [...warnings, ...policy.warnings],
+  };
+}
+
+/**
+ * A project config that chooses the model or adds providers, in a workspace the user has not
+ * trusted: the repository would pick which server drives the tools (and, on a 401, conch would
+ * advise putting a key into the repository's provider). Those keys are then ignored, saying so.
+ */
+async function untrustedModelChoice(
+  files: ConfigFile[],
+  configDir: string,
+  cwd: string,
+  isTrusted: LoadInput['isTrusted'],
+): Promise<{ warning: string } | null> {
+  const project = files.find((f) => f.kind === 'project');
+  if (!project) return null;
+  const keys = [
+    ...(project.value.model !== undefined ? ['"model"'] : []),
+    ...(Object.keys(project.value.providers ?? {}).length ? ['"providers"'] : []),
+  ];
+  if (keys.length === 0 || (await isTrusted?.(configDir, cwd))) return null;
+  return {
+    warning: `${project.file}: ${keys.join(' and ')} ignored: this workspace is not trusted, and a repository must not choose your model server. Run \`conch trust\` here to use ${keys.length > 1 ? 'them' : 'it'}.`,
   };
 }
 

@@ -1,10 +1,17 @@
 // Config files through the real CLI: where a syntax error is, and what a repository's config may choose.
-import { describe, expect, test } from 'bun:test';
-import { writeFile } from 'node:fs/promises';
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { anthropicEnv, runConch, useHarness } from '../support/cli.ts';
+import { anthropicEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
+import { startModelServer, type ModelServer } from '../support/model-server.ts';
 
 const harness = useHarness();
+// The repository's server: a second one, so that the test sees which server a run talked to.
+let theirs: ModelServer;
+beforeAll(async () => {
+  theirs = await startModelServer();
+});
+afterAll(() => theirs.close());
 
 describe('a config file with a syntax error', () => {
   test('is a setup error naming the file, the line and the column', async () => {
@@ -24,5 +31,44 @@ describe('a config file with a syntax error', () => {
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('fine\n');
+  });
+});
+
+describe("a repository's config choosing the model", () => {
+  async function setUp(): Promise<void> {
+    await writeConfig(harness.dirs, { model: 'mine/my-model', providers: { mine: { type: 'openai', baseUrl: harness.server.openaiBaseUrl } } });
+    await mkdir(join(harness.dirs.workspace, '.conch'), { recursive: true });
+    const project = { model: 'team/their-model', providers: { team: { type: 'openai', baseUrl: theirs.openaiBaseUrl } } };
+    await writeFile(join(harness.dirs.workspace, '.conch', 'config.json'), JSON.stringify(project));
+    theirs.requests.length = 0;
+    harness.server.script([{ text: 'from my server' }]);
+    theirs.script([{ text: 'from their server' }]);
+  }
+
+  test('is ignored in a workspace that is not trusted, saying so in one line', async () => {
+    await setUp();
+    const r = await runConch({ dirs: harness.dirs, args: ['go'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('from my server\n');
+    expect(harness.server.requests).toHaveLength(1);
+    expect(harness.server.requests[0]!.body.model).toBe('my-model');
+    expect(theirs.requests).toHaveLength(0);
+    const lines = r.stderr.trim().split('\n');
+    expect(lines).toEqual([
+      `conch: ${join(harness.dirs.workspace, '.conch', 'config.json')}: "model" and "providers" ignored: this workspace is not trusted, and a repository must not choose your model server. Run \`conch trust\` here to use them.`,
+    ]);
+  });
+
+  test('applies after `conch trust`', async () => {
+    await setUp();
+    const trust = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(trust.code).toBe(0);
+    const r = await runConch({ dirs: harness.dirs, args: ['go'] });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('from their server\n');
+    expect(theirs.requests).toHaveLength(1);
+    expect(theirs.requests[0]!.body.model).toBe('their-model');
+    expect(harness.server.requests).toHaveLength(0);
   });
 });

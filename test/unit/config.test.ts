@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { DEFAULT_LIMITS } from '../../src/agent/limits.ts';
 import { loadConfig, noModelMessage, parseDuration } from '../../src/config/load.ts';
 import { type CliFlags, type Config, ConfigError } from '../../src/config/types.ts';
+import { isTrusted, trustWorkspace } from '../../src/plugins/trust.ts';
 import { createCommandGuard, findOnPath, shellRuleLayers, shellRuleRoots } from '../../src/policy/command-rules.ts';
 
 let root: string;
@@ -32,6 +33,11 @@ function put(file: string, content: unknown): string {
 
 function load(flags: CliFlags = {}, env: Record<string, string | undefined> = {}): Promise<Config> {
   return loadConfig({ cwd: project, env: { HOME: home, XDG_CONFIG_HOME: xdg, ...env }, flags });
+}
+
+/** As the CLI loads it: with the real workspace trust of plugins/trust.ts. */
+function loadTrusting(flags: CliFlags = {}, env: Record<string, string | undefined> = {}): Promise<Config> {
+  return loadConfig({ cwd: project, env: { HOME: home, XDG_CONFIG_HOME: xdg, ...env }, flags, isTrusted });
 }
 
 async function refused(flags: CliFlags = {}, env: Record<string, string | undefined> = {}): Promise<ConfigError> {
@@ -211,8 +217,37 @@ describe('model and provider', () => {
     put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'https://models.example.com/v1' } } });
     expect((await refused()).message).toContain('"providers.team.baseUrl" is not allowed in a project config unless it is on this machine');
     put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1' } } });
-    expect((await load()).provider).toMatchObject({ name: 'team', model: 'qwen', baseUrl: 'http://127.0.0.1:11434/v1' });
-    expect((await load()).provider?.apiKey).toBeUndefined();
+    // Issue 10: only in a trusted workspace (see 'a project config chooses the model only in a trusted workspace').
+    expect((await trustWorkspace(join(xdg, 'conch'), project)).ok).toBe(true);
+    expect((await loadTrusting()).provider).toMatchObject({ name: 'team', model: 'qwen', baseUrl: 'http://127.0.0.1:11434/v1' });
+    expect((await loadTrusting()).provider?.apiKey).toBeUndefined();
+  });
+  test('a project config chooses the model only in a trusted workspace', async () => {
+    put(userFile(), { model: 'openai/mine' });
+    put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1' } } });
+    const untrusted = await loadTrusting({}, { OPENAI_API_KEY: 'k' });
+    expect(untrusted.provider).toMatchObject({ name: 'openai', model: 'mine' });
+    expect(untrusted.warnings).toEqual([
+      `${projectFile()}: "model" and "providers" ignored: this workspace is not trusted, and a repository must not choose your model server. Run \`conch trust\` here to use them.`,
+    ]);
+    // Without a host that can tell (an embedder passing no isTrusted), the workspace is not trusted.
+    expect((await load({}, { OPENAI_API_KEY: 'k' })).provider?.model).toBe('mine');
+    // A project provider that the user's model does not use is still not added.
+    put(userFile(), { model: 'team/other' });
+    expect((await refused({}, { OPENAI_API_KEY: 'k' })).message).toContain('names the unknown provider "team"');
+
+    put(userFile(), { model: 'openai/mine' });
+    expect((await trustWorkspace(join(xdg, 'conch'), project)).ok).toBe(true);
+    const trusted = await loadTrusting({}, { OPENAI_API_KEY: 'k' });
+    expect(trusted.provider).toMatchObject({ name: 'team', model: 'qwen' });
+    expect(trusted.warnings).toEqual([]);
+    // Trust is for the folder as trusted: a changed .conch/tools withdraws it, for the model too.
+    put(join(project, '.conch', 'tools', 'new.ts'), 'export default []');
+    expect((await loadTrusting({}, { OPENAI_API_KEY: 'k' })).provider?.model).toBe('mine');
+  });
+  test('a project config that only narrows needs no trust and gets no warning', async () => {
+    put(projectFile(), { limits: { model_calls: 3 } });
+    expect((await loadTrusting({}, { OPENAI_API_KEY: 'k' })).warnings).toEqual([]);
   });
 });
 
