@@ -4,6 +4,7 @@ import { EXIT_CODES } from '../agent/outcome.ts';
 import { realpath } from 'node:fs/promises';
 import { openSession } from '../agent/session.ts';
 import { hiddenForCommands } from '../workspace/read-hidden.ts';
+import { stderr, stdout } from './output.ts';
 import { buildPluginLoader, loadCliConfig, setupFailure } from './setup.ts';
 
 export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {
@@ -33,7 +34,7 @@ export async function trust(): Promise<number> {
 
 export async function sandboxCommand(action: string | undefined, command: string[], opts: { network: boolean; profile: string }): Promise<number> {
   const { sandboxCheck, sandboxRun } = await import('./sandbox-command.ts');
-  if (action === 'check') return sandboxCheck(process.stdout);
+  if (action === 'check') return sandboxCheck(stdout);
   if (action === 'run') {
     if (command.length === 0) return usage('conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…');
     // Exactly the policy the bash tool would get in this directory: config roots, globs and network.
@@ -58,6 +59,6 @@ export async function sandboxCommand(action: string | undefined, command: string
 }
 
 function usage(text: string): number {
-  process.stderr.write(`conch: usage: ${text}\n`);
+  stderr.write(`conch: usage: ${text}\n`);
   return EXIT_CODES.setup_error;
 }

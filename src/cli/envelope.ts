@@ -21,6 +21,8 @@ export function envelope(runId: string, outcome: Outcome, facts: EnvelopeFacts |
     ...(outcome.rule ? { rule: outcome.rule } : {}),
     ...(outcome.message ? { message: outcome.message } : {}),
     output: outcome.output,
+    // A run that did not complete has no answer: `output` is only the last text the model wrote.
+    partial: outcome.status !== 'completed',
     stopReason: outcome.stopReason,
     usage: outcome.usage,
     counts: outcome.counts,

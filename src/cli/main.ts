@@ -4,6 +4,7 @@ import cac from 'cac';
 import pkg from '../../package.json' with { type: 'json' };
 import type { CliFlags } from '../config/types.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
+import { stderr, stdinIsTTY, stdout } from './output.ts';
 
 const argv = process.argv.slice(2);
 
@@ -121,22 +122,21 @@ async function runCommand(task: string[], options: Record<string, unknown>) {
     traceContent: Boolean(options.traceContent),
   });
   // The run is over: exit even if something abandoned (a tool stuck in a blocking call) still
-  // holds the event loop, once what was written has been flushed.
-  await Promise.all([process.stdout, process.stderr].map((s) => new Promise((done) => s.write('', () => done(null)))));
+  // holds the event loop. Nothing is lost: output.ts writes reach the fd before they return.
   process.exit(code);
 }
 
 function usageError(message: string): never {
-  process.stderr.write(`conch: ${message}\nRun 'conch --help' for usage.\n`);
+  stderr.write(`conch: ${message}\nRun 'conch --help' for usage.\n`);
   // --json promises one document on stdout, even when the command line itself is wrong.
   if (argv.includes('--json')) {
     const doc = { version: 1, status: 'failed', code: 'config_invalid', message, exitCode: EXIT_CODES.setup_error };
-    process.stdout.write(`${JSON.stringify(doc)}\n`);
+    stdout.write(`${JSON.stringify(doc)}\n`);
   }
   process.exit(EXIT_CODES.setup_error);
 }
 
-if (argv.length === 0 && process.stdin.isTTY) {
+if (argv.length === 0 && stdinIsTTY()) {
   cli.outputHelp();
 } else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   // console.log, not process.stdout.write: Bun sets up the stdout stream lazily, at ~20 ms.

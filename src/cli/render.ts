@@ -147,7 +147,8 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           break;
         case 'run.finished':
           stopSpinner();
-          if (!options.streamText && event.outcome.output) {
+          // Only a completed run has an answer; a stopped run's last text ("Let me look…") is not one.
+          if (!options.streamText && event.outcome.status === 'completed' && event.outcome.output) {
             stdout.write(event.outcome.output);
             wroteText = true;
             atLineStart = event.outcome.output.endsWith('\n');

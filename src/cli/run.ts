@@ -7,6 +7,7 @@ import { teeSinks, type EventSink } from '../agent/events.ts';
 import { runTask } from '../agent/loop.ts';
 import { openSession, SetupError, type Session } from '../agent/session.ts';
 import { humanSink } from './render.ts';
+import { stderr, stdinIsTTY, stdout } from './output.ts';
 import { killAllNow } from '../process/spawn.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { openTrace } from './trace.ts';
@@ -23,7 +24,7 @@ export interface RunOutput {
 /** Stdin is part of the task when it is piped: `git diff | conch "review this"`. */
 async function readTask(taskArg: string): Promise<string> {
   let piped = '';
-  if (!process.stdin.isTTY) {
+  if (!stdinIsTTY()) {
     try {
       piped = await Bun.stdin.text();
     } catch {
@@ -39,15 +40,15 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   const runId = randomUUID();
   const task = await readTask(taskArg);
   if (!task) {
-    process.stderr.write("conch: no task given. Usage: conch \"what to do\"  (or pipe text in: git diff | conch \"review this\")\n");
+    stderr.write("conch: no task given. Usage: conch \"what to do\"  (or pipe text in: git diff | conch \"review this\")\n");
     return EXIT_CODES.setup_error;
   }
 
   const controller = new AbortController();
-  const interactive = Boolean(process.stderr.isTTY) && !out.json;
+  const interactive = Boolean(stderr.isTTY) && !out.json;
   const human = humanSink(
-    { stdout: process.stdout, stderr: process.stderr },
-    { color: interactive && !process.env.NO_COLOR, interactive, streamText: Boolean(process.stdout.isTTY) },
+    { stdout, stderr },
+    { color: interactive && !process.env.NO_COLOR, interactive, streamText: Boolean(stdout.isTTY) },
   );
   let config: Config;
   let session: Session | undefined;
@@ -84,7 +85,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   } catch (error) {
     return setupFailure(error, out.json, runId);
   }
-  for (const warning of [...(config.warnings ?? []), ...session.warnings]) process.stderr.write(`conch: ${warning}\n`);
+  for (const warning of [...(config.warnings ?? []), ...session.warnings]) stderr.write(`conch: ${warning}\n`);
 
   const sinks: EventSink[] = [];
   const facts = envelopeSink();
@@ -98,7 +99,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     interrupts++;
     if (interrupts === 1) {
       controller.abort(new Error('cancelled'));
-      if (!out.json && process.stderr.isTTY) process.stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
+      if (!out.json && stderr.isTTY) stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
     } else {
       killAllNow();
       process.exit(EXIT_CODES.cancelled);
@@ -131,7 +132,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     await session.dispose();
   }
   const code = exitCodeFor(outcome.status);
-  if (out.json) process.stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);
+  if (out.json) stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);
   return code;
 }
 

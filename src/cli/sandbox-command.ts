@@ -16,6 +16,7 @@ import {
   type SandboxProfileName,
 } from '../sandbox/index.ts';
 import { listProfiles, loadProtectedDefaults } from '../sandbox/profiles.ts';
+import { stderr } from './output.ts';
 
 interface Out {
   write(text: string): unknown;
@@ -55,7 +56,7 @@ const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 /** Run argv in the sandbox with inherited stdio; the result is its exit status (128+n for signal n). */
 export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promise<number> {
-  const err = opts.err ?? process.stderr;
+  const err = opts.err ?? stderr;
   if (argv.length === 0) {
     err.write('conch: sandbox run needs a command: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…\n');
     return EXIT_CODES.setup_error;

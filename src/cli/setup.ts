@@ -5,6 +5,7 @@ import { ConfigError } from '../config/types.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { SetupError, type SessionOptions } from '../agent/session.ts';
 import type { Approver } from '../policy/command-rules.ts';
+import { stderr, stdinIsTTY, stdout } from './output.ts';
 
 export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
   const { loadConfig } = await import('../config/load.ts');
@@ -29,7 +30,7 @@ export async function buildGuard(config: Config, approver?: Approver): Promise<S
 
 /** An approver that asks on the terminal, only when both stdin and stderr are TTYs. */
 export async function terminalApprover(signal: AbortSignal): Promise<Approver | undefined> {
-  if (!process.stdin.isTTY || !process.stderr.isTTY) return undefined;
+  if (!stdinIsTTY() || !stderr.isTTY) return undefined;
   const { ttyApprover } = await import('../policy/approve.ts');
   return ttyApprover(process.stdin, process.stderr, signal);
 }
@@ -47,10 +48,10 @@ export function setupFailure(error: unknown, json: boolean, runId: string): numb
   if (!(error instanceof ConfigError || error instanceof SetupError || isUserFsError(error))) throw error;
   const message = (error as Error).message;
   if (json) {
-    process.stdout.write(
+    stdout.write(
       `${JSON.stringify({ version: 1, runId, status: 'failed', code: 'config_invalid', message, exitCode: EXIT_CODES.setup_error })}\n`,
     );
-  } else process.stderr.write(`conch: ${message}\n`);
+  } else stderr.write(`conch: ${message}\n`);
   return EXIT_CODES.setup_error;
 }
 

@@ -8,6 +8,7 @@ import { userToolsDir } from '../plugins/discover.ts';
 import { trustWorkspace } from '../plugins/trust.ts';
 import { TOOL_NAME, type Catalog } from '../tools/catalog.ts';
 import { starterPlugin } from './tools-template.ts';
+import { stderr, stdout } from './output.ts';
 
 export interface CommandIO {
   out: (text: string) => void;
@@ -15,8 +16,8 @@ export interface CommandIO {
 }
 
 const defaultIO: CommandIO = {
-  out: (text) => process.stdout.write(text),
-  err: (text) => process.stderr.write(text),
+  out: (text) => stdout.write(text),
+  err: (text) => stderr.write(text),
 };
 
 export interface ToolsListOptions {

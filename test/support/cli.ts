@@ -47,15 +47,20 @@ export interface RunOptions {
   onSpawn?: (child: ReturnType<typeof Bun.spawn>) => void;
 }
 
-export async function runConch(options: RunOptions): Promise<CliResult> {
-  const env: Record<string, string> = {
+/** The child's environment: the test's dirs, no colour, and only the variables given. */
+export function conchEnv(dirs: Sandbox, extra: Record<string, string> = {}): Record<string, string> {
+  return {
     PATH: process.env.PATH ?? '/usr/bin:/bin',
-    HOME: options.dirs.home,
-    XDG_CONFIG_HOME: options.dirs.configHome,
+    HOME: dirs.home,
+    XDG_CONFIG_HOME: dirs.configHome,
     TMPDIR: process.env.TMPDIR ?? tmpdir(),
     NO_COLOR: '1',
-    ...options.env,
+    ...extra,
   };
+}
+
+export async function runConch(options: RunOptions): Promise<CliResult> {
+  const env = conchEnv(options.dirs, options.env);
   const child = Bun.spawn([CONCH, ...options.args], {
     cwd: options.dirs.workspace,
     env,

@@ -1,0 +1,63 @@
+// The CLI's stdout and stderr. Every write has reached the file descriptor when it returns, so any
+// exit path (process.exit included) loses nothing, however slowly the reader reads.
+//
+// Why not process.stdout: for a pipe, Bun's stream writes asynchronously (a 1 MB write returns with
+// 64 KiB in the pipe and the rest queued in the process), and `process.exit` drops the queue. Merely
+// touching `process.stdout` also sets O_NONBLOCK on the pipe, which outlives conch and makes the next
+// writer to the same pipe fail with EAGAIN. Node makes pipes and files synchronous for the same
+// reason; this does the same without ever creating Bun's stream for a pipe.
+import { writeSync } from 'node:fs';
+import { isatty } from 'node:tty';
+
+export interface Output {
+  write(text: string | Uint8Array): boolean;
+  readonly isTTY: boolean;
+  /** Terminal width, when this is a terminal. */
+  readonly columns?: number;
+}
+
+function fdOutput(fd: 1 | 2): Output {
+  const tty = isatty(fd);
+  let gone = false;
+  return {
+    isTTY: tty,
+    get columns() {
+      // A terminal is unaffected by O_NONBLOCK games, and only Bun's stream knows its width.
+      if (!tty) return undefined;
+      return (fd === 1 ? process.stdout : process.stderr).columns || undefined;
+    },
+    write(text) {
+      if (!gone) gone = !writeAll(fd, typeof text === 'string' ? Buffer.from(text) : text);
+      return true;
+    },
+  };
+}
+
+/**
+ * Write every byte, blocking until the reader takes them. The fd may be non-blocking even so (an
+ * earlier Bun process in the same pipeline left it that way): then wait and retry. False when the
+ * reader is gone (EPIPE) or the fd is unusable: output is dropped from then on, as `head` expects.
+ */
+function writeAll(fd: number, data: Uint8Array): boolean {
+  let offset = 0;
+  let pause = 1;
+  while (offset < data.length) {
+    try {
+      offset += writeSync(fd, data, offset);
+      pause = 1;
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
+        Bun.sleepSync(pause);
+        pause = Math.min(pause * 2, 20);
+      } else if (code !== 'EINTR') return false;
+    }
+  }
+  return true;
+}
+
+export const stdout = fdOutput(1);
+export const stderr = fdOutput(2);
+
+/** stdin is a terminal, asked without creating Bun's stdin stream. */
+export const stdinIsTTY = (): boolean => isatty(0);

@@ -1,0 +1,120 @@
+// What conch writes reaches a slow reader in full, on every exit path, and a run that did not
+// complete prints no answer. Through the real CLI process and the local model server.
+import { describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { anthropicEnv, CONCH, conchEnv, runConch, useHarness } from '../support/cli.ts';
+
+const harness = useHarness();
+const MB = 1024 * 1024;
+
+/**
+ * Run conch with stdout (or stderr) into a pipe whose reader reads only once conch has exited, or
+ * after a while if it never does (that is, conch waits for the reader, as it must). A conch that
+ * exits with bytes still queued in the process loses everything past the pipe's 64 KiB.
+ */
+async function slowReader(args: string[], opts: { stream?: 'stdout' | 'stderr'; signalAfterMs?: number } = {}) {
+  const status = join(harness.dirs.home, 'status');
+  const redirect = opts.stream === 'stderr' ? '2>&1 >/dev/null' : '2>/dev/null';
+  // The signal (a polite kill, as a closed terminal would send) goes to conch itself, not the shell.
+  const start = opts.signalAfterMs === undefined ? '"$@"' : `"$@" & pid=$!; sleep ${opts.signalAfterMs / 1000}; kill -TERM $pid; wait $pid`;
+  const script = `status="$1"; shift
+{ ${start}; echo $? > "$status"; } ${redirect} | { i=0; while [ ! -s "$status" ] && [ $i -lt 15 ]; do sleep 0.1; i=$((i+1)); done; cat; }`;
+  const child = Bun.spawn(['sh', '-c', script, 'sh', status, CONCH, '--model', 'anthropic/test-model', ...args], {
+    cwd: harness.dirs.workspace,
+    env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const output = await new Response(child.stdout).text();
+  await child.exited;
+  return { output, code: Number(readFileSync(status, 'utf8')) };
+}
+
+describe('a slow reader gets every byte', () => {
+  test('a 1 MB answer on piped stdout arrives whole', async () => {
+    const answer = 'a'.repeat(MB);
+    harness.server.script([{ text: [answer] }]);
+    const r = await slowReader(['go']);
+    expect(r.code).toBe(0);
+    expect(r.output.length).toBe(MB + 1);
+    expect(r.output).toBe(`${answer}\n`);
+  });
+
+  test('a 4 MB --json envelope arrives whole and parses', async () => {
+    const answer = 'j'.repeat(4 * MB - 1024);
+    harness.server.script([{ text: [answer] }]);
+    const r = await slowReader(['--json', '--limit', 'model_output_bytes=8388608', 'go']);
+    expect(r.code).toBe(0);
+    const env = JSON.parse(r.output);
+    expect(env.status).toBe('completed');
+    expect(env.output).toBe(answer);
+  });
+
+  test('limit_exceeded: the envelope with a 1 MB partial output arrives whole', async () => {
+    const text = 'p'.repeat(MB);
+    harness.server.script([{ text: [text], toolCalls: [{ name: 'read', arguments: { path: 'x' } }] }]);
+    const r = await slowReader(['--json', '--max-turns', '1', 'go']);
+    expect(r.code).toBe(4);
+    const env = JSON.parse(r.output);
+    expect(env.status).toBe('limit_exceeded');
+    expect(env.output).toBe(text);
+  });
+
+  test('failed mid-stream: the envelope with a 1 MB partial output arrives whole', async () => {
+    const text = 'f'.repeat(MB);
+    harness.server.script(() => ({ text: [text], failMidStream: true }));
+    const r = await slowReader(['--json', '--limit', 'model_output_bytes=8388608', 'go']);
+    expect(r.code).toBe(1);
+    const env = JSON.parse(r.output);
+    expect(env.status).toBe('failed');
+    expect(env.output).toBe(text);
+  });
+
+  test('cancelled by SIGTERM: the envelope with a 1 MB partial output arrives whole', async () => {
+    const text = 'c'.repeat(MB);
+    harness.server.script([{ text: [text], hangAfterText: true }]);
+    const r = await slowReader(['--json', 'go'], { signalAfterMs: 3000 });
+    expect(r.code).toBe(130);
+    const env = JSON.parse(r.output);
+    expect(env.status).toBe('cancelled');
+    expect(env.output).toBe(text);
+  });
+
+  test('a setup error under --json: a 100 KB document arrives whole, and on stderr the message too', async () => {
+    // A model name the user typed is echoed in the message; make it larger than a pipe holds.
+    const model = `nosuchprovider/${'m'.repeat(100_000)}`;
+    const json = await slowReader(['--json', '--model', model, 'go']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.output).message).toContain(model);
+    const text = await slowReader(['--model', model, 'go'], { stream: 'stderr' });
+    expect(text.code).toBe(2);
+    expect(text.output).toContain(model);
+  });
+});
+
+describe('a run that did not complete prints no answer', () => {
+  test('limit_exceeded with piped stdout: the intermediate text is not printed as the answer', async () => {
+    harness.server.script([{ text: 'Let me find remaining TODOs.', toolCalls: [{ name: 'read', arguments: { path: 'x' } }] }]);
+    const r = await runConch({
+      dirs: harness.dirs,
+      args: ['--model', 'anthropic/test-model', '--max-turns', '1', 'go'],
+      env: anthropicEnv(harness.server.anthropicBaseUrl),
+    });
+    expect(r.code).toBe(4);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('limit_exceeded');
+  });
+
+  test('--json: the last text is `output`, marked partial; a completed run is not partial', async () => {
+    harness.server.script([{ text: 'Let me find remaining TODOs.', toolCalls: [{ name: 'read', arguments: { path: 'x' } }] }]);
+    const run = (args: string[]) =>
+      runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--json', ...args], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    const stopped = JSON.parse((await run(['--max-turns', '1', 'go'])).stdout);
+    expect(stopped).toMatchObject({ status: 'limit_exceeded', output: 'Let me find remaining TODOs.', partial: true });
+    harness.server.script([{ text: 'Done.' }]);
+    const done = JSON.parse((await run(['go'])).stdout);
+    expect(done).toMatchObject({ status: 'completed', output: 'Done.', partial: false });
+  });
+});
