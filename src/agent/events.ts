@@ -8,9 +8,21 @@ interface Base {
   time: string;
 }
 
+/** The stored session a run belongs to (absent: --ephemeral, or a host without a store). */
+export interface SessionFacts {
+  id: string;
+  /** The session this one was forked from. */
+  parent: string | null;
+  /** The run continues earlier turns (-c, --resume, session/load). */
+  resumed: boolean;
+  /** What resuming narrowed (now ∩ recorded policy), for the header. */
+  narrowed: string[];
+}
+
 export type EventBody =
   | {
       type: 'run.started';
+      session?: SessionFacts;
       provider: string;
       model: string;
       /** 'restricted' | 'unrestricted' */
@@ -19,6 +31,8 @@ export type EventBody =
       tools: string[];
     }
   | { type: 'model.started'; turn: number }
+  /** Old tool results were replaced by a note to keep the request within context_bytes. */
+  | { type: 'context.elided'; results: number; bytes: number }
   | { type: 'model.retry'; turn: number; attempt: number; delayMs: number; reason: string }
   | { type: 'text.delta'; text: string }
   | { type: 'tool.started'; callId: string; name: string; args: unknown }

@@ -3,11 +3,18 @@
 import type { ContentBlock, Message, ModelResponse, Provider, ToolCall, ToolResultMessage } from '../providers/types.ts';
 import { ProviderError } from '../providers/types.ts';
 import type { Catalog } from '../tools/catalog.ts';
-import type { EventBody, EventSink } from './events.ts';
+import type { EventBody, EventSink, SessionFacts } from './events.ts';
 import type { Limits } from './limits.ts';
 import { addUsage, emptyUsage, type FailureCode, type Outcome, type OutcomeStatus } from './outcome.ts';
 import { dispatchCall, type ContextFactory } from './dispatch.ts';
 import { resultText } from '../tools/truncate.ts';
+import { fitContext } from './context.ts';
+
+/** Where a host keeps the conversation as it grows (the session store); each call gets one whole message. */
+export interface Journal {
+  message(message: Exclude<Message, { role: 'tool' }>): void;
+  result(result: ToolResultMessage): void;
+}
 
 export interface RunSpec {
   runId: string;
@@ -15,6 +22,8 @@ export interface RunSpec {
   task: ContentBlock[];
   /** The conversation so far; the loop appends this run's messages to it in place (ACP sessions). */
   conversation: Message[];
+  /** Told every message this run adds to the conversation, as it is added. */
+  journal?: Journal;
   system: string;
   catalog: Catalog;
   limits: Limits;
@@ -22,7 +31,7 @@ export interface RunSpec {
   /** A policy denial ends the run as policy_denied. */
   stopOnDeny: boolean;
   /** Facts for run.started. */
-  header: { mode: 'restricted' | 'unrestricted'; sandbox: string };
+  header: { mode: 'restricted' | 'unrestricted'; sandbox: string; session?: SessionFacts };
 }
 
 const encoder = new TextEncoder();
@@ -58,8 +67,18 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
   let stopReason: string | null = null;
   let outputBytes = 0;
 
-  emit({ type: 'run.started', provider: provider.name, model: provider.model, mode: spec.header.mode, sandbox: spec.header.sandbox, tools: spec.catalog.names() });
+  const { journal } = spec;
+  emit({
+    type: 'run.started',
+    ...(spec.header.session ? { session: spec.header.session } : {}),
+    provider: provider.name,
+    model: provider.model,
+    mode: spec.header.mode,
+    sandbox: spec.header.sandbox,
+    tools: spec.catalog.names(),
+  });
   spec.conversation.push({ role: 'user', content: spec.task });
+  journal?.message({ role: 'user', content: spec.task });
 
   const finish = (status: OutcomeStatus, message?: string, extra: Partial<Outcome> = {}): Outcome => {
     const outcome: Outcome = {
@@ -87,7 +106,8 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
         throw new Stop('limit_exceeded', `the model-call limit of ${limits.model_calls} was reached (limit model_calls; flag --max-turns)`, { limit: 'model_calls' });
       }
       const request = { system: spec.system, messages: spec.conversation, tools: spec.catalog.specs() };
-      const contextBytes = encoder.encode(JSON.stringify(request)).length;
+      const { bytes: contextBytes, elided } = fitContext(request, limits.context_bytes);
+      if (elided) emit({ type: 'context.elided', results: elided.results, bytes: elided.bytes });
       if (contextBytes > limits.context_bytes) {
         throw new Stop('limit_exceeded', `the request context grew to ${contextBytes} bytes, over the limit of ${limits.context_bytes} (limit context_bytes)`, { limit: 'context_bytes' });
       }
@@ -138,7 +158,9 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       usage = counts.modelCalls === 1 ? response.usage : addUsage(usage, response.usage);
       stopReason = response.stopReason;
       output = response.text;
-      spec.conversation.push({ role: 'assistant', text: response.text, toolCalls: response.toolCalls });
+      const answer = { role: 'assistant' as const, text: response.text, toolCalls: response.toolCalls };
+      spec.conversation.push(answer);
+      journal?.message(answer);
       emit({ type: 'model.finished', turn, stopReason: response.stopReason, usage: response.usage });
 
       if (response.toolCalls.length === 0) {
@@ -154,11 +176,13 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       const cutOff = response.stopReason === 'max_tokens';
       for (const call of response.toolCalls) {
         if (controller.signal.aborted) throw interrupted();
-        results.push(await runCall(call, cutOff));
+        const result = await runCall(call, cutOff);
+        results.push(result);
+        journal?.result(result);
       }
     }
   } catch (error) {
-    sealConversation(spec.conversation, error instanceof Error ? error.message : String(error));
+    for (const result of sealConversation(spec.conversation, error instanceof Error ? error.message : String(error))) journal?.result(result);
     if (error instanceof Stop) return finish(error.status, error.message, error.extra);
     return finish('failed', `internal error: ${error instanceof Error ? error.message : String(error)}`, { code: 'internal' });
   } finally {
@@ -234,7 +258,7 @@ function cutOffMessage(name: string): string {
  * A run can stop between an assistant's tool calls and their results. Providers reject a history
  * with unanswered calls, so a conversation that continues (ACP) gets an error result for each.
  */
-function sealConversation(conversation: Message[], reason: string): void {
+function sealConversation(conversation: Message[], reason: string): ToolResultMessage[] {
   const last = conversation[conversation.length - 1];
   const prev = conversation[conversation.length - 2];
   let results: ToolResultMessage[];
@@ -246,8 +270,10 @@ function sealConversation(conversation: Message[], reason: string): void {
     results = [];
     calls = last.toolCalls;
     conversation.push({ role: 'tool', results });
-  } else return;
-  for (const call of calls.slice(results.length)) {
-    results.push({ callId: call.id, name: call.name, content: [{ type: 'text', text: `not run: the run stopped (${reason})` }], isError: true });
-  }
+  } else return [];
+  const added = calls.slice(results.length).map((call): ToolResultMessage => (
+    { callId: call.id, name: call.name, content: [{ type: 'text', text: `not run: the run stopped (${reason})` }], isError: true }
+  ));
+  results.push(...added);
+  return added;
 }

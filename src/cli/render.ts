@@ -91,10 +91,18 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
         case 'run.started':
           if (options.interactive) {
             const mode = event.mode === 'unrestricted' ? paint(33, 'unrestricted: no workspace checks, no sandbox') : `restricted, sandbox ${event.sandbox}`;
-            stderr.write(dim(`conch · ${event.provider}/${event.model} · ${mode}\n`));
+            const session = event.session?.resumed ? ` · session ${event.session.id}${event.session.parent ? ` (forked from ${event.session.parent})` : ' (continued)'}` : '';
+            stderr.write(dim(`conch · ${event.provider}/${event.model} · ${mode}${session}\n`));
           } else if (event.mode === 'unrestricted') {
             stderr.write('conch: running unrestricted (no workspace checks, no sandbox)\n');
           }
+          // Resuming never widens: say what the recorded policy took away, on a terminal or not.
+          if (event.session?.narrowed.length) {
+            stderr.write(`conch: resumed session ${event.session.id} under the policy now ∩ the recorded one: ${event.session.narrowed.join('; ')}\n`);
+          }
+          break;
+        case 'context.elided':
+          stderr.write(`conch: ${event.results} earlier tool result(s) (${event.bytes} bytes) elided to stay within context_bytes; the model is told\n`);
           break;
         case 'model.started':
           turnHasText = false;

@@ -201,6 +201,52 @@ describe('runTask', () => {
     server.script([]);
   });
 
+  test('a history over context_bytes: the oldest tool results are elided with a note the model sees, and the run goes on', async () => {
+    server.requests.length = 0;
+    server.script([{ text: 'done' }]);
+    const earlier: Message[] = [];
+    for (let i = 0; i < 3; i++) {
+      earlier.push({ role: 'user', content: [{ type: 'text', text: `task ${i}` }] });
+      earlier.push({ role: 'assistant', text: '', toolCalls: [{ id: `old${i}`, name: 'echo', arguments: '{"text":"a"}' }] });
+      earlier.push({ role: 'tool', results: [{ callId: `old${i}`, name: 'echo', content: [{ type: 'text', text: `result ${i} ${'y'.repeat(4000)}` }], isError: false }] });
+      earlier.push({ role: 'assistant', text: `answer ${i}`, toolCalls: [] });
+    }
+    const { outcome, events } = await run(catalogOf(echo), { conversation: earlier, limits: { context_bytes: 7000 } });
+    expect(outcome.status).toBe('completed');
+    const sent = JSON.stringify(server.requests[0]!.body.messages);
+    expect(sent).not.toContain('result 0 ');
+    expect(sent).not.toContain('result 1 ');
+    expect(sent).toContain('result 2 ');
+    expect(sent).toContain('elided by conch');
+    expect(events.find((e) => e.type === 'context.elided')).toMatchObject({ results: 2 });
+  });
+
+  test('the journal is told each message as the conversation grows, including sealed calls', async () => {
+    server.script([{ toolCalls: [{ id: 'j1', name: 'echo', arguments: { text: 'one' } }, { id: 'j2', name: 'polite', arguments: {} }] }]);
+    const seen: string[] = [];
+    const controller = new AbortController();
+    const catalog = catalogOf(echo, polite);
+    const spec: RunSpec = {
+      runId: 'r1', task: [{ type: 'text', text: 'task' }], conversation: [], system: 'sys', catalog, limits: DEFAULT_LIMITS,
+      makeContext: (callId, signal, runSignal) => ({
+        cwd: '/', signal, runSignal, callId, update() {},
+        workspace: { root: '/', resolve: async (p) => p, display: (p) => p },
+        exec: async () => { throw new Error('no exec'); },
+      }),
+      stopOnDeny: false, header: { mode: 'restricted', sandbox: 'test' },
+      journal: {
+        message: (m) => seen.push(m.role),
+        result: (r) => {
+          seen.push(`result ${r.callId} ${r.isError}`);
+          if (r.callId === 'j1') setTimeout(() => controller.abort(new Error('stop')), 20);
+        },
+      },
+    };
+    const outcome = await runTask(spec, provider, { emit() {} }, controller.signal);
+    expect(outcome.status).toBe('cancelled');
+    expect(seen).toEqual(['user', 'assistant', 'result j1 false', 'result j2 true']);
+  });
+
   test('oversized tool arguments end limit_exceeded tool_argument_bytes without running the tool', async () => {
     order.length = 0;
     server.script([{ toolCalls: [{ name: 'echo', arguments: { text: 'x'.repeat(500) } }] }]);

@@ -1,0 +1,32 @@
+// Where sessions live: $XDG_STATE_HOME/conch/sessions (default ~/.local/state/conch/sessions), a
+// 0700 directory of 0600 files. Outside every workspace by default; when a workspace contains it
+// (conch run from $HOME), config/load.ts keeps the tools out of it and the sandbox hides it.
+import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
+
+/** A session problem the user can fix (unknown id, another workspace's session, a foreign file). */
+export class SessionError extends Error {
+  override name = 'SessionError';
+}
+
+export function stateHome(env: Record<string, string | undefined> = process.env, home = env.HOME || homedir()): string {
+  const xdg = env.XDG_STATE_HOME;
+  // The XDG spec says a relative value is invalid and must be ignored.
+  return xdg && isAbsolute(xdg) ? xdg : join(home, '.local', 'state');
+}
+
+export function sessionsDir(env: Record<string, string | undefined> = process.env): string {
+  return join(stateHome(env), 'conch', 'sessions');
+}
+
+/** Create the directory (0700) or make an existing one private; refuse one that is not ours. */
+export function ensurePrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const info = lstatSync(dir);
+  const uid = process.getuid?.();
+  if (!info.isDirectory() || (uid !== undefined && info.uid !== uid)) {
+    throw new SessionError(`the session directory ${dir} is not a directory of yours; remove it or set XDG_STATE_HOME to another place.`);
+  }
+  if ((info.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}

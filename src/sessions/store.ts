@@ -1,0 +1,154 @@
+// The session store: one `<id>.jsonl` per session in a private directory. Finding a session (by id,
+// unique prefix, or the latest of a workspace), starting, continuing and forking one, and removing
+// old ones.
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readSync, openSync, closeSync, statSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { ensurePrivateDir, SessionError } from './dir.ts';
+import { loadSession, type LoadedSession } from './load.ts';
+import { SESSION_FORMAT, SESSION_VERSION, type HeaderRecord } from './records.ts';
+import { SessionWriter } from './writer.ts';
+
+const FILE = /^([0-9a-f]{16})\.jsonl$/;
+
+export interface StoredFile {
+  id: string;
+  path: string;
+  mtimeMs: number;
+}
+
+export class SessionStore {
+  constructor(readonly dir: string) {}
+
+  /** Session files, newest activity first. */
+  files(): StoredFile[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    const out: StoredFile[] = [];
+    for (const name of names) {
+      const m = FILE.exec(name);
+      if (!m) continue;
+      const path = join(this.dir, name);
+      try {
+        out.push({ id: m[1]!, path, mtimeMs: statSync(path).mtimeMs });
+      } catch {
+        // removed meanwhile
+      }
+    }
+    return out.sort((a, b) => b.mtimeMs - a.mtimeMs);
+  }
+
+  /** A full id or a unique prefix of one. */
+  resolve(idOrPrefix: string): StoredFile {
+    const wanted = idOrPrefix.trim().toLowerCase();
+    if (!/^[0-9a-f]+$/.test(wanted)) {
+      throw new SessionError(`'${idOrPrefix}' is not a session id (ids are hex, e.g. 7f3c2a…); \`conch sessions\` lists them.`);
+    }
+    const hits = this.files().filter((f) => f.id.startsWith(wanted));
+    if (hits.length === 0) throw new SessionError(`no session '${idOrPrefix}' in ${this.dir}; \`conch sessions --all\` lists them.`);
+    if (hits.length > 1) {
+      throw new SessionError(`'${idOrPrefix}' matches ${hits.length} sessions (${hits.slice(0, 5).map((h) => h.id).join(', ')}); give more of the id.`);
+    }
+    return hits[0]!;
+  }
+
+  /** The most recently active session of this workspace, if any. */
+  latest(cwd: string): StoredFile | null {
+    for (const file of this.files()) if (headerCwd(file.path) === cwd) return file;
+    return null;
+  }
+
+  /** Load a session for continuing in `cwd`; a session of another workspace is refused. */
+  loadFor(file: StoredFile, cwd: string): LoadedSession {
+    const loaded = loadSession(file.path);
+    if (loaded.header.cwd !== cwd) {
+      throw new SessionError(
+        `session ${loaded.header.id} belongs to ${loaded.header.cwd}, not to this directory (${cwd}); run conch there to continue it.`,
+      );
+    }
+    return loaded;
+  }
+
+  /** A new, empty session (its header written). */
+  create(cwd: string, secrets: WriterSecrets = [], parent: HeaderRecord['parent'] = null): SessionWriter {
+    ensurePrivateDir(this.dir);
+    const id = randomBytes(8).toString('hex');
+    const writer = new SessionWriter(id, join(this.dir, `${id}.jsonl`), { secrets });
+    writer.header({ format: SESSION_FORMAT, version: SESSION_VERSION, id, cwd, created: new Date().toISOString(), parent });
+    return writer;
+  }
+
+  /** Append to a loaded session. */
+  continue(loaded: LoadedSession, secrets: WriterSecrets = []): SessionWriter {
+    ensurePrivateDir(this.dir);
+    return new SessionWriter(loaded.header.id, loaded.path, { blobs: loaded.blobs, validBytes: loaded.validBytes, secrets });
+  }
+
+  /** A new session holding the loaded one's records; the parent file is not touched. */
+  fork(loaded: LoadedSession, secrets: WriterSecrets = []): SessionWriter {
+    const writer = this.create(loaded.header.cwd, secrets, { id: loaded.header.id, runs: loaded.runs.length });
+    for (const record of loaded.records) writer.write(record);
+    return writer;
+  }
+
+  remove(idOrPrefix: string): string {
+    const file = this.resolve(idOrPrefix);
+    unlinkSync(file.path);
+    return file.id;
+  }
+
+  /**
+   * Remove sessions last active before `olderThanMs` ago, and beyond the newest `keep` (0 = no
+   * cap). `spare` is never removed (the session in use).
+   */
+  prune(options: { olderThanMs?: number; keep?: number; spare?: string }): string[] {
+    const now = Date.now();
+    const removed: string[] = [];
+    const files = this.files();
+    // The session in use is one of those kept, whatever its age.
+    let kept = files.some((f) => f.id === options.spare) ? 1 : 0;
+    for (const file of files) {
+      if (file.id === options.spare) continue;
+      const old = options.olderThanMs !== undefined && now - file.mtimeMs > options.olderThanMs;
+      const over = options.keep !== undefined && options.keep > 0 && kept >= options.keep;
+      if (old || over) {
+        try {
+          unlinkSync(file.path);
+          removed.push(file.id);
+        } catch {
+          // gone already
+        }
+      } else kept++;
+    }
+    return removed;
+  }
+}
+
+export type WriterSecrets = { name: string; value: string }[];
+
+/** The workspace in a file's header, reading only its first line (listing must stay cheap). */
+function headerCwd(path: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const buf = Buffer.alloc(8192);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    const text = buf.subarray(0, n).toString('utf8');
+    const nl = text.indexOf('\n');
+    if (nl === -1) return null;
+    const header = JSON.parse(text.slice(0, nl)) as Partial<HeaderRecord>;
+    return header.t === 'session' && typeof header.cwd === 'string' ? header.cwd : null;
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,267 @@
+// The session store on a real temp directory: records, loading, sealing, forks, pruning, modes.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { appendFileSync, chmodSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SessionStore } from '../../src/sessions/store.ts';
+import { loadSession, INTERRUPTED } from '../../src/sessions/load.ts';
+import { sessionsDir, stateHome } from '../../src/sessions/dir.ts';
+import type { PolicySnapshot } from '../../src/sessions/records.ts';
+import type { Outcome } from '../../src/agent/outcome.ts';
+
+let base: string;
+let store: SessionStore;
+beforeEach(async () => {
+  base = await mkdtemp(join(tmpdir(), 'conch-sessions-'));
+  store = new SessionStore(join(base, 'state', 'conch', 'sessions'));
+});
+afterEach(() => rm(base, { recursive: true, force: true }));
+
+const policy: PolicySnapshot = {
+  unrestricted: false,
+  readOnly: false,
+  shell: true,
+  filesystem: true,
+  network: true,
+  profile: 'workspace-write',
+  only: null,
+  denied: [],
+  writableRoots: [],
+  policyFile: null,
+};
+
+function outcome(status: Outcome['status'] = 'completed'): Outcome {
+  return {
+    status,
+    output: 'ok',
+    stopReason: 'end_turn',
+    usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: null, cacheWriteTokens: null },
+    counts: { modelCalls: 1, toolCalls: 0, toolErrors: 0 },
+    durationMs: 3,
+  };
+}
+
+/** One whole run: task, a tool call and its result, the answer. */
+function writeRun(writer: ReturnType<SessionStore['create']>, task: string, runId = `run-${task}`) {
+  writer.startRun({ runId, provider: 'anthropic', model: 'm', policy });
+  writer.message({ role: 'user', content: [{ type: 'text', text: task }] });
+  writer.message({ role: 'assistant', text: '', toolCalls: [{ id: `c-${task}`, name: 'read', arguments: '{"path":"a"}' }] });
+  writer.result({ callId: `c-${task}`, name: 'read', content: [{ type: 'text', text: 'file a' }], isError: false });
+  writer.message({ role: 'assistant', text: `answer to ${task}`, toolCalls: [] });
+  writer.end(outcome());
+}
+
+describe('session store', () => {
+  test('a stored run loads back as the same conversation, with its run and policy', () => {
+    const w = store.create('/work/a');
+    writeRun(w, 'first');
+    w.close();
+    const loaded = loadSession(w.path);
+    expect(loaded.header).toMatchObject({ id: w.id, cwd: '/work/a', parent: null });
+    expect(loaded.conversation).toEqual([
+      { role: 'user', content: [{ type: 'text', text: 'first' }] },
+      { role: 'assistant', text: '', toolCalls: [{ id: 'c-first', name: 'read', arguments: '{"path":"a"}' }] },
+      { role: 'tool', results: [{ callId: 'c-first', name: 'read', content: [{ type: 'text', text: 'file a' }], isError: false }] },
+      { role: 'assistant', text: 'answer to first', toolCalls: [] },
+    ]);
+    expect(loaded.runs).toHaveLength(1);
+    expect(loaded.runs[0]).toMatchObject({ task: 'first', end: { status: 'completed' } });
+    expect(loaded.policy).toEqual(policy);
+    expect(loaded.warnings).toEqual([]);
+  });
+
+  test('the directory is 0700 and each file 0600; a wider existing directory is made private', () => {
+    mkdirSync(store.dir, { recursive: true, mode: 0o755 });
+    chmodSync(store.dir, 0o755);
+    const w = store.create('/work/a');
+    w.close();
+    expect(statSync(store.dir).mode & 0o777).toBe(0o700);
+    expect(statSync(w.path).mode & 0o777).toBe(0o600);
+  });
+
+  test('the default location follows XDG_STATE_HOME, else ~/.local/state; a relative XDG value is ignored', () => {
+    expect(sessionsDir({ XDG_STATE_HOME: '/x/state', HOME: '/home/u' })).toBe('/x/state/conch/sessions');
+    expect(sessionsDir({ HOME: '/home/u' })).toBe('/home/u/.local/state/conch/sessions');
+    expect(stateHome({ XDG_STATE_HOME: 'rel', HOME: '/home/u' })).toBe('/home/u/.local/state');
+  });
+
+  test('a truncated last line is skipped with a warning, and the next writer cuts it off before appending', () => {
+    const w = store.create('/work/a');
+    writeRun(w, 'first');
+    w.close();
+    appendFileSync(w.path, '{"t":"run","runId":"half');
+    const torn = loadSession(w.path);
+    expect(torn.warnings.join('\n')).toContain('the last line is truncated');
+    expect(torn.conversation).toHaveLength(4);
+    const again = store.continue(torn);
+    writeRun(again, 'second');
+    again.close();
+    const loaded = loadSession(w.path);
+    expect(loaded.warnings).toEqual([]);
+    expect(loaded.runs.map((r) => r.task)).toEqual(['first', 'second']);
+  });
+
+  test('a corrupt line in the middle is skipped with a warning naming it', () => {
+    const w = store.create('/work/a');
+    writeRun(w, 'first');
+    w.close();
+    const lines = readFileSync(w.path, 'utf8').split('\n');
+    lines.splice(2, 0, 'not json at all');
+    writeFileSync(w.path, lines.join('\n'));
+    const loaded = loadSession(w.path);
+    expect(loaded.warnings.join('\n')).toContain('line 3 is not a valid record');
+    expect(loaded.runs).toHaveLength(1);
+  });
+
+  test('a file that is not a conch session is refused with its path', () => {
+    mkdirSync(store.dir, { recursive: true });
+    const path = join(store.dir, '0123456789abcdef.jsonl');
+    writeFileSync(path, '{"hello":"world"}\n');
+    expect(() => loadSession(path)).toThrow(`${path} is not a conch session file`);
+    writeFileSync(path, '');
+    expect(() => loadSession(path)).toThrow(`${path} is not a conch session file`);
+  });
+
+  test('a run killed mid-tool-call loads sealed: every unanswered call gets a "not run" result', () => {
+    const w = store.create('/work/a');
+    w.startRun({ runId: 'r1', provider: 'anthropic', model: 'm', policy });
+    w.message({ role: 'user', content: [{ type: 'text', text: 'go' }] });
+    w.message({
+      role: 'assistant',
+      text: '',
+      toolCalls: [
+        { id: 'c1', name: 'bash', arguments: '{}' },
+        { id: 'c2', name: 'bash', arguments: '{}' },
+      ],
+    });
+    w.result({ callId: 'c1', name: 'bash', content: [{ type: 'text', text: 'done' }], isError: false });
+    w.close();
+    const loaded = loadSession(w.path);
+    expect(loaded.runs[0]!.end).toBeNull();
+    const tool = loaded.conversation.at(-1)!;
+    expect(tool.role).toBe('tool');
+    if (tool.role !== 'tool') return;
+    expect(tool.results.map((r) => [r.callId, r.isError])).toEqual([
+      ['c1', false],
+      ['c2', true],
+    ]);
+    expect(tool.results[1]!.content).toEqual([{ type: 'text', text: INTERRUPTED }]);
+  });
+
+  test('a failed run stays in the record but not in the conversation that continues', () => {
+    const w = store.create('/work/a');
+    writeRun(w, 'first');
+    w.startRun({ runId: 'r2', provider: 'anthropic', model: 'm', policy });
+    w.message({ role: 'user', content: [{ type: 'text', text: 'rejected prompt' }] });
+    w.end(outcome('failed'));
+    w.close();
+    const loaded = loadSession(w.path);
+    expect(loaded.runs.map((r) => [r.task, r.end?.status])).toEqual([
+      ['first', 'completed'],
+      ['rejected prompt', 'failed'],
+    ]);
+    expect(loaded.conversation).toHaveLength(4);
+  });
+
+  test('an image is stored once by content hash, however often it is sent', () => {
+    const data = Buffer.from('pretend png bytes').toString('base64');
+    const image = { type: 'image' as const, mediaType: 'image/png', data };
+    const w = store.create('/work/a');
+    w.startRun({ runId: 'r1', provider: 'anthropic', model: 'm', policy });
+    w.message({ role: 'user', content: [{ type: 'text', text: 'look' }, image] });
+    w.message({ role: 'assistant', text: 'again', toolCalls: [{ id: 'c1', name: 'read', arguments: '{}' }] });
+    w.result({ callId: 'c1', name: 'read', content: [image], isError: false });
+    w.close();
+    const text = readFileSync(w.path, 'utf8');
+    expect(text.split(data).length - 1).toBe(1);
+    const loaded = loadSession(w.path);
+    expect(loaded.conversation[0]).toEqual({ role: 'user', content: [{ type: 'text', text: 'look' }, image] });
+    const tool = loaded.conversation[2]!;
+    expect(tool.role === 'tool' && tool.results[0]!.content).toEqual([image]);
+    // Continuing knows the file holds it already.
+    const again = store.continue(loaded);
+    again.message({ role: 'user', content: [image] });
+    again.close();
+    expect(readFileSync(w.path, 'utf8').split(data).length - 1).toBe(1);
+  });
+
+  test('secret values (provider key, --env values) never reach the file', () => {
+    const w = store.create('/work/a', [
+      { name: 'provider key', value: 'sk-secret-123' },
+      { name: '--env CONCH_TASK_TOKEN', value: 'tok-456789' },
+    ]);
+    w.startRun({ runId: 'r1', provider: 'anthropic', model: 'm', policy });
+    w.message({ role: 'user', content: [{ type: 'text', text: 'echo tok-456789 and sk-secret-123' }] });
+    w.result({ callId: 'c1', name: 'bash', content: [{ type: 'text', text: 'tok-456789' }], isError: false });
+    w.close();
+    const text = readFileSync(w.path, 'utf8');
+    expect(text).not.toContain('tok-456789');
+    expect(text).not.toContain('sk-secret-123');
+    expect(text).toContain('[redacted --env CONCH_TASK_TOKEN]');
+  });
+});
+
+describe('finding sessions', () => {
+  test('by full id, by unique prefix; an unknown, ambiguous or malformed id is a clear error', () => {
+    const a = store.create('/work/a');
+    const b = store.create('/work/a');
+    a.close();
+    b.close();
+    expect(store.resolve(a.id).id).toBe(a.id);
+    let i = 1;
+    while (a.id.slice(0, i) === b.id.slice(0, i)) i++;
+    expect(store.resolve(a.id.slice(0, i)).id).toBe(a.id);
+    expect(() => store.resolve('ffffffffffffffff0')).toThrow("no session 'ffffffffffffffff0'");
+    expect(() => store.resolve('zz')).toThrow("'zz' is not a session id");
+    if (a.id[0] === b.id[0]) expect(() => store.resolve(a.id[0]!)).toThrow('matches 2 sessions');
+  });
+
+  test('latest() is the most recently active session of that workspace only', () => {
+    const a1 = store.create('/work/a');
+    const b = store.create('/work/b');
+    const a2 = store.create('/work/a');
+    for (const w of [a1, b, a2]) w.close();
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(a2.path, past, past);
+    expect(store.latest('/work/a')!.id).toBe(a1.id);
+    expect(store.latest('/work/b')!.id).toBe(b.id);
+    expect(store.latest('/work/c')).toBeNull();
+  });
+
+  test('a session of another workspace is refused with the path it belongs to', () => {
+    const w = store.create('/work/a');
+    w.close();
+    expect(() => store.loadFor(store.resolve(w.id), '/work/b')).toThrow(`session ${w.id} belongs to /work/a`);
+  });
+
+  test('a fork is a new session naming its parent; the parent file is unchanged', () => {
+    const parent = store.create('/work/a');
+    writeRun(parent, 'first');
+    parent.close();
+    const before = readFileSync(parent.path, 'utf8');
+    const fork = store.fork(loadSession(parent.path));
+    writeRun(fork, 'forked');
+    fork.close();
+    expect(readFileSync(parent.path, 'utf8')).toBe(before);
+    const loaded = loadSession(fork.path);
+    expect(loaded.header.id).not.toBe(parent.id);
+    expect(loaded.header.parent).toEqual({ id: parent.id, runs: 1 });
+    expect(loaded.runs.map((r) => r.task)).toEqual(['first', 'forked']);
+  });
+
+  test('prune removes sessions older than a duration, and beyond a cap, never the one in use', () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const w = store.create('/work/a');
+      w.close();
+      const t = new Date(Date.now() - (i + 1) * 86_400_000);
+      utimesSync(w.path, t, t);
+      ids.push(w.id);
+    }
+    // ids[0] is 1 day old … ids[3] is 4 days old.
+    expect(store.prune({ olderThanMs: 3.5 * 86_400_000 }).sort()).toEqual([ids[3]!]);
+    expect(store.prune({ keep: 1, spare: ids[2] }).sort()).toEqual([ids[0]!, ids[1]!].sort());
+    expect(store.files().map((f) => f.id)).toEqual([ids[2]!]);
+  });
+});
