@@ -1,0 +1,153 @@
+// Discover, read and validate every skill; settle precedence; say what happened in one line each.
+// Project skills are instructions from whoever wrote the repository, so they load only in a
+// workspace the user trusted (`conch trust`), the same trust as project plugins.
+import { homedir } from 'node:os';
+import { relative } from 'node:path';
+import { readSmallFile } from '../workspace/small-file.ts';
+import { scanRoot, skillRoots, type SkillCandidate, type SkillSource } from './discover.ts';
+import { FRONTMATTER_MAX_BYTES, parseFrontmatter, splitFrontmatter } from './frontmatter.ts';
+import { SKILL_BODY_MAX_BYTES, validateFrontmatter, type Diagnostic, type SkillFields } from './validate.ts';
+
+export interface Skill extends SkillFields {
+  source: SkillSource;
+  dir: string;
+  file: string;
+  /** The Markdown after the frontmatter, at most SKILL_BODY_MAX_BYTES of it. */
+  body: string;
+  diagnostics: Diagnostic[];
+}
+
+export type SkillStatus = 'loaded' | 'overridden' | 'skipped' | 'untrusted';
+
+export interface SkillReport {
+  /** The frontmatter name, or the directory name when it could not be read. */
+  name: string;
+  source: SkillSource;
+  file: string;
+  status: SkillStatus;
+  description?: string;
+  /** false when `disable-model-invocation: true` keeps it out of the catalog. */
+  modelInvocation?: boolean;
+  allowedTools?: string[];
+  /** For `overridden`: the SKILL.md that wins. */
+  overriddenBy?: string;
+  diagnostics: Diagnostic[];
+}
+
+export interface SkillSet {
+  /** The skills in effect after precedence, sorted by name. */
+  skills: Skill[];
+  /** Every SKILL.md found, in discovery order. */
+  reports: SkillReport[];
+  /** Project skills not loaded because the workspace is not trusted. */
+  untrusted: number;
+  /** One line each for the user: overrides, skipped project skills, problems. */
+  warnings: string[];
+}
+
+export interface LoadSkillsOptions {
+  home: string;
+  configDir: string;
+  cwd: string;
+  /** Asked only when the project has skills: whether the workspace is trusted. */
+  trusted: () => Promise<boolean>;
+}
+
+export const NO_SKILLS: SkillSet = { skills: [], reports: [], untrusted: 0, warnings: [] };
+
+export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
+  const roots = await skillRoots(opts);
+  const found = (await Promise.all(roots.map(scanRoot))).flat();
+  if (found.length === 0) return NO_SKILLS;
+  const show = (path: string) => displayPath(path, opts.cwd);
+
+  const project = found.filter((c) => c.root.source === 'project');
+  const trusted = project.length === 0 || (await opts.trusted());
+  const reports: SkillReport[] = [];
+  const parsed = await Promise.all(found.map((c) => (c.root.source === 'project' && !trusted ? null : readSkill(c))));
+
+  const winners = new Map<string, { skill: Skill; report: SkillReport }>();
+  const warnings: string[] = [];
+  for (const [i, candidate] of found.entries()) {
+    const result = parsed[i] ?? null;
+    const base = { source: candidate.root.source, file: candidate.file };
+    if (result === null) {
+      reports.push({ ...base, name: candidate.dirName, status: 'untrusted', diagnostics: [] });
+      continue;
+    }
+    if (!result.ok) {
+      reports.push({ ...base, name: candidate.dirName, status: 'skipped', diagnostics: result.diagnostics });
+      warnings.push(`skill ${show(candidate.file)} skipped: ${result.diagnostics.map((d) => d.message).join('; ')}`);
+      continue;
+    }
+    const { skill } = result;
+    const report: SkillReport = {
+      ...base,
+      name: skill.name,
+      status: 'loaded',
+      description: skill.description,
+      modelInvocation: !skill.disableModelInvocation,
+      ...(skill.allowedTools && { allowedTools: skill.allowedTools }),
+      diagnostics: skill.diagnostics,
+    };
+    reports.push(report);
+    if (skill.diagnostics.length) warnings.push(`skill ${show(skill.file)}: ${skill.diagnostics.map((d) => d.message).join('; ')}`);
+    const earlier = winners.get(skill.name);
+    if (earlier) {
+      earlier.report.status = 'overridden';
+      earlier.report.overriddenBy = skill.file;
+      warnings.push(`skill '${skill.name}': ${show(skill.file)} overrides ${show(earlier.skill.file)}`);
+    }
+    winners.set(skill.name, { skill, report });
+  }
+  const untrusted = trusted ? 0 : project.length;
+  if (untrusted) {
+    warnings.push(`${untrusted} project skill${untrusted === 1 ? '' : 's'} in .agents/skills not loaded: this workspace is not trusted (run \`conch trust\` to load them)`);
+  }
+  const skills = [...winners.values()].map((w) => w.skill).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { skills, reports, untrusted, warnings };
+}
+
+type ReadResult = { ok: true; skill: Skill } | { ok: false; diagnostics: Diagnostic[] };
+
+async function readSkill(candidate: SkillCandidate): Promise<ReadResult> {
+  const error = (code: Diagnostic['code'], message: string, line?: number): ReadResult => ({
+    ok: false,
+    diagnostics: [{ level: 'error', code, message, ...(line !== undefined && { line }) }],
+  });
+  let read;
+  try {
+    read = await readSmallFile(candidate.file, FRONTMATTER_MAX_BYTES + SKILL_BODY_MAX_BYTES + 64);
+  } catch (e) {
+    return error('unreadable', `cannot read SKILL.md: ${(e as Error).message}`);
+  }
+  if (!read) return error('unreadable', 'SKILL.md disappeared while conch was reading it');
+  const split = splitFrontmatter(read.bytes.toString('utf8'));
+  if (!split.ok) return error('yaml', split.message);
+  const parsed = await parseFrontmatter(split.value);
+  if (!parsed.ok) return error('yaml', parsed.message, parsed.line);
+  const checked = validateFrontmatter(parsed.data, candidate.dirName);
+  if (!checked.ok) return { ok: false, diagnostics: checked.diagnostics };
+
+  const diagnostics = [...checked.diagnostics];
+  let body = split.value.body;
+  const bodyBytes = Buffer.byteLength(body);
+  if (read.truncated || bodyBytes > SKILL_BODY_MAX_BYTES) {
+    const size = read.truncated ? `more than ${SKILL_BODY_MAX_BYTES / 1024} KiB` : `${Math.ceil(bodyBytes / 1024)} KiB`;
+    diagnostics.push({
+      level: 'warning',
+      code: 'body_size',
+      message: `the body is ${size}, over the ${SKILL_BODY_MAX_BYTES / 1024} KiB limit; --skill inlines only the first ${SKILL_BODY_MAX_BYTES / 1024} KiB (move detail into references/)`,
+    });
+    body = Buffer.from(body).subarray(0, SKILL_BODY_MAX_BYTES).toString('utf8').replace(/\uFFFD$/, '');
+  }
+  return { ok: true, skill: { ...checked.fields, source: candidate.root.source, dir: candidate.dir, file: candidate.file, body, diagnostics } };
+}
+
+/** Workspace files relative to it, home as ~, anything else absolute. */
+export function displayPath(path: string, cwd: string): string {
+  const rel = relative(cwd, path);
+  if (rel && !rel.startsWith('..') && !rel.startsWith('/')) return rel;
+  const home = process.env.HOME || homedir();
+  return home && path.startsWith(`${home}/`) ? `~${path.slice(home.length)}` : path;
+}
