@@ -19,6 +19,8 @@ export interface Limits {
   tool_timeout_max_ms: number;
   /** Bytes of command output shown to the model (head + tail). */
   shell_output_bytes: number;
+  /** Bytes of the skills catalog in the system prompt (skills past it are counted, not listed; 0 = no catalog). */
+  skills_catalog_bytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -32,6 +34,7 @@ export const DEFAULT_LIMITS: Limits = {
   tool_timeout_ms: 120_000,
   tool_timeout_max_ms: 15 * 60 * 1000,
   shell_output_bytes: 50 * 1024,
+  skills_catalog_bytes: 16 * 1024,
 };
 
 export const LIMIT_NAMES = Object.keys(DEFAULT_LIMITS) as (keyof Limits)[];

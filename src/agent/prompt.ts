@@ -1,5 +1,6 @@
 // The system prompt: short and true. It states the tools, where paths are relative to, the policy in
-// force, and the user's AGENTS.md guidance (bounded, so a huge file cannot eat the context).
+// force, the skills catalog, and the user's AGENTS.md guidance (bounded, so a huge file cannot eat
+// the context).
 import { readSmallFile } from '../workspace/small-file.ts';
 import { join, basename } from 'node:path';
 
@@ -13,6 +14,8 @@ export interface PromptFacts {
   readOnly: boolean;
   /** AGENTS.md texts, in order of precedence (user-wide first, then the workspace's). */
   guidance: { label: string; text: string }[];
+  /** The skills catalog (src/skills/catalog.ts), only when the model has `read` to open a skill. */
+  skills?: string | null;
 }
 
 export function systemPrompt(facts: PromptFacts): string {
@@ -32,6 +35,7 @@ export function systemPrompt(facts: PromptFacts): string {
   if (facts.tools.includes('write') || facts.tools.includes('edit')) {
     lines.push('Read a file before changing it; write and edit check the revision you saw.');
   }
+  if (facts.skills) lines.push('', facts.skills);
   for (const g of facts.guidance) lines.push('', `# Guidance from ${g.label}`, g.text.trim());
   return lines.join('\n');
 }

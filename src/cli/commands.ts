@@ -2,6 +2,7 @@
 import type { CliFlags } from '../config/types.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { realpath } from 'node:fs/promises';
+import { homedir } from 'node:os';
 import { openSession } from '../agent/session.ts';
 import { hiddenForCommands } from '../workspace/read-hidden.ts';
 import { stderr, stdout } from './output.ts';
@@ -24,6 +25,23 @@ export async function toolsCommand(action: string | undefined, name: string | un
     }
   } catch (error) {
     return setupFailure(error, json, 'tools');
+  }
+}
+
+export async function skillsCommand(json: boolean): Promise<number> {
+  try {
+    const config = await loadCliConfig({});
+    const cwd = await realpath(process.cwd());
+    const [{ loadSkills }, { workspaceTrusted }, { skillsList }] = await Promise.all([
+      import('../skills/load.ts'),
+      import('../plugins/trust.ts'),
+      import('./skills-command.ts'),
+    ]);
+    const trusted = await workspaceTrusted(config.configDir, cwd);
+    const set = await loadSkills({ home: process.env.HOME || homedir(), configDir: config.configDir, cwd, trusted: async () => trusted });
+    return skillsList({ set, cwd, trusted, json, io: { out: (t) => stdout.write(t), err: (t) => stderr.write(t) } });
+  } catch (error) {
+    return setupFailure(error, json, 'skills');
   }
 }
 

@@ -56,7 +56,14 @@ globalOptions(cli.command('tools [action] [name]', 'List the tool catalog as the
     const { toolsCommand } = await import('./commands.ts');
     process.exitCode = await toolsCommand(action, name, toFlags(options), Boolean(options.json));
   });
-cli.command('trust', "Trust this workspace's .conch/tools plugins (records the folder's hash)").action(async () => {
+cli
+  .command('skills', 'List the Agent Skills found here: source, whether the model is offered each, problems')
+  .option('--json', 'Print the skills as JSON')
+  .action(async (options: Record<string, unknown>) => {
+    const { skillsCommand } = await import('./commands.ts');
+    process.exitCode = await skillsCommand(Boolean(options.json));
+  });
+cli.command('trust', "Trust this workspace: its .conch/tools plugins (records the folder's hash) and .agents/skills").action(async () => {
   const { trust } = await import('./commands.ts');
   process.exitCode = await trust();
 });

@@ -110,7 +110,7 @@ export async function trustCommand(configDir: string, cwd: string, io: CommandIO
     io.err(`conch: ${result.message}\n`);
     return 1;
   }
-  const lines = [`trusted ${result.workspace}`];
+  const lines = [`trusted ${result.workspace}`, '  project skills (.agents/skills) load here'];
   if (result.files.length === 0) lines.push('  .conch/tools is empty or absent; plugins added later need `conch trust` again');
   else {
     lines.push(`  .conch/tools (${result.files.length} file${result.files.length === 1 ? '' : 's'}, ${result.hash.slice(0, 19)}…) will load here:`);

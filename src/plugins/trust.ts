@@ -87,6 +87,14 @@ export async function trustState(configDir: string, cwd: string): Promise<TrustS
   return { state: 'trusted', workspace: trusted.workspace };
 }
 
+/**
+ * Whether the user ran `conch trust` in this workspace at all. Project skills need only that: they
+ * are instructions, not code conch imports, so unlike plugins they are not pinned to a hash.
+ */
+export async function workspaceTrusted(configDir: string, cwd: string): Promise<boolean> {
+  return (await trustedHash(configDir, cwd)).ok;
+}
+
 export async function isTrusted(configDir: string, cwd: string): Promise<boolean> {
   return (await trustState(configDir, cwd)).state === 'trusted';
 }

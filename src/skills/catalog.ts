@@ -3,9 +3,6 @@
 // until the user names a skill with --skill, which puts its body into the task.
 import type { Skill } from './load.ts';
 
-/** Default of the `skills_catalog_bytes` limit. */
-export const SKILLS_CATALOG_MAX_BYTES = 16 * 1024;
-
 const HEADER = [
   '# Skills',
   'Skills are folders of instructions for particular tasks. When the task matches a skill\'s description, read its SKILL.md with the read tool before you act, then follow it. Paths in a skill are relative to its folder; read the files it mentions only when you need them.',
