@@ -2,6 +2,7 @@
 import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../tools/define.ts';
 import { boundResult, normalizeResult } from '../tools/truncate.ts';
 import type { Limits } from './limits.ts';
+import { startTimer } from '../core/duration.ts';
 
 /** How long a tool gets to wind down after its signal fires before it is abandoned. */
 export const ABANDON_GRACE_MS = 2_000;
@@ -43,10 +44,10 @@ export async function dispatchCall(
   const onRunAbort = () => controller.abort(runSignal.reason);
   if (runSignal.aborted) onRunAbort();
   else runSignal.addEventListener('abort', onRunAbort, { once: true });
-  const deadline = setTimeout(() => {
+  const deadline = startTimer(deadlineMs, () => {
     deadlineHit = true;
     controller.abort(new Error(`tool deadline of ${deadlineMs} ms passed`));
-  }, deadlineMs);
+  });
 
   let graceTimer: ReturnType<typeof setTimeout> | undefined;
   const abandonment = new Promise<'abandoned'>((resolve) => {
@@ -80,7 +81,7 @@ export async function dispatchCall(
     const message = error instanceof Error ? error.message : String(error);
     return errorResult(`tool '${tool.name}' failed: ${message}`, {});
   } finally {
-    clearTimeout(deadline);
+    deadline.clear();
     if (graceTimer) clearTimeout(graceTimer);
     runSignal.removeEventListener('abort', onRunAbort);
   }

@@ -1,4 +1,7 @@
-/** Every limit has a name, a default, a flag and a config key (config: limits.<name>). */
+/**
+ * Every limit has a name, a default, a flag and a config key (config: limits.<name>). The
+ * durations (DURATION_LIMITS) are checked by core/duration.ts: above 0, at most 365 days.
+ */
 export interface Limits {
   /** Run deadline in ms. Flag --timeout (seconds or 30s/5m/1h). */
   deadline_ms: number;
@@ -38,3 +41,6 @@ export const DEFAULT_LIMITS: Limits = {
 };
 
 export const LIMIT_NAMES = Object.keys(DEFAULT_LIMITS) as (keyof Limits)[];
+
+/** The limits that are durations in milliseconds: 0 is refused for them, not "unlimited". */
+export const DURATION_LIMITS: readonly (keyof Limits)[] = ['deadline_ms', 'tool_timeout_ms', 'tool_timeout_max_ms'];

@@ -9,6 +9,7 @@ import { addUsage, emptyUsage, type FailureCode, type Outcome, type OutcomeStatu
 import { dispatchCall, type ContextFactory } from './dispatch.ts';
 import { resultText } from '../tools/truncate.ts';
 import { fitContext } from './context.ts';
+import { startTimer } from '../core/duration.ts';
 
 /** Where a host keeps the conversation as it grows (the session store); each call gets one whole message. */
 export interface Journal {
@@ -56,10 +57,10 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
   const onCancel = () => controller.abort(signal.reason);
   if (signal.aborted) onCancel();
   else signal.addEventListener('abort', onCancel, { once: true });
-  const deadline = setTimeout(() => {
+  const deadline = startTimer(limits.deadline_ms, () => {
     timedOut = true;
     controller.abort(new Error('run deadline'));
-  }, limits.deadline_ms);
+  });
 
   let usage = emptyUsage();
   const counts = { modelCalls: 0, toolCalls: 0, toolErrors: 0 };
@@ -186,7 +187,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
     if (error instanceof Stop) return finish(error.status, error.message, error.extra);
     return finish('failed', `internal error: ${error instanceof Error ? error.message : String(error)}`, { code: 'internal' });
   } finally {
-    clearTimeout(deadline);
+    deadline.clear();
     signal.removeEventListener('abort', onCancel);
     runEnd.abort(new Error('run ended'));
   }

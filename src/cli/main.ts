@@ -20,7 +20,7 @@ function globalOptions(command: ReturnType<ReturnType<typeof cac>['command']>) {
     .option('--base-url <url>', 'Base URL of the provider (a local OpenAI-compatible server: Ollama, vLLM, llama.cpp)')
     .option('--max-turns <n>', 'Limit on model calls (0 = unlimited)')
     .option('--max-tool-calls <n>', 'Limit on tool calls (0 = unlimited)')
-    .option('--timeout <duration>', 'Run deadline: seconds, or 30s / 5m / 1h (default 1h)')
+    .option('--timeout <duration>', 'Run deadline: seconds, or 30s / 5m / 1h / 2d (default 1h, at most 365d)')
     .option('--limit <NAME=VALUE>', 'Set any limit, e.g. tool_result_bytes=1048576 (repeatable; see README)')
     .option('--unrestricted', 'Disable the workspace checks and the process sandbox, on purpose')
     .option('--no-network', 'Shell commands get no network (loopback only)')

@@ -8,6 +8,8 @@ import type { CommandLayer, CommandRule } from '../policy/command-rules.ts';
 import type { PathRule, PolicyLayer } from './layers.ts';
 import type { ConfigFileSchema } from './schema.ts';
 import { ConfigError } from './types.ts';
+import { DURATION_LIMITS } from '../agent/limits.ts';
+import { checkDurationMs } from '../core/duration.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 import { parseJsonText } from './json-text.ts';
 
@@ -91,6 +93,16 @@ function isLoopback(url: string): boolean {
 }
 
 function checkFile({ kind, file, value }: ConfigFile): void {
+  for (const key of DURATION_LIMITS) {
+    const n = value.limits?.[key];
+    const d = n === undefined ? null : checkDurationMs(n);
+    if (d && !d.ok) fail(file, `limits.${key}`, `${d.problem}.`);
+  }
+  for (const key of ['initialDelayMs', 'maxDelayMs'] as const) {
+    const n = value.retry?.[key];
+    const d = n === undefined ? null : checkDurationMs(n, { zero: true });
+    if (d && !d.ok) fail(file, `retry.${key}`, `${d.problem}.`);
+  }
   for (const [name, p] of Object.entries(value.providers ?? {})) {
     if (!PROVIDER_NAME.test(name)) fail(file, `providers.${name}`, 'is not a valid provider name; use letters, digits, "_", "." or "-".');
     if (kind === 'project' && p.apiKey !== undefined) {

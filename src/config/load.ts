@@ -12,7 +12,8 @@
 // but policy. Unknown first-party plugin names (user config, --plugin) are errors.
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { DEFAULT_LIMITS, type Limits } from '../agent/limits.ts';
+import { DEFAULT_LIMITS, DURATION_LIMITS, type Limits } from '../agent/limits.ts';
+import { checkDurationMs, parseDuration as parseDurationText } from '../core/duration.ts';
 import type { RetryPolicy } from '../providers/types.ts';
 import type { SandboxProfileName } from '../sandbox/index.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
@@ -34,14 +35,10 @@ function lower(key: keyof Limits, current: number, proposed: number): number {
   return current === 0 ? proposed : Math.min(current, proposed);
 }
 
-/** --timeout: seconds as a number, or "90", "30s", "5m", "1h", "250ms". */
+/** --timeout: seconds as a number, or "90", "30s", "5m", "1h", "2d", "250ms"; null when refused. */
 export function parseDuration(value: string | number): number | null {
-  if (typeof value === 'number') return Number.isFinite(value) && value > 0 ? Math.round(value * 1000) : null;
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$/.exec(value);
-  if (!m) return null;
-  const n = Number(m[1]);
-  const ms = n * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[(m[2] ?? 's') as 'ms' | 's' | 'm' | 'h'];
-  return ms > 0 ? Math.round(ms) : null;
+  const d = parseDurationText(value);
+  return d.ok ? d.ms : null;
 }
 
 function count(flag: string, value: number | string | undefined): number | undefined {
@@ -159,10 +156,9 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   // Flags are checked before anything that depends on them, so a typo is reported as itself.
   const env_ = taskEnv(flags.env);
   const flagsLayer = flagLayer(flags, cwd);
-  const deadline = flags.timeout === undefined ? undefined : parseDuration(flags.timeout);
-  if (deadline === null) {
-    throw new ConfigError(`--timeout ${flags.timeout}: expected seconds or a duration such as 30s, 5m or 1h.`, undefined, '--timeout');
-  }
+  const timeout = flags.timeout === undefined ? undefined : parseDurationText(flags.timeout);
+  if (timeout && !timeout.ok) throw new ConfigError(`--timeout ${flags.timeout}: ${timeout.problem}.`, undefined, '--timeout');
+  const deadline = timeout?.ms;
   const modelCalls = count('--max-turns', flags.maxTurns);
   const toolCalls = count('--max-tool-calls', flags.maxToolCalls);
   const limitFlags = limitOverrides(flags.limit);
@@ -310,6 +306,8 @@ function limitOverrides(values: string[] | undefined): Partial<Limits> {
     if (!Number.isInteger(value) || value < 0) {
       throw new ConfigError(`--limit ${raw}: the value must be a whole number (bytes, milliseconds or a count).`, undefined, '--limit');
     }
+    const duration = DURATION_LIMITS.includes(name) ? checkDurationMs(value) : null;
+    if (duration && !duration.ok) throw new ConfigError(`--limit ${raw}: ${name} ${duration.problem}.`, undefined, '--limit');
     out[name] = value;
   }
   return out;

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Jiti, JitiOptions } from 'jiti';
+import { startTimer, type Timer } from '../core/duration.ts';
 import { confineTo, REFUSED_CODE, type Confinement } from './confine.ts';
 
 /** Every entry point typebox 1.x exports; a plugin may import any of them. */
@@ -119,9 +120,9 @@ export type ImportOutcome = { ok: true; module: Record<string, unknown> } | { ok
 
 /** Import one file, never throwing: a broken plugin becomes a reason naming line and column. */
 export async function importPlugin(jiti: Jiti, path: string, timeoutMs: number): Promise<ImportOutcome> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
+  let timer: Timer | undefined;
   const deadline = new Promise<ImportOutcome>((resolve) => {
-    timer = setTimeout(() => resolve({ ok: false, reason: `did not finish loading within ${timeoutMs} ms (top-level await that never settles?)` }), timeoutMs);
+    timer = startTimer(timeoutMs, () => resolve({ ok: false, reason: `did not finish loading within ${timeoutMs} ms (top-level await that never settles?)` }));
   });
   const load = jiti.import<Record<string, unknown>>(path).then(
     (module): ImportOutcome => ({ ok: true, module: module && typeof module === 'object' ? module : { default: module } }),
@@ -130,7 +131,7 @@ export async function importPlugin(jiti: Jiti, path: string, timeoutMs: number):
   try {
     return await Promise.race([load, deadline]);
   } finally {
-    clearTimeout(timer);
+    timer?.clear();
   }
 }
 

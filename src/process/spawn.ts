@@ -3,6 +3,7 @@
 // proves it (or says it could not).
 import { tmpdir } from 'node:os';
 import { BoundedOutput } from './output.ts';
+import { startTimer } from '../core/duration.ts';
 import { killGroup, killPids, pipeHolders, processAlive, stdoutPipeOf } from './group.ts';
 
 export interface SpawnOptions {
@@ -111,11 +112,11 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
     // A leader that survives SIGKILL (uninterruptible sleep) must not hang the call.
     void state.killing.then((failure) => failure && leaderWait());
   };
-  const timer = setTimeout(() => stop('timeout'), options.timeoutMs);
+  const timer = startTimer(options.timeoutMs, () => stop('timeout'));
   const onAbort = () => stop('cancel');
   options.signal?.addEventListener('abort', onAbort, { once: true });
   await leaderDone;
-  clearTimeout(timer);
+  timer.clear();
   options.signal?.removeEventListener('abort', onAbort);
 
   // The command is over: whatever it left running in its group goes too.

@@ -1,5 +1,6 @@
 // Retry and error classification shared by both providers. SDK-agnostic: the provider hands in
 // the error classes of the SDK it loaded, so nothing here imports an SDK.
+import { delay } from '../core/duration.ts';
 import { ProviderError, type RetryPolicy, type StreamHooks } from './types.ts';
 
 /** The error classes both official SDKs export under the same names. */
@@ -168,18 +169,7 @@ export function classifyError(e: unknown, ctx: RetryContext): Failure | null {
 }
 
 export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(abortError(signal));
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(abortError(signal));
-    };
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+  return delay(ms, signal, () => abortError(signal));
 }
 
 /** Tracks whether an attempt has delivered anything to the caller's hooks. */

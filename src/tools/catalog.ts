@@ -1,6 +1,7 @@
 // The run's tool catalog: what the model is offered, and the gate every call passes before dispatch.
 import { Compile } from 'typebox/compile';
 import type { Tool } from './define.ts';
+import { MAX_DURATION_MS, MAX_DURATION_TEXT } from '../core/duration.ts';
 import type { ToolSpec } from '../providers/types.ts';
 
 export const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
@@ -40,8 +41,8 @@ export function checkToolDefinition(value: unknown, source: string): DefinitionC
   } catch (error) {
     return { ok: false, reason: `tool '${def.name}': invalid parameters schema: ${(error as Error).message}` };
   }
-  if (def.timeoutMs !== undefined && (typeof def.timeoutMs !== 'number' || !(def.timeoutMs > 0))) {
-    return { ok: false, reason: `tool '${def.name}': timeoutMs must be a positive number of milliseconds` };
+  if (def.timeoutMs !== undefined && (typeof def.timeoutMs !== 'number' || !(def.timeoutMs > 0) || def.timeoutMs > MAX_DURATION_MS)) {
+    return { ok: false, reason: `tool '${def.name}': timeoutMs must be a positive number of milliseconds, at most ${MAX_DURATION_MS} (${MAX_DURATION_TEXT})` };
   }
   return { ok: true, tool: { ...(def as unknown as Tool), source } };
 }

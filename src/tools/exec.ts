@@ -70,7 +70,8 @@ export function createExecutor(settings: ExecutorSettings): Executor {
 
     const limits = settings.limits;
     const requested = options.timeoutMs ?? limits.tool_timeout_ms;
-    const timeoutMs = Math.max(1, Math.min(Math.floor(requested), limits.tool_timeout_max_ms));
+    // A plugin's NaN gets the default; Infinity (or anything longer) the maximum.
+    const timeoutMs = Number.isNaN(requested) ? limits.tool_timeout_ms : Math.max(1, Math.min(Math.floor(requested), limits.tool_timeout_max_ms));
 
     if (settings.guard) {
       const decision = await settings.guard(command, cwd);
