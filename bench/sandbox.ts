@@ -1,13 +1,15 @@
-// Per-call wall time of `true`: through conch's sandbox (prepareSandboxed + spawn + release), through
-// bare bwrap with the same flags, mounts and seccomp filter (argv prepared once, reused), and through
+// Per-call wall time of `true`: through conch's sandbox as a run uses it (prepareSandboxed + spawn +
+// release, the placeholders held by the run's scope), the same with a scope per call (what `conch
+// sandbox run` does, and what every call did before placeholders were kept per run), through bare
+// bwrap with the same flags, mounts and seccomp filter (argv prepared once, reused), and through
 // /bin/sh -c. The workspace is a git repo without .conch or .env.* files: the usual case, where
-// conch makes placeholders for the absent protected names on every call.
+// conch makes placeholders for the absent protected names.
 // Prints one line per figure and the ratios; conch's own overhead is the first ratio (target <= 1.3).
 // Usage: bun bench/sandbox.ts [calls]
 import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { prepareSandboxed, probeSandbox, type SandboxRequest } from '../src/sandbox/index.ts';
+import { PlaceholderScope, prepareSandboxed, probeSandbox, type SandboxRequest } from '../src/sandbox/index.ts';
 import { buildFilter, encodeFilter, hostSeccompArch } from '../src/sandbox/seccomp.ts';
 
 const calls = Number(process.argv[2] ?? 100);
@@ -27,7 +29,9 @@ function workspace(name: string): SandboxRequest {
   writeFileSync(join(ws, '.env'), 'A=1\n');
   return { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [], command: 'true', cwd: ws, workspace: ws, tmpDir: tmp };
 }
-const request = workspace('conch');
+const runScope = new PlaceholderScope();
+const request = { ...workspace('conch'), placeholders: runScope };
+const perCallRequest = workspace('per-call');
 const bareRequest = workspace('bare');
 
 async function spawn(argv: string[], extraFds: number[] = []): Promise<void> {
@@ -72,6 +76,14 @@ try {
           await prepared.release();
         }
       },
+      perCall: async () => {
+        const prepared = await prepareSandboxed(perCallRequest);
+        try {
+          await spawn(prepared.argv, prepared.extraFds);
+        } finally {
+          await prepared.release();
+        }
+      },
       bare: async () => {
         const fd = openSync(filter, 'r');
         try {
@@ -84,12 +96,15 @@ try {
     });
   } finally {
     await held.release();
+    runScope.close();
   }
-  const { conch, bare, sh } = result as { conch: number; bare: number; sh: number };
-  console.log(`conch sandbox (prepare + bwrap + release): ${conch.toFixed(2)} ms/call (${calls} calls)`);
+  const { conch, perCall, bare, sh } = result as { conch: number; perCall: number; bare: number; sh: number };
+  console.log(`conch sandbox in a run (prepare + bwrap + release): ${conch.toFixed(2)} ms/call (${calls} calls)`);
+  console.log(`conch sandbox, placeholders per call: ${perCall.toFixed(2)} ms/call (${calls} calls)`);
   console.log(`bare bwrap, same flags, mounts and filter: ${bare.toFixed(2)} ms/call (${calls} calls)`);
   console.log(`/bin/sh -c true: ${sh.toFixed(2)} ms/call (${calls} calls)`);
   console.log(`ratio conch / bare bwrap: ${(conch / bare).toFixed(2)}x`);
+  console.log(`ratio conch placeholders per call / bare bwrap: ${(perCall / bare).toFixed(2)}x`);
   console.log(`ratio bare bwrap / sh: ${(bare / sh).toFixed(2)}x`);
   console.log(`ratio conch / sh: ${(conch / sh).toFixed(2)}x`);
 } finally {

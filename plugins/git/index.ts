@@ -17,7 +17,7 @@ const gitStatus = defineTool({
   parameters: Type.Object({}),
   async execute(_args, ctx) {
     // conch's sandbox holds absent protected names (.env.local, HEAD, …) with empty read-only
-    // placeholders while a command runs; they are not the user's files, so they are left out.
+    // placeholders while a run lasts; they are not the user's files, so they are left out.
     const result = await ctx.exec(
       `out=$(${GIT} status --short --branch --untracked-files=all) || exit $?; printf '%s\\n' "$out" | ` +
         `while IFS= read -r line; do case "$line" in '?? .env'|'?? .env.'*|'?? HEAD') [ -s "\${line#?? }" ] || continue;; esac; ` +

@@ -167,6 +167,7 @@ export class AcpSession {
       requestSignal.removeEventListener('abort', onRequestAbort);
       this.activeCall = null;
       this.turn = null;
+      this.session.endRun();
     }
   }
 

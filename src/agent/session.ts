@@ -14,7 +14,7 @@ import { createWriteTool } from '../tools/write.ts';
 import { createEditTool } from '../tools/edit.ts';
 import { createBashTool } from '../tools/bash.ts';
 import { createExecutor, type CommandDecision, type Executor } from '../tools/exec.ts';
-import { probeSandbox } from '../sandbox/index.ts';
+import { PlaceholderScope, probeSandbox } from '../sandbox/index.ts';
 import { loadGuidance, systemPrompt } from './prompt.ts';
 import type { ContextFactory } from './dispatch.ts';
 
@@ -43,6 +43,8 @@ export interface Session {
   /** Warnings for the user (stderr): unusable sandbox, plugin failures. */
   warnings: string[];
   plugins: PluginReport[];
+  /** A run (a prompt) is over: its placeholders go once its last command has ended. */
+  endRun(): void;
   dispose(): Promise<void>;
 }
 
@@ -73,7 +75,10 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     ...(config.tools.readOnly ? { profile: 'read-only' as const } : {}),
     hidden: await hiddenForCommands(config, workspace.root),
   };
+  // Placeholders are made once per run, not around every command (file watchers see each one).
+  const placeholders = new PlaceholderScope();
   const executor = createExecutor({
+    placeholders,
     workspace,
     unrestricted: config.unrestricted && !policyPinsSandbox,
     sandbox,
@@ -160,11 +165,13 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     header: { mode: config.unrestricted ? 'unrestricted' : 'restricted', sandbox: sandboxLabel },
     warnings,
     plugins,
+    endRun: () => placeholders.close(),
     async dispose() {
       for (const tool of catalog.tools()) {
         const dispose = (tool as { dispose?: () => unknown }).dispose;
         if (typeof dispose === 'function') await Promise.resolve(dispose.call(tool)).catch(() => {});
       }
+      placeholders.close();
       await rm(runDir, { recursive: true, force: true });
     },
   };

@@ -6,7 +6,7 @@ import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
-import { acquirePlaceholder, recordPlaceholders, recoverPlaceholders, releaseAll, type PlaceholderLease } from './placeholders.ts';
+import { PlaceholderScope } from './placeholders.ts';
 import { probe, type ProbeOptions } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern } from './protected-paths.ts';
@@ -44,6 +44,11 @@ export interface SandboxRequest extends SandboxSettings {
   workspace: string;
   /** Private temp dir for this run (writable inside). */
   tmpDir: string;
+  /**
+   * The run's placeholders, kept from its first command to its end (the caller closes it). Absent:
+   * this command's placeholders are removed when it is released.
+   */
+  placeholders?: PlaceholderScope;
 }
 
 export interface PreparedCommand {
@@ -66,6 +71,7 @@ export interface SandboxStatus {
 }
 
 export type { ProbeOptions } from './probe.ts';
+export { PlaceholderScope } from './placeholders.ts';
 
 /** Probe once per process with a real minimal sandbox; cached (per PATH searched for bwrap). */
 export async function probeSandbox(options: ProbeOptions = {}): Promise<SandboxStatus> {
@@ -157,8 +163,6 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     return { argv: seatbeltArgv(text, command), extraFds: [], release: async () => {} };
   }
 
-  // Placeholders a killed conch left behind (here or elsewhere) are not protected paths of the user's.
-  recoverPlaceholders();
   const plan = planProtected(workspace, protectedPatterns);
   for (const root of writableRoots) {
     const clash = plan.targets.map((t) => t.path).find((target) => within(target, root));
@@ -176,25 +180,23 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const protectedType = protectedMountType(profile);
   // Only paths a command could otherwise write need a mount (none at all in the read-only profile).
   const needed = protectedType ? (path: string) => writableAt(base, path) : () => false;
-  const leases: PlaceholderLease[] = [];
+  const scope = request.placeholders ?? new PlaceholderScope();
   let seccomp: ReturnType<typeof openSeccompFd> | null = null;
+  let begun = false;
   const release = async () => {
     seccomp?.close();
     seccomp = null;
-    releaseAll(leases.splice(0));
+    if (!begun) return;
+    begun = false;
+    scope.end();
+    if (!request.placeholders) scope.close();
   };
 
   try {
-    const wanted = plan.targets.filter((t) => needed(t.path));
-    // Existing paths too: one may be another command's placeholder, about to be released.
-    let linkTo: string | undefined;
-    for (const target of wanted) {
-      const lease = acquirePlaceholder(target.path, target.kind, linkTo);
-      leases.push(lease);
-      if (lease.placeholder && target.kind === 'file') linkTo ??= target.path;
-    }
-    recordPlaceholders();
-    const protectedPaths = wanted.map((t) => t.path);
+    scope.begin();
+    begun = true;
+    // Existing paths too: one may be another run's placeholder, which this command then uses as well.
+    const protectedPaths = scope.hold(plan.targets.filter((t) => needed(t.path))).map((t) => t.path);
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();
     const argv = buildBwrapArgv({

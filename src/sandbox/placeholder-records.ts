@@ -1,24 +1,25 @@
-// Placeholders outlive a conch process that is killed without running its exit hook (SIGKILL, a
-// closed terminal before the handlers are in place, an out-of-memory kill). So that such leftovers
-// can be recovered, every process records the placeholders it holds in a file of its own under the
-// per-user state directory (user-dir.ts): placeholders/<pidns>-<pid>-<starttime>.json, rewritten
-// (write + rename) when the set changes. One file per process means no locking: a process only ever
-// writes its own file, and reads or deletes the files of processes that are gone.
+// Which placeholders each conch process uses, shared by all conch processes of the user: every
+// process keeps a file of its own under the per-user state directory (user-dir.ts), named
+// placeholders/<pidns>-<pid>-<starttime>.json and rewritten (write + rename) when its set changes.
+// It lists every placeholder the process uses, whether it created it or found another process's
+// and bound it too. Those files are the reference counts across processes: a placeholder is removed
+// only when no live process lists it, so one run ending never takes the protection away from
+// another run in the same workspace (on Linux, unlinking a mount point in another mount namespace
+// detaches that mount: the other run's sandbox would lose it). The decisions are made under the
+// user lock (user-lock.ts), so "nobody else uses it, remove it" cannot interleave with "it exists,
+// use it".
 //
-// recoverLeftovers() runs at the start of every sandboxed command: one readdir, and for each other
-// process's file a look at /proc/<pid>/stat (is that very process, same start time, still alive?).
-// Only the files of dead processes are read. A recorded placeholder is removed only when it is still
-// the very inode conch created (dev, ino, birth time), still empty, with the mode and owner it was
-// created with; anything a user replaced, wrote into or chmodded is theirs and stays. A record is
-// written after its placeholder exists and dropped before it is removed, so a record never names a
-// path that is not (or no longer) conch's. A process in another pid namespace cannot be judged from
-// here, so its files are left alone.
+// A process's liveness is judged by /proc/<pid>/stat (that very process, same start time). The
+// files of processes that are gone (SIGKILL: no exit hook ran) are recovered by the next run of any
+// conch process of the user: their placeholders are removed unless a live process uses them, and
+// only when each is still the very inode conch created (dev, ino, birth time), still empty, with
+// the mode and owner it was created with; anything a user replaced, wrote into or chmodded is theirs
+// and stays. A process in another pid namespace cannot be judged from here: its files count as live.
 //
-// Limits, honestly: the record is written right after a command's placeholders are created, so a
-// kill inside that window (a few syscalls) leaves an unrecorded placeholder behind. And a placeholder
-// a dead process left is, for a live process, an existing path it binds read-only; when another
-// conch process removes it while such a command runs, that command's mount of it goes away with it.
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmdirSync, unlinkSync, writeSync } from 'node:fs';
+// Limits, honestly: processes of different users keep separate state, so a placeholder of another
+// user's conch looks like a real path to this one; and without flock (see user-lock.ts) or a
+// shared state directory, the coordination is skipped and each process counts only its own uses.
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { PathKind } from './protected-paths.ts';
 import { userStateDir } from './user-dir.ts';
@@ -138,61 +139,83 @@ function isRecord(value: unknown): value is PlaceholderRecord {
   );
 }
 
-/** Remove one leftover if it is still exactly what conch created. */
-function removeLeftover(record: PlaceholderRecord): void {
+/** What the other conch processes of this user record: the live ones' uses and the dead ones' files. */
+export interface OtherRecords {
+  live: PlaceholderRecord[];
+  dead: { file: string; records: PlaceholderRecord[] }[];
+}
+
+function readList(file: string): PlaceholderRecord[] {
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(file, 'utf8'));
+    return Array.isArray(parsed) ? parsed.filter(isRecord) : [];
+  } catch {
+    return []; // gone meanwhile, or half-written by a process killed before its rename
+  }
+}
+
+/** Read every other process's record (one readdir, one read per file). Never throws. */
+export function readOthers(): OtherRecords {
+  const out: OtherRecords = { live: [], dead: [] };
+  try {
+    const me = identity();
+    const dir = me && recordsDir();
+    if (!me || !dir) return out;
+    for (const name of readdirSync(dir)) {
+      if (name.startsWith(me.name)) continue;
+      const file = join(dir, name);
+      const liveness = owner(name, me);
+      if (!name.endsWith('.json')) {
+        if (liveness === 'dead') removeFile(file); // staging left by a process killed before its rename
+        continue;
+      }
+      if (liveness === 'dead') out.dead.push({ file, records: readList(file) });
+      else out.live.push(...readList(file));
+    }
+  } catch {
+    // no records directory: nobody else records anything
+  }
+  return out;
+}
+
+export function sameRecord(a: PlaceholderRecord, b: PlaceholderRecord): boolean {
+  return a.path === b.path && a.dev === b.dev && a.ino === b.ino && a.birth === b.birth;
+}
+
+/** The record of the placeholder now at `path`, if it is still exactly what a conch process created. */
+export function untouched(records: PlaceholderRecord[], path: string, info: Stats): PlaceholderRecord | null {
+  for (const record of records) {
+    if (record.path !== path || info.dev !== record.dev || info.ino !== record.ino || info.birthtimeMs !== record.birth) continue;
+    if (info.uid !== (process.getuid?.() ?? info.uid) || (info.mode & 0o7777) !== record.mode) return null;
+    if (record.kind === 'dir' ? info.isDirectory() : info.isFile() && info.size === 0) return record;
+    return null;
+  }
+  return null;
+}
+
+/** Remove one placeholder if it is still exactly what conch created (a directory only while empty). */
+export function removePlaceholder(record: PlaceholderRecord): void {
   try {
     const info = lstatSync(record.path);
-    if (info.dev !== record.dev || info.ino !== record.ino || info.birthtimeMs !== record.birth) return;
-    if (info.uid !== (process.getuid?.() ?? info.uid) || (info.mode & 0o7777) !== record.mode) return;
-    if (record.kind === 'dir') {
-      if (info.isDirectory()) rmdirSync(record.path); // refuses when not empty: theirs now
-    } else if (info.isFile() && info.size === 0) {
-      unlinkSync(record.path);
-    }
+    if (!untouched([record], record.path, info)) return;
+    if (record.kind === 'dir') rmdirSync(record.path); // refuses when not empty: theirs now
+    else unlinkSync(record.path);
   } catch {
     // gone, or no longer empty: either way not conch's to remove
   }
 }
 
 /**
- * Remove the placeholders that conch processes which are gone left behind. `inUse(path)`: this
- * process has a command running that holds the path as it is; such a record is kept for later.
- * Never throws.
+ * Remove what dead processes left, except placeholders a live process (or `inUse`: this one) uses,
+ * and drop their files. Never throws.
  */
-export function recoverLeftovers(inUse: (path: string) => boolean): void {
-  try {
-    const me = identity();
-    const dir = me && recordsDir();
-    if (!me || !dir) return;
-    for (const name of readdirSync(dir)) {
-      if (name.startsWith(me.name) || owner(name, me) !== 'dead') continue;
-      try {
-        recoverFile(join(dir, name), inUse);
-      } catch {
-        // another process is recovering the same file; whatever is left, a later command sees
-      }
+export function recoverDead(others: OtherRecords, inUse: (record: PlaceholderRecord) => boolean): void {
+  for (const { file, records } of others.dead) {
+    for (const record of records) {
+      if (inUse(record) || others.live.some((used) => sameRecord(used, record))) continue;
+      removePlaceholder(record);
     }
-  } catch {
-    // recovery is best effort; the command itself does not depend on it
+    removeFile(file);
   }
-}
-
-function recoverFile(file: string, inUse: (path: string) => boolean): void {
-  if (!file.endsWith('.json')) {
-    removeFile(file); // staging left by a process killed before its rename
-    return;
-  }
-  let records: unknown;
-  try {
-    records = JSON.parse(readFileSync(file, 'utf8'));
-  } catch {
-    records = [];
-  }
-  const kept: PlaceholderRecord[] = [];
-  for (const record of Array.isArray(records) ? records.filter(isRecord) : []) {
-    if (inUse(record.path)) kept.push(record);
-    else removeLeftover(record);
-  }
-  if (kept.length === 0) removeFile(file);
-  else writeAtomically(file, JSON.stringify(kept));
+  others.dead = [];
 }

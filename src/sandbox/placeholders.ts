@@ -1,48 +1,59 @@
 // Placeholders: empty files or directories conch creates on the host at a protected name that does
-// not exist yet, so bubblewrap has something to bind read-only over it. They must not outlive the
-// commands that need them, and several sandboxed commands may overlap (background jobs, parallel
-// tool calls), so they are reference-counted per path within this process.
+// not exist yet, so bubblewrap has something to bind read-only over it (a mount needs a mount point,
+// and the workspace is the host's directory).
 //
-// Every operation is synchronous on purpose: a handful of local syscalls, done without yielding to
-// the event loop, so "last release removes it" can never interleave with "next acquire reuses it"
-// (no lock needed), and it is several times faster than the promise-based fs calls.
+// They are held by a scope (PlaceholderScope): a run keeps one for all its commands, so each
+// placeholder is created once per run, on the first command that needs it, and removed when the run
+// ends and its last command is over; not a dozen files created and removed around every command,
+// which file watchers and a concurrent `git add -A` would see. A command without a run (`conch
+// sandbox run`) gets a scope of its own.
+//
+// Every use is counted: per scope within this process (entries), and across the user's conch
+// processes through their records (placeholder-records.ts), so a run that ends never removes a
+// placeholder another run still binds. All of it is synchronous on purpose: a handful of local
+// syscalls, done without yielding to the event loop and under the user lock (user-lock.ts), so
+// "last use ends, remove it" can never interleave with "it exists, use it".
 //
 // Removal is conservative: only the very inode conch created, and only while it is still empty. If
 // the user (or another process) put something there in the meantime, it is theirs and stays.
 //
 // File placeholders are mode 0444. When conch does not run as root, those made together share one
 // inode: the first is created, the others are hard links to it (creating an inode costs ~40x a link
-// on a journaling filesystem, and a command may need a dozen placeholders). The mode keeps the user's
-// in-place writes out, so nothing written to one name can appear under another; an editor that saves
-// by rename replaces the inode and keeps its file. Root ignores file modes, so as root every
-// placeholder gets its own inode (slower, and nothing is ever shared).
+// on a journaling filesystem). The mode keeps the user's in-place writes out, so nothing written to
+// one name can appear under another; an editor that saves by rename replaces the inode and keeps its
+// file. Root ignores file modes, so as root every placeholder gets its own inode.
 //
-// Limits, honestly: the count is per process. Two conch processes on one workspace each create or
-// reuse what they find; a placeholder of the other process looks like a real path and is simply
-// protected. If conch is killed without running its exit hook (SIGKILL), its placeholders stay
-// behind until the next sandboxed command of any conch process of the same user removes them:
-// every process records what it holds (placeholder-records.ts), and recoverPlaceholders() clears
-// what dead processes left, without touching anything a user changed since.
-import { closeSync, linkSync, lstatSync, mkdirSync, openSync, realpathSync, rmdirSync, unlinkSync, type Stats } from 'node:fs';
+// A directory conch may not write (a root-owned checkout, a read-only mount) gets no placeholder:
+// what conch cannot create there, a sandboxed command (same user, no capabilities) cannot either.
+// The exception is a directory of the user's own that lacks write permission: a command could
+// chmod it back, so conch refuses to run commands there rather than leave the names open.
+import { closeSync, linkSync, lstatSync, mkdirSync, opendirSync, openSync, realpathSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import { recoverLeftovers, saveRecords, type PlaceholderRecord } from './placeholder-records.ts';
+import { killAllNow } from '../process/spawn.ts';
+import {
+  readOthers,
+  recoverDead,
+  removePlaceholder,
+  sameRecord,
+  saveRecords,
+  untouched,
+  type OtherRecords,
+  type PlaceholderRecord,
+} from './placeholder-records.ts';
 import { ProtectedPathError, type PathKind } from './protected-paths.ts';
+import { withUserLock } from './user-lock.ts';
 
 interface Entry extends PlaceholderRecord {
+  /** Scopes of this process holding it. */
   count: number;
 }
 
-export interface PlaceholderLease {
-  readonly path: string;
-  /** True when the path is a placeholder of this process; false: something that existed, held as it is. */
-  readonly placeholder: boolean;
-  /** Drop this reference; the last one removes the placeholder. Safe to call twice. */
-  release(): void;
+export interface PlaceholderTarget {
+  path: string;
+  kind: PathKind;
 }
 
 const entries = new Map<string, Entry>();
-/** Existing paths that running commands of this process hold as they are, with counts. */
-const held = new Map<string, number>();
 /** entries changed since the record was last written */
 let dirty = false;
 const SHARE_INODES = process.getuid?.() !== 0;
@@ -51,54 +62,208 @@ let exitHookInstalled = false;
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  // A normal exit with commands still running (or a caller that forgot release) must not leave
-  // placeholders in the user's workspace.
+  // A normal exit with commands still running (an abandoned call) must not leave placeholders in
+  // the user's workspace, and must not leave them unprotected for a moment either: the commands go
+  // first, then what held their protected names.
   process.on('exit', () => {
+    killAllNow();
     const all = [...entries.values()];
     entries.clear();
-    saveRecords([]);
-    for (const entry of all) remove(entry);
+    dirty = true;
+    locked(() => finish(all));
   });
 }
 
-function same(info: Stats, entry: Entry): boolean {
-  return info.dev === entry.dev && info.ino === entry.ino;
+/** Run under the user lock; where there is none (see user-lock.ts), as this process alone. */
+function locked<T>(work: () => T): T {
+  const result = withUserLock(work);
+  return result.locked ? result.value : work();
 }
 
-function remove(entry: Entry): void {
-  const { path } = entry;
+function identityOf(path: string, kind: PathKind, info: Stats): PlaceholderRecord {
+  return { path, kind, dev: info.dev, ino: info.ino, mode: info.mode & 0o7777, birth: info.birthtimeMs };
+}
+
+function lstatOrNull(path: string): Stats | null {
   try {
-    const info = lstatSync(path);
-    if (!same(info, entry)) return;
-    if (entry.kind === 'dir') rmdirSync(path);
-    else if (info.size === 0) unlinkSync(path);
+    return lstatSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    throw error;
+  }
+}
+
+/** Write this process's record if placeholders were created, adopted or dropped since the last write. */
+function record(): void {
+  if (!dirty) return;
+  dirty = false;
+  saveRecords([...entries.values()].map(({ count: _count, ...item }) => item));
+}
+
+/** Drop placeholders from this process's record, then remove those no other live process uses. */
+function finish(gone: PlaceholderRecord[], others?: OtherRecords): void {
+  record();
+  if (gone.length === 0) return;
+  const live = (others ?? readOthers()).live;
+  for (const item of gone) if (!live.some((used) => sameRecord(used, item))) removePlaceholder(item);
+}
+
+/** Could what is at this path be a placeholder (an empty file, or an empty directory)? */
+function mayBePlaceholder(path: string, info: Stats): boolean {
+  if (info.isFile()) return info.size === 0;
+  if (!info.isDirectory()) return false;
+  return info.nlink <= 2 && isEmptyDir(path);
+}
+
+function isEmptyDir(path: string): boolean {
+  try {
+    const dir = opendirSync(path);
+    try {
+      return dir.readSync() === null;
+    } finally {
+      dir.closeSync();
+    }
   } catch {
-    // gone already, or no longer empty: either way nothing of ours to remove
+    return false;
   }
 }
 
 /**
- * Every protected path a command needs goes through here, existing or not:
- * - a live placeholder of ours: shared (count + 1);
- * - something real: held as it is (counted, so recovery leaves it alone), never removed;
- * - nothing: a placeholder is created.
- * Deciding "real or ours" anywhere else would race with the release of another command.
- * The parent must already be a real directory (it is re-checked: no placeholder through a symlink).
- * Call recordPlaceholders() once the command's placeholders are made.
+ * The placeholders of one run (or one command). begin() before each command and end() after it;
+ * close() once the run is over: the placeholders go when the last command has ended.
  */
-export function acquirePlaceholder(path: string, kind: PathKind, linkTo?: string): PlaceholderLease {
-  installExitHook();
-  const existing = entries.get(path);
-  if (existing) {
-    existing.count++;
-    return lease(path, true);
+export class PlaceholderScope {
+  /** Paths whose entry this scope counts. */
+  private readonly mine = new Set<string>();
+  /** Existing paths found not to be placeholders, by inode, so they are not examined again. */
+  private readonly real = new Map<string, number>();
+  private active = 0;
+  private closing = false;
+  private recovered = false;
+
+  begin(): void {
+    this.active++;
+    this.closing = false;
   }
-  try {
-    lstatSync(path);
-    return hold(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+
+  end(): void {
+    this.active = Math.max(0, this.active - 1);
+    if (this.closing && this.active === 0) this.releaseAll();
   }
+
+  /** Release everything once no command of this scope runs; the scope can be used again later. */
+  close(): void {
+    this.closing = true;
+    if (this.active === 0) this.releaseAll();
+  }
+
+  /** Paths this scope holds a placeholder at (for tests and diagnostics). */
+  paths(): string[] {
+    return [...this.mine];
+  }
+
+  /**
+   * Hold every target until the scope is released: a placeholder where nothing exists, the thing
+   * itself where something does. Returns the targets to mount; the rest are absent names in a
+   * directory nobody here can write (see the top of this file). The parent of each target must be a
+   * real directory (it is re-checked: no placeholder through a symlink).
+   */
+  hold(targets: PlaceholderTarget[]): PlaceholderTarget[] {
+    installExitHook();
+    const todo = targets.filter((target) => !this.covers(target));
+    if (todo.length === 0 && this.recovered) return targets;
+    const skipped = locked(() => this.acquire(todo));
+    return skipped.size === 0 ? targets : targets.filter((target) => !skipped.has(target.path));
+  }
+
+  /** Already held as it is on disk now, so nothing to do (the common case from the second command on). */
+  private covers(target: PlaceholderTarget): boolean {
+    const info = lstatOrNull(target.path);
+    if (!info) return false;
+    if (this.mine.has(target.path)) {
+      const entry = entries.get(target.path);
+      return !!entry && info.dev === entry.dev && info.ino === entry.ino;
+    }
+    if (this.real.get(target.path) === info.ino) return true;
+    if (mayBePlaceholder(target.path, info)) return false;
+    this.real.set(target.path, info.ino);
+    return true;
+  }
+
+  /** Under the lock: adopt, create or accept each target; then recover what dead processes left. */
+  private acquire(todo: PlaceholderTarget[]): Set<string> {
+    const others = readOthers();
+    const skipped = new Set<string>();
+    let linkTo: string | undefined;
+    for (const target of todo) {
+      const { path, kind } = target;
+      const info = lstatOrNull(path);
+      const entry = entries.get(path);
+      if (info) {
+        const known =
+          entry && info.dev === entry.dev && info.ino === entry.ino ? entry : untouched([...others.live, ...others.dead.flatMap((d) => d.records)], path, info);
+        if (known) this.count(known);
+        else this.real.set(path, info.ino);
+        continue;
+      }
+      const made = create(path, kind, linkTo);
+      if (made === 'unwritable') {
+        skipped.add(path);
+        continue;
+      }
+      if (made === 'exists') {
+        // made meanwhile by the user or a running command: theirs, held as it is
+        this.real.set(path, lstatSync(path).ino);
+        continue;
+      }
+      if (kind === 'file') linkTo ??= path;
+      this.count(identityOf(path, kind, made));
+    }
+    record();
+    this.recovered = true;
+    recoverDead(others, (item) => {
+      const entry = entries.get(item.path);
+      return !!entry && sameRecord(entry, item);
+    });
+    return skipped;
+  }
+
+  /** Count this scope as a user of the placeholder `item` (ours, another process's, or new). */
+  private count(item: PlaceholderRecord): void {
+    const entry = entries.get(item.path);
+    const counted = this.mine.has(item.path);
+    if (entry && sameRecord(entry, item)) {
+      if (!counted) entry.count++;
+    } else {
+      // new, adopted, or made again after ours vanished: the identity on disk is what is removed later
+      entries.set(item.path, { ...item, count: (entry?.count ?? 0) + (counted ? 0 : 1) });
+      dirty = true;
+    }
+    this.mine.add(item.path);
+  }
+
+  private releaseAll(): void {
+    this.closing = false;
+    this.real.clear();
+    if (this.mine.size === 0) return;
+    const gone: PlaceholderRecord[] = [];
+    for (const path of this.mine) {
+      const entry = entries.get(path);
+      if (!entry || --entry.count > 0) continue;
+      entries.delete(path);
+      dirty = true;
+      gone.push(entry);
+    }
+    this.mine.clear();
+    locked(() => finish(gone));
+  }
+}
+
+/**
+ * Create the placeholder; its lstat. 'unwritable': the directory is not writable for this user and
+ * no sandboxed command can make it so, so the name needs no placeholder.
+ */
+function create(path: string, kind: PathKind, linkTo: string | undefined): Stats | 'exists' | 'unwritable' {
   const parent = dirname(path);
   if (realpathSync(parent) !== parent) {
     throw new ProtectedPathError(
@@ -109,18 +274,20 @@ export function acquirePlaceholder(path: string, kind: PathKind, linkTo?: string
     if (kind === 'dir') mkdirSync(path, 0o755);
     else if (!linkTo || !SHARE_INODES || !tryLink(linkTo, path)) closeSync(openSync(path, 'wx', 0o444));
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return hold(path);
-    throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return 'exists';
+    // A read-only mount (EROFS) or an immutable directory (EPERM) stays so for a command without
+    // capabilities; a directory another user owns (EACCES) cannot be chmodded by it.
+    if (code === 'EROFS' || code === 'EPERM' || (code === 'EACCES' && statSync(parent).uid !== process.getuid?.())) return 'unwritable';
+    if (code === 'EACCES') {
+      throw new ProtectedPathError(
+        `conch cannot hold the protected name ${path} read-only: its directory is yours but not writable, and a command could make it writable again. ` +
+          `Make the directory writable (chmod u+w ${parent}), or run with --read-only.`,
+      );
+    }
+    throw new ProtectedPathError(`conch cannot create the placeholder for the protected name ${path}: ${(error as Error).message}`);
   }
-  const info = lstatSync(path);
-  entries.set(path, { path, count: 1, kind, dev: info.dev, ino: info.ino, mode: info.mode & 0o7777, birth: info.birthtimeMs });
-  dirty = true;
-  return lease(path, true);
-}
-
-function hold(path: string): PlaceholderLease {
-  held.set(path, (held.get(path) ?? 0) + 1);
-  return lease(path, false);
+  return lstatSync(path);
 }
 
 /** Link `path` to a live, still empty file placeholder of ours; false when that is not possible. */
@@ -129,7 +296,7 @@ function tryLink(source: string, path: string): boolean {
   if (!entry || entry.kind !== 'file') return false;
   try {
     const info = lstatSync(source);
-    if (!same(info, entry) || info.size !== 0) return false;
+    if (info.dev !== entry.dev || info.ino !== entry.ino || info.size !== 0) return false;
     linkSync(source, path);
     return true;
   } catch (error) {
@@ -138,78 +305,7 @@ function tryLink(source: string, path: string): boolean {
   }
 }
 
-/** Leases hand out their one reference through take(), so releaseAll can batch the record update. */
-const takers = new WeakMap<PlaceholderLease, () => Entry | null>();
-
-function lease(path: string, placeholder: boolean): PlaceholderLease {
-  let released = false;
-  const take = (): Entry | null => {
-    if (released) return null;
-    released = true;
-    return placeholder ? drop(path) : unhold(path);
-  };
-  const item: PlaceholderLease = {
-    path,
-    placeholder,
-    release: () => {
-      const gone = take();
-      if (gone) finish([gone]);
-    },
-  };
-  takers.set(item, take);
-  return item;
-}
-
-function unhold(path: string): null {
-  const count = (held.get(path) ?? 1) - 1;
-  if (count > 0) held.set(path, count);
-  else held.delete(path);
-  return null;
-}
-
-/** One reference less; the entry when that was the last one (for finish to remove). */
-function drop(path: string): Entry | null {
-  const entry = entries.get(path);
-  if (!entry) return null;
-  entry.count--;
-  if (entry.count > 0) return null;
-  entries.delete(path);
-  dirty = true;
-  return entry;
-}
-
-/** Take placeholders out of the record first, then remove them: a record never outlives its file. */
-function finish(gone: Entry[]): void {
-  recordPlaceholders();
-  for (const entry of gone) remove(entry);
-}
-
-/** Release a command's leases with one record update. Safe to call twice. */
-export function releaseAll(leases: PlaceholderLease[]): void {
-  const gone: Entry[] = [];
-  for (const item of leases) {
-    const entry = takers.get(item)?.();
-    if (entry) gone.push(entry);
-  }
-  if (gone.length > 0) finish(gone);
-}
-
-/** Write this process's record if placeholders were created or removed since the last write. */
-export function recordPlaceholders(): void {
-  if (!dirty) return;
-  dirty = false;
-  saveRecords([...entries.values()].map(({ path, kind, dev, ino, mode, birth }) => ({ path, kind, dev, ino, mode, birth })));
-}
-
-/**
- * Remove what conch processes that are gone left behind (see placeholder-records.ts), except paths
- * a running command of this process holds or shares. Cheap when there is nothing to do: one readdir.
- */
-export function recoverPlaceholders(): void {
-  recoverLeftovers((path) => held.has(path) || entries.has(path));
-}
-
-/** Paths with a live placeholder and their counts (for tests and diagnostics). */
+/** Paths with a live placeholder of this process and how many scopes hold each (for tests). */
 export function livePlaceholders(): Map<string, number> {
   return new Map([...entries].map(([path, entry]) => [path, entry.count]));
 }

@@ -43,7 +43,7 @@ export function createBashTool(deps: BashToolDeps): Tool {
       `Default timeout ${defaultTimeout}, maximum ${maxTimeout}. When the command finishes, times out or is cancelled, every process it started is killed, background ones included: do not start servers or daemons expecting them to keep running.`,
       `Output is bounded to about ${Math.round(limits.shell_output_bytes / 1024)} KiB: beyond that the middle is elided and the full output is saved to a log file whose path is given; page through it with the read tool (offset/limit). Shell commands cannot see that file.`,
       'A non-zero exit status is reported, not treated as a failure of the tool. Prefer the read, write and edit tools for files.',
-      'Empty read-only files named like .env.local or HEAD may appear while a command runs: they are the sandbox holding protected names, not real files; ignore them.',
+      'Empty read-only files named like .env.local or HEAD may appear while a run lasts: they are the sandbox holding protected names, not real files; ignore them.',
     ].join(' '),
     parameters,
     async execute(args, ctx: ToolContext): Promise<ToolResult> {

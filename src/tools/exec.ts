@@ -5,6 +5,7 @@ import { isAbsolute, join, relative } from 'node:path';
 import { PolicyError, type ExecOptions, type ExecResult } from './define.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import {
+  PlaceholderScope,
   prepareSandboxed,
   SandboxRequestError,
   SandboxUnavailableError,
@@ -36,6 +37,11 @@ export interface ExecutorSettings {
    * Default: `<tmpDir>-logs`, a sibling the sandbox never mounts.
    */
   logDir?: string;
+  /**
+   * The run's placeholders for absent protected names, kept from the first command to the run's end
+   * (the host closes it). Absent: each command makes and removes its own.
+   */
+  placeholders?: PlaceholderScope;
   /** Builds the sandboxed command; prepareSandboxed unless a host or test substitutes its own. */
   prepare?: (request: SandboxRequest) => Promise<PreparedCommand>;
 }
@@ -88,6 +94,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
           cwd,
           workspace: settings.workspace.root,
           tmpDir: settings.tmpDir,
+          ...(settings.placeholders ? { placeholders: settings.placeholders } : {}),
         });
       } catch (error) {
         // Fail closed: without a working sandbox the command does not run at all.

@@ -1,0 +1,79 @@
+// One lock per user, shared by every conch process of that user: flock(2) on a file in the per-user
+// state directory (user-dir.ts, mode 0700, outside every workspace and invisible to sandboxed
+// commands). The placeholder bookkeeping runs under it, so that "is another process still using this
+// placeholder?" and "remove it" cannot interleave with another process deciding to use it.
+//
+// flock because the kernel drops it when its holder dies, however it dies (SIGKILL included): there
+// is no stale lock to detect or break. Neither Bun nor Node exposes flock, so it is called through
+// bun:ffi; the descriptor is opened close-on-exec, so no command conch starts ever holds it.
+//
+// The work done under the lock is a handful of synchronous syscalls, so waiting is bounded: a holder
+// that does not let go within LOCK_WAIT_MS (a conch stopped with Ctrl-Z inside those microseconds)
+// makes withUserLock report failure instead of hanging the command.
+import { dlopen, FFIType } from 'bun:ffi';
+import { closeSync, openSync } from 'node:fs';
+import { join } from 'node:path';
+import { userStateDir } from './user-dir.ts';
+
+const LOCK_EX = 2;
+const LOCK_NB = 4;
+const LOCK_UN = 8;
+const LOCK_WAIT_MS = 5000;
+
+type Flock = (fd: number, operation: number) => number;
+
+let flock: Flock | null | undefined;
+
+function loadFlock(): Flock | null {
+  if (flock !== undefined) return flock;
+  flock = null;
+  if (process.platform !== 'linux') return flock;
+  for (const name of ['libc.so.6', 'libc.musl-x86_64.so.1', 'libc.musl-aarch64.so.1', 'libc.so']) {
+    try {
+      const lib = dlopen(name, { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
+      return (flock = (fd, operation) => lib.symbols.flock(fd, operation) as number);
+    } catch {
+      // not this libc
+    }
+  }
+  return flock;
+}
+
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+export type LockResult<T> = { locked: true; value: T } | { locked: false; reason: string };
+
+/**
+ * Run `work` holding the user lock. Not locked (no flock here, no shared state directory, or the
+ * lock stayed taken): `work` is not run and the reason is returned, so the caller decides whether
+ * going on without it is safe.
+ */
+export function withUserLock<T>(work: () => T): LockResult<T> {
+  const lock = loadFlock();
+  if (!lock) return { locked: false, reason: 'flock(2) is not available to this process' };
+  const dir = userStateDir();
+  if (!dir.shared) return { locked: false, reason: `the per-user state directory is not shared (${dir.path})` };
+  const path = join(dir.path, 'placeholders.lock');
+  let fd: number;
+  try {
+    fd = openSync(path, 'a', 0o600);
+  } catch (error) {
+    return { locked: false, reason: `cannot open ${path}: ${(error as Error).message}` };
+  }
+  try {
+    const until = Date.now() + LOCK_WAIT_MS;
+    while (lock(fd, LOCK_EX | LOCK_NB) !== 0) {
+      if (Date.now() >= until) {
+        return { locked: false, reason: `another conch process has held ${path} for more than ${LOCK_WAIT_MS / 1000} s (one stopped with Ctrl-Z?)` };
+      }
+      Atomics.wait(pause, 0, 0, 1);
+    }
+    try {
+      return { locked: true, value: work() };
+    } finally {
+      lock(fd, LOCK_UN);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
