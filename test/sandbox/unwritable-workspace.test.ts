@@ -58,7 +58,8 @@ function checked(): Unwritable {
 describe.skipIf(!canRun)('a workspace this user cannot write', () => {
   test('conch sandbox run: the command runs, a write fails as the OS says, nothing is created', async () => {
     const { dir, how } = checked();
-    const before = snapshot(dir);
+    // /usr is far too big to walk; its top level is compared below.
+    const before = dir === '/usr' ? null : snapshot(dir);
     const listed = readdirSync(dir).sort();
     const run = Bun.spawnSync([CONCH, 'sandbox', 'run', '--', 'sh', '-c', 'ls -a; touch new-file'], {
       cwd: dir,
@@ -74,7 +75,8 @@ describe.skipIf(!canRun)('a workspace this user cannot write', () => {
     expect(stderr).not.toContain('conch:');
     expect(stderr).not.toMatch(/\bat .*\.ts:\d+/); // no stack trace
     for (const name of NAMES) expect({ name, exists: existsSync(join(dir, name)) }).toEqual({ name, exists: listed.includes(name) });
-    if (dir !== '/usr') expect(snapshot(dir)).toBe(before);
+    if (before !== null) expect(snapshot(dir)).toBe(before);
+    expect(readdirSync(dir).sort()).toEqual(listed);
   });
 
   test('a run: bash commands work there and the run completes', async () => {
