@@ -8,6 +8,7 @@ import { userToolsDir } from '../plugins/discover.ts';
 import { trustWorkspace } from '../plugins/trust.ts';
 import { TOOL_NAME, type Catalog } from '../tools/catalog.ts';
 import { starterPlugin } from './tools-template.ts';
+import { writePluginTsconfig } from './tools-tsconfig.ts';
 import { stderr, stdout } from './output.ts';
 
 export interface CommandIO {
@@ -83,7 +84,7 @@ export function pluginDiagnostics(reports: PluginReport[], cwd: string): string[
     .map((r) => `conch: plugin ${displayPath(r.path, cwd)} ${r.status}: ${r.reason ?? ''}`.trimEnd());
 }
 
-/** Write a commented starter plugin to <configDir>/tools/<name>.ts; never overwrites. */
+/** Write a commented starter plugin to <configDir>/tools/<name>.ts (never overwrites) and the folder's tsconfig.json. */
 export async function toolsNew(name: string, configDir: string, io: CommandIO = defaultIO): Promise<number> {
   const dir = userToolsDir(configDir);
   if (!TOOL_NAME.test(name)) {
@@ -99,7 +100,14 @@ export async function toolsNew(name: string, configDir: string, io: CommandIO = 
     io.err(code === 'EEXIST' ? `conch: ${file} already exists; pick another name or edit that file\n` : `conch: cannot write ${file}: ${(error as Error).message}\n`);
     return EXIT_CODES.setup_error;
   }
-  io.out(`created ${file}\nedit it, then run \`conch tools\` to check that it loads\n`);
+  const lines = [`created ${file}`];
+  try {
+    const types = await writePluginTsconfig(dir);
+    lines.push(types.written ? `wrote ${types.path}: editor types for 'conch' imports` : `kept your ${types.path}`);
+  } catch (error) {
+    io.err(`conch: cannot write ${join(dir, 'tsconfig.json')} (editor types only; the plugin works without it): ${(error as Error).message}\n`);
+  }
+  io.out(`${lines.join('\n')}\nedit it, then run \`conch tools\` to check that it loads\n`);
   return 0;
 }
 

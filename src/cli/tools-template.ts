@@ -3,7 +3,7 @@
 export function starterPlugin(name: string): string {
   return `// A conch plugin: this file is a tool the model can call, loaded at every start.
 // No build step and no node_modules needed: 'conch' and 'typebox' are provided by conch itself.
-// Check that it loads with \`conch tools\`.
+// Check that it loads with \`conch tools\`. The tsconfig.json beside it gives editors the types.
 import { defineTool, Type } from 'conch';
 
 export default defineTool({
@@ -20,7 +20,8 @@ export default defineTool({
   // args is typed from the schema. ctx gives:
   //   ctx.cwd                            the workspace root
   //   ctx.signal                         aborted on cancel or deadline: pass it on, or check it
-  //   ctx.workspace.resolve(p, 'read')   a path checked against the workspace policy
+  //   await ctx.workspace.resolve(p, 'read')  async (await it): the canonical path if the policy
+  //                                      lets you read p ('write' to write it), else a PolicyError
   //   ctx.exec(command, { timeoutMs })   a shell command under the same sandbox and limits as bash
   //   ctx.update('…')                    progress shown to the user
   // Return a string, any JSON value, or { content: [{ type: 'text', text }], isError: true }.

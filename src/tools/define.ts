@@ -53,8 +53,9 @@ export interface WorkspaceAccess {
   /** Canonical workspace root. */
   readonly root: string;
   /**
-   * Resolve a path for reading or writing under the active policy. Returns the canonical absolute
-   * path, or throws a PolicyError naming the rule.
+   * Resolve a path for reading or writing under the active policy. Async: `await` it; the promise
+   * itself handed to fs fails with "path must be a string". Resolves to the canonical absolute
+   * path, or rejects with a PolicyError naming the rule.
    */
   resolve(path: string, mode: 'read' | 'write'): Promise<string>;
   /** The workspace-relative display form of an absolute path (absolute if outside). */

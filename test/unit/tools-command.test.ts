@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import type { PluginSettings } from '../../src/config/types.ts';
 import { toolsList, toolsNew, trustCommand, type CommandIO } from '../../src/cli/tools-command.ts';
 import { Catalog } from '../../src/tools/catalog.ts';
+import { pluginTsconfig, TSCONFIG_MARK } from '../../src/cli/tools-tsconfig.ts';
 import { loadPlugins } from '../../src/plugins/load.ts';
 import { defineTool, Type } from '../../src/index.ts';
 import type { Tool } from '../../src/tools/define.ts';
@@ -135,6 +136,58 @@ describe('conch tools new', () => {
     const bad = capture();
     expect(await toolsNew('My-Tool', newConfig, bad)).toBe(2);
     expect(bad.stderr()).toContain("invalid tool name 'My-Tool'");
+  });
+});
+
+describe('editor types for plugins', () => {
+  const tsc = join(import.meta.dir, '../../node_modules/.bin/tsc');
+  async function typecheck(dir: string): Promise<{ code: number; out: string }> {
+    const proc = Bun.spawn([tsc, '-p', dir], { cwd: dir, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
+    const [out, err, code] = await Promise.all([new Response(proc.stdout).text(), new Response(proc.stderr).text(), proc.exited]);
+    return { code, out: out + err };
+  }
+
+  test("`conch tools new` writes a tsconfig.json with which tsc resolves the starter's 'conch' import", async () => {
+    const config = join(root, 'types-config');
+    const dir = join(config, 'tools');
+    const io = capture();
+    expect(await toolsNew('typed', config, io)).toBe(0);
+    expect(io.stdout()).toContain(`wrote ${join(dir, 'tsconfig.json')}: editor types for 'conch' imports`);
+    const written = await readFile(join(dir, 'tsconfig.json'), 'utf8');
+    expect(written).toStartWith(TSCONFIG_MARK);
+    expect(await typecheck(dir)).toEqual({ code: 0, out: '' });
+
+    // The types are conch's own, not `any`: handing the un-awaited resolve() to fs is caught, and
+    // typebox subpaths resolve too.
+    await writeFile(
+      join(dir, 'careless.ts'),
+      `import { readFile } from 'node:fs/promises';
+import { Value } from 'typebox/value';
+import { defineTool, Type } from 'conch';
+export default defineTool({ name: 'careless', description: 'x', parameters: Type.Object({ p: Type.String() }),
+  async execute({ p }, ctx) { Value.Check(Type.String(), p); const path: string = ctx.workspace.resolve(p, 'read'); return readFile(path, 'utf8'); } });
+`,
+    );
+    const careless = await typecheck(dir);
+    expect(careless.code).not.toBe(0);
+    expect(careless.out).toContain("careless.ts(5,");
+    expect(careless.out).toContain("Type 'Promise<string>' is not assignable to type 'string'");
+    expect(careless.out.split('\n').filter((l) => l.includes('error TS'))).toHaveLength(1);
+  }, 60_000);
+
+  test("a second `tools new` refreshes conch's tsconfig.json but never replaces the user's own", async () => {
+    const config = join(root, 'types-own');
+    const dir = join(config, 'tools');
+    expect(await toolsNew('first', config, capture())).toBe(0);
+    await writeFile(join(dir, 'tsconfig.json'), `${TSCONFIG_MARK}\n{ "stale": true }\n`);
+    expect(await toolsNew('second', config, capture())).toBe(0);
+    expect(await readFile(join(dir, 'tsconfig.json'), 'utf8')).toBe(pluginTsconfig());
+
+    await writeFile(join(dir, 'tsconfig.json'), '{ "mine": true }\n');
+    const io = capture();
+    expect(await toolsNew('third', config, io)).toBe(0);
+    expect(io.stdout()).toContain(`kept your ${join(dir, 'tsconfig.json')}`);
+    expect(await readFile(join(dir, 'tsconfig.json'), 'utf8')).toBe('{ "mine": true }\n');
   });
 });
 
