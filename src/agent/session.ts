@@ -124,7 +124,8 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   if ((!config.unrestricted || policyPinsSandbox) && catalog.has('bash')) {
     const status = await probeSandbox();
     // The label is what the run header and the --json envelope show: the backend and what narrows it.
-    const traits = [sandbox.profile === 'read-only' ? 'read-only' : null, sandbox.network ? null : 'no network'].filter(Boolean);
+    const readOnly = config.readOnlyWhy ? `read-only: ${config.readOnlyWhy} (--allow-home-writes to write)` : 'read-only';
+    const traits = [sandbox.profile === 'read-only' ? readOnly : null, sandbox.network ? null : 'no network'].filter(Boolean);
     sandboxLabel = status.ok ? [status.backend, ...traits].join(', ') : `unavailable (${status.backend})`;
     if (!status.ok) {
       // Fail closed: no sandbox, no shell. The model is not offered a tool that can only refuse.
@@ -181,7 +182,8 @@ export async function openSession(config: Config, options: SessionOptions): Prom
 function narrowCatalog(catalog: Catalog, config: Config): void {
   const t = config.tools;
   if (!t.filesystem) for (const name of ['read', 'write', 'edit']) catalog.remove(name, 'filesystem tools are off (--no-filesystem)');
-  if (t.readOnly) for (const name of ['write', 'edit']) catalog.remove(name, 'the run is read-only (--read-only)');
+  const why = config.readOnlyWhy ? `${config.readOnlyWhy} (--allow-home-writes)` : '--read-only';
+  if (t.readOnly) for (const name of ['write', 'edit']) catalog.remove(name, `the run is read-only (${why})`);
   if (!t.shell) catalog.remove('bash', 'the shell is off (--no-shell)');
   for (const { name, rule } of t.denied) catalog.remove(name, `denied by policy rule '${rule}'`);
   if (t.only) {

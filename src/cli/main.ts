@@ -11,7 +11,7 @@ const argv = process.argv.slice(2);
 // cac registers dashed boolean flags under their camelCase name, so its parser does not know they
 // are booleans and `--read-only fix it` would eat "fix it" as the flag's value. Spelling the value
 // out keeps the task where it belongs.
-const DASHED_BOOLEANS = new Set(['--read-only', '--project-tools', '--stop-on-deny', '--trace-content']);
+const DASHED_BOOLEANS = new Set(['--read-only', '--allow-home-writes', '--project-tools', '--stop-on-deny', '--trace-content']);
 const parseArgv = process.argv.map((arg, i) => (i >= 2 && DASHED_BOOLEANS.has(arg) ? `${arg}=true` : arg));
 
 function globalOptions(command: ReturnType<ReturnType<typeof cac>['command']>) {
@@ -27,6 +27,7 @@ function globalOptions(command: ReturnType<ReturnType<typeof cac>['command']>) {
     .option('--no-shell', 'No bash tool; plugins cannot run commands')
     .option('--no-filesystem', 'No read, write or edit tools')
     .option('--read-only', 'No write or edit; shell commands run under the read-only sandbox profile')
+    .option('--allow-home-writes', 'Let a run in (or above) your home directory write; ~/.ssh, shell start-up files stay protected')
     .option('--tools <list>', 'Exactly these tools, comma-separated')
     .option('--no-plugins', 'Load no plugins')
     .option('--tools-dir <dir>', 'Also load plugins from DIR (repeatable)')
@@ -108,6 +109,7 @@ function toFlags(o: Record<string, unknown>): CliFlags {
     filesystem: given('--no-filesystem') ? false : undefined,
     plugins: given('--no-plugins') ? false : undefined,
     readOnly: o.readOnly ? true : undefined,
+    allowHomeWrites: o.allowHomeWrites ? true : undefined,
     tools: o.tools === undefined ? undefined : String(o.tools),
     toolsDir: list(o.toolsDir),
     plugin: list(o.plugin),

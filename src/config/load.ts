@@ -18,6 +18,7 @@ import type { RetryPolicy } from '../providers/types.ts';
 import type { SandboxProfileName } from '../sandbox/index.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { canonical, inside, mergePolicy, type PolicyLayer } from './layers.ts';
+import { homeGuard } from './home.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
 import type { ShellRules } from '../policy/command-rules.ts';
 import { type CliFlags, type Config, ConfigError } from './types.ts';
@@ -224,6 +225,17 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   policy.workspace.protectedGlobs.push(...own);
   policy.sandbox.protectedGlobs.push(...own);
   refuseOwnDirRoots(policy.workspace.writableRoots, ownDirs);
+  const homeRun = homeGuard(cwd, home, flags);
+  if (homeRun) {
+    for (const globs of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {
+      globs.push(...homeRun.globs.filter((g) => !globs.includes(g)));
+    }
+    if (homeRun.readOnlyWhy) {
+      policy.tools.readOnly = true;
+      policy.sandbox.profile = 'read-only';
+    }
+    warnings.push(homeRun.warning);
+  }
   // Command rules need to know where commands can swap a directory for a link (command-rules.ts).
   const shellRules: ShellRules | null = policy.shellRules && { layers: policy.shellRules, mutableRoots: [cwd, ...policy.sandbox.writableRoots, '/tmp'] };
   return {
@@ -233,6 +245,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     provider: provider && { ...provider, modelOutputBytes: limits.model_output_bytes },
     limits,
     unrestricted: flags.unrestricted === true,
+    ...(homeRun?.readOnlyWhy && { readOnlyWhy: homeRun.readOnlyWhy }),
     sandbox: policy.sandbox,
     workspace: policy.workspace,
     tools: policy.tools,

@@ -19,6 +19,7 @@ export interface CliFlags {
   filesystem?: boolean; // --no-filesystem sets false
   plugins?: boolean; // --no-plugins sets false
   readOnly?: boolean;
+  allowHomeWrites?: boolean; // --allow-home-writes: a workspace containing $HOME may be written (config/home.ts)
   tools?: string; // --tools a,b,c
   toolsDir?: string[]; // --tools-dir (repeatable)
   plugin?: string[]; // --plugin NAME (first-party, repeatable)
@@ -65,6 +66,8 @@ export interface Config {
   provider: ProviderConfig | null;
   limits: Limits;
   unrestricted: boolean;
+  /** Set when the run is read-only for a reason other than a flag or policy (config/home.ts); for the header. */
+  readOnlyWhy?: string;
   sandbox: SandboxSettings;
   workspace: {
     protectedGlobs: string[];

@@ -181,7 +181,7 @@ export class Workspace implements WorkspaceAccess {
       throw new PolicyError(
         'workspace.protected',
         `'${this.display(isInside(lexical, this.root) ? lexical : canonical)}' is protected (matches '${glob}'); ` +
-          `conch does not modify .git, .conch or .env files. Leave it as it is; only the user can lift this (conch --unrestricted).`,
+          `conch does not modify protected paths (.git, .conch, .env files, keys and shell start-up files in a home directory, and what the config protects). Leave it as it is; only the user can lift this (conch --unrestricted).`,
       );
     }
   }

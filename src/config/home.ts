@@ -1,0 +1,45 @@
+// A workspace that is, or contains, the user's home directory (conch started in ~ or in /). There a
+// restricted run could write ~/.ssh/authorized_keys or append to ~/.profile, and so act outside
+// every later run's sandbox. Such a run is read-only unless the user opts in (--allow-home-writes),
+// and even then the files that log a user in or run at each shell start stay protected like .git.
+import { relative } from 'node:path';
+import { canonical, inside } from './layers.ts';
+
+/** Home-relative paths a run in the home directory never writes: keys, and what shells run at start. */
+export const HOME_PROTECTED = {
+  dirs: ['.ssh', '.gnupg', '.config/conch', '.config/fish'],
+  files: [
+    '.profile', '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.bash_aliases',
+    '.zshenv', '.zshrc', '.zprofile', '.zlogin', '.zlogout',
+    '.login', '.logout', '.cshrc', '.tcshrc', '.kshrc', '.mkshrc', '.inputrc', '.pam_environment',
+  ],
+} as const;
+
+export interface HomeGuard {
+  /** Workspace-relative protected globs for the paths above. */
+  globs: string[];
+  /** Why the run is read-only (for the header and a warning), or null when writes are allowed. */
+  readOnlyWhy: string | null;
+  warning: string;
+}
+
+/** null when the workspace does not contain the home directory (or the run is unrestricted). */
+export function homeGuard(cwd: string, home: string, flags: { unrestricted?: boolean; allowHomeWrites?: boolean }): HomeGuard | null {
+  if (flags.unrestricted || !home) return null;
+  const root = canonical(cwd);
+  const h = canonical(home);
+  if (!inside(h, root)) return null;
+  const rel = relative(root, h);
+  const at = (p: string) => (rel ? `${rel}/${p}` : p);
+  const globs = [...HOME_PROTECTED.dirs.flatMap((d) => [at(d), `${at(d)}/**`]), ...HOME_PROTECTED.files.map(at)];
+  const where = rel ? `contains your home directory ${h}` : 'is your home directory';
+  const kept = '~/.ssh, ~/.gnupg, the shell start-up files and ~/.config/conch stay protected';
+  if (flags.allowHomeWrites) {
+    return { globs, readOnlyWhy: null, warning: `the workspace ${where}; writes are allowed (--allow-home-writes), but ${kept}.` };
+  }
+  return {
+    globs,
+    readOnlyWhy: `the workspace ${where}`,
+    warning: `the workspace ${where}, so this run is read-only. Pass --allow-home-writes to let it write (${kept}), or start conch in a project folder.`,
+  };
+}

@@ -1,0 +1,111 @@
+// conch started in the home directory (or above it): read-only unless --allow-home-writes, and even
+// then ~/.ssh, ~/.gnupg, the shell start-up files and ~/.config/conch stay protected, for the file
+// tools and for sandboxed commands. Real CLI, real bwrap; the host is checked afterwards.
+import { describe, expect, test } from 'bun:test';
+import { existsSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { openaiEnv, runConch, useHarness } from '../support/cli.ts';
+
+const harness = useHarness(async (d) => {
+  await writeFile(join(d.workspace, '.profile'), 'original profile\n');
+  await writeFile(join(d.workspace, '.bashrc'), 'original bashrc\n');
+});
+
+const run = (args: string[], home = harness.dirs.workspace) =>
+  runConch({ dirs: harness.dirs, args: ['--model', 'openai/test-model', ...args], env: { ...openaiEnv(harness.server.openaiBaseUrl), HOME: home } });
+
+const toolNames = (body: any): string[] => (body.tools ?? []).map((t: any) => t.function?.name ?? t.name).sort();
+const toolResults = (): string[] =>
+  (harness.server.requests.at(-1)!.body.messages ?? [])
+    .filter((m: any) => m.role === 'tool')
+    .map((m: any) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content)));
+const bash = (command: string) => ({ name: 'bash', arguments: { command } });
+const ws = (...p: string[]) => join(harness.dirs.workspace, ...p);
+
+describe('a workspace that is the home directory', () => {
+  test('is read-only by default, and says why', async () => {
+    harness.server.script([
+      { toolCalls: [bash('echo evil >> .profile; echo "profile rc=$?"'), bash('touch made-here; echo "touch rc=$?"')] },
+      { text: 'done' },
+    ]);
+    const r = await run(['--json', 'go']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(`conch: the workspace is your home directory, so this run is read-only. Pass --allow-home-writes`);
+    const envelope = JSON.parse(r.stdout);
+    expect(envelope.sandbox).toContain('read-only: the workspace is your home directory');
+    expect(toolNames(harness.server.requests[0]!.body)).toEqual(['bash', 'read']);
+    const [profile, touch] = toolResults();
+    expect(profile).not.toContain('profile rc=0');
+    expect(touch).not.toContain('touch rc=0');
+    expect(readFileSync(ws('.profile'), 'utf8')).toBe('original profile\n');
+    expect(existsSync(ws('made-here'))).toBe(false);
+  });
+
+  test('with --allow-home-writes: ordinary files are written, keys and shell start-up files are not', async () => {
+    harness.server.script([
+      {
+        toolCalls: [
+          { name: 'write', arguments: { path: 'notes.txt', content: 'mine\n' } },
+          { name: 'write', arguments: { path: '.ssh/authorized_keys', content: 'ssh-ed25519 AAAA evil\n' } },
+          { name: 'write', arguments: { path: '.bash_profile', content: 'evil\n' } },
+          { name: 'edit', arguments: { path: '.bashrc', edits: [{ old_text: 'original', new_text: 'evil' }] } },
+          bash('echo evil >> .profile; echo "profile rc=$?"'),
+          bash('echo evil > .zshrc; echo "zshrc rc=$?"'),
+          bash('mkdir -p .ssh && echo evil >> .ssh/authorized_keys; echo "ssh rc=$?"'),
+          bash('mkdir -p .gnupg/x; echo "gnupg rc=$?"'),
+          bash('echo ok > shell-made.txt; echo "plain rc=$?"'),
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const r = await run(['--allow-home-writes', 'go']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('writes are allowed (--allow-home-writes), but ~/.ssh, ~/.gnupg, the shell start-up files and ~/.config/conch stay protected');
+    expect(toolNames(harness.server.requests[0]!.body)).toEqual(['bash', 'edit', 'read', 'write']);
+    const [notes, keys, bashProfile, bashrc, profile, zshrc, ssh, gnupg, plain] = toolResults();
+    expect(notes).not.toMatch(/denied|protected|refused/i);
+    for (const refused of [keys, bashProfile, bashrc]) expect(refused).toContain("denied by policy rule 'workspace.protected'");
+    expect(profile).toContain('Read-only file system');
+    expect(profile).not.toContain('profile rc=0');
+    expect(zshrc).not.toContain('zshrc rc=0');
+    expect(ssh).not.toContain('ssh rc=0');
+    expect(gnupg).not.toContain('gnupg rc=0');
+    expect(plain).toContain('plain rc=0');
+    // The host: what was allowed is there, nothing protected changed or appeared (placeholders are gone).
+    expect(readFileSync(ws('notes.txt'), 'utf8')).toBe('mine\n');
+    expect(readFileSync(ws('shell-made.txt'), 'utf8')).toBe('ok\n');
+    expect(readFileSync(ws('.profile'), 'utf8')).toBe('original profile\n');
+    expect(readFileSync(ws('.bashrc'), 'utf8')).toBe('original bashrc\n');
+    for (const absent of ['.ssh', '.gnupg', '.bash_profile', '.zshrc']) expect(existsSync(ws(absent))).toBe(false);
+  });
+});
+
+describe('a workspace that contains the home directory', () => {
+  test('is read-only too, and its home paths are protected even with --allow-home-writes', async () => {
+    const home = ws('users', 'me');
+    await mkdir(home, { recursive: true });
+    await writeFile(join(home, '.profile'), 'original profile\n');
+    harness.server.script([{ text: 'looked' }]);
+    const r = await run(['--json', 'go'], home);
+    expect(r.stderr).toContain(`conch: the workspace contains your home directory ${home}, so this run is read-only.`);
+    expect(toolNames(harness.server.requests[0]!.body)).toEqual(['bash', 'read']);
+    expect(JSON.parse(r.stdout).status).toBe('completed');
+
+    harness.server.script([{ toolCalls: [bash('echo evil >> users/me/.profile; echo "rc=$?"'), bash('echo ok > top.txt; echo "rc=$?"')] }, { text: 'done' }]);
+    expect((await run(['--allow-home-writes', 'go'], home)).code).toBe(0);
+    const [profile, top] = toolResults();
+    expect(profile).not.toContain('rc=0');
+    expect(top).toContain('rc=0');
+    expect(readFileSync(join(home, '.profile'), 'utf8')).toBe('original profile\n');
+  });
+});
+
+describe('a workspace inside the home directory', () => {
+  test('is not affected', async () => {
+    harness.server.script([{ text: 'fine' }]);
+    const r = await run(['go'], dirname(harness.dirs.workspace));
+    expect(r.stderr).toBe('');
+    expect(toolNames(harness.server.requests[0]!.body)).toEqual(['bash', 'edit', 'read', 'write']);
+  });
+});
