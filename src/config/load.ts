@@ -170,6 +170,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const named: PluginNames[] = [];
   let model: ModelChoice | undefined;
   let stopOnDeny = false;
+  let sessionsKeep = DEFAULT_SESSIONS_KEEP;
   let pluginsEnabled = flags.plugins !== false;
   const firstParty = new Set<string>();
   const dirs: string[] = [];
@@ -183,6 +184,11 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     }
     if (value.model && !(kind === 'project' && chooser)) model = { value: value.model, source: file, file };
     if (value.policy?.stopOnDeny !== undefined) stopOnDeny = value.policy.stopOnDeny;
+    if (value.sessions?.keep !== undefined) {
+      // A cloned repository must not be able to delete the user's sessions of other projects.
+      if (kind === 'project') warnings.push(`${file}: "sessions.keep" ignored: only your user config decides how many sessions are kept.`);
+      else sessionsKeep = value.sessions.keep;
+    }
     const plugins = Array.isArray(value.plugins) ? { firstParty: value.plugins } : value.plugins;
     if (plugins?.enabled === false) pluginsEnabled = false;
     const names = plugins?.firstParty ?? [];
@@ -220,10 +226,14 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const policy = mergePolicy(layers, cwd);
   // conch's own config and plugin cache hold code conch runs unsandboxed at the next start: when the
   // workspace contains them (conch run from $HOME), nothing in the run may write them.
-  const ownDirs = [configDir, join(cacheHome(env, home), 'conch')];
+  // The session store holds the user's conversations: when the workspace contains it, the tools may
+  // neither write nor read it (and the sandbox hides it from commands, see read-hidden.ts).
+  const sessionsDir = join(stateHome(env, home), 'conch', 'sessions');
+  const ownDirs = [configDir, join(cacheHome(env, home), 'conch'), sessionsDir];
   const own = ownDirGlobs(cwd, ownDirs);
   policy.workspace.protectedGlobs.push(...own);
   policy.sandbox.protectedGlobs.push(...own);
+  policy.workspace.readDeny.push(...ownDirGlobs(cwd, [sessionsDir]));
   refuseOwnDirRoots(policy.workspace.writableRoots, ownDirs);
   const homeRun = homeGuard(cwd, home, flags);
   if (homeRun) {
@@ -253,6 +263,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     shellRules,
     policy: { stopOnDeny, file: flags.policy ? resolve(cwd, flags.policy) : null, denied: policy.denied },
     env: env_,
+    sessions: { dir: sessionsDir, keep: sessionsKeep },
     warnings: [...warnings, ...policy.warnings],
   };
 }
@@ -326,6 +337,14 @@ function limitOverrides(values: string[] | undefined): Partial<Limits> {
   return out;
 }
 
+/** $XDG_STATE_HOME, else ~/.local/state (a relative XDG value is invalid and ignored, as the spec says). */
+export function stateHome(env: Env, home: string): string {
+  return env.XDG_STATE_HOME && isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : join(home, '.local', 'state');
+}
+
+/** Sessions kept at most (config sessions.keep; 0 = no cap): the oldest go when a new one starts. */
+export const DEFAULT_SESSIONS_KEEP = 500;
+
 function cacheHome(env: Env, home: string): string {
   return env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(home, '.cache');
 }
@@ -350,7 +369,7 @@ function refuseOwnDirRoots(roots: string[], ownDirs: string[]): void {
     const hit = ownDirs.map(canonical).find((dir) => inside(dir, r) || inside(r, dir));
     if (hit) {
       throw new ConfigError(
-        `writable root ${root} overlaps conch's own folder ${hit} (config, plugins or their cache), which holds code conch runs outside the sandbox. Allow a narrower folder instead (e.g. a tool's own cache under it).`,
+        `writable root ${root} overlaps conch's own folder ${hit} (config, plugins, their cache or sessions), which holds code conch runs outside the sandbox or your conversations. Allow a narrower folder instead (e.g. a tool's own cache under it).`,
         undefined,
         '--allow-write',
       );

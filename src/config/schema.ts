@@ -89,6 +89,7 @@ export const ConfigFileSchema = Type.Object(
     ),
     shell: Type.Optional(Type.Object({ enabled: Type.Optional(Bool), commands: Type.Optional(CommandsSchema) }, closed)),
     policy: Type.Optional(Type.Object({ stopOnDeny: Type.Optional(Bool) }, closed)),
+    sessions: Type.Optional(Type.Object({ keep: Type.Optional(Count) }, closed)),
   },
   closed,
 );

@@ -94,6 +94,8 @@ export interface Config {
   };
   /** CONCH_TASK_* variables passed to commands. */
   env: Record<string, string>;
+  /** The session store: its directory and how many sessions are kept (0 = no cap). */
+  sessions: { dir: string; keep: number };
   /** Things the user should know that are not errors (e.g. a project root narrowed away); print on stderr. */
   warnings?: string[];
 }

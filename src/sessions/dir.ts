@@ -3,21 +3,17 @@
 // (conch run from $HOME), config/load.ts keeps the tools out of it and the sandbox hides it.
 import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { join } from 'node:path';
+import { stateHome } from '../config/load.ts';
 
 /** A session problem the user can fix (unknown id, another workspace's session, a foreign file). */
 export class SessionError extends Error {
   override name = 'SessionError';
 }
 
-export function stateHome(env: Record<string, string | undefined> = process.env, home = env.HOME || homedir()): string {
-  const xdg = env.XDG_STATE_HOME;
-  // The XDG spec says a relative value is invalid and must be ignored.
-  return xdg && isAbsolute(xdg) ? xdg : join(home, '.local', 'state');
-}
-
+/** Where the store is without loading a config (the same place config/load.ts reports). */
 export function sessionsDir(env: Record<string, string | undefined> = process.env): string {
-  return join(stateHome(env), 'conch', 'sessions');
+  return join(stateHome(env, env.HOME || homedir()), 'conch', 'sessions');
 }
 
 /** Create the directory (0700) or make an existing one private; refuse one that is not ours. */

@@ -11,6 +11,8 @@ import { SECRET_FILE_GLOBS } from './paths.ts';
 export async function hiddenForCommands(config: Config, workspaceRoot: string): Promise<string[]> {
   const hidden = new Set<string>();
   for (const d of config.policy.denied ?? []) if (d.mode === 'read' && d.root) hidden.add(d.root);
+  // The session store is the user's conversations: no command reads or rewrites it, wherever it is.
+  hidden.add(config.sessions.dir);
   const globs = [...config.workspace.readDeny, ...(config.workspace.denySecretFiles ? SECRET_FILE_GLOBS : [])];
   if (globs.length > 0) {
     const matches = picomatch(globs, { dot: true });

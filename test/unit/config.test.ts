@@ -518,6 +518,22 @@ describe("conch's own directories inside the workspace", () => {
     }
   });
 
+  test('run from $HOME: the session store can be neither written nor read by the file tools', async () => {
+    const config = await loadConfig({ cwd: project, env: { HOME: project }, flags: {} });
+    expect(config.sessions.dir).toBe(join(project, '.local', 'state', 'conch', 'sessions'));
+    expect(config.workspace.protectedGlobs).toContain('.local/state/conch/sessions/**');
+    expect(config.workspace.readDeny).toContain('.local/state/conch/sessions/**');
+  });
+
+  test('sessions.keep comes from the user config only; a project config setting it is warned about and ignored', async () => {
+    put(userFile(), { sessions: { keep: 7 } });
+    expect((await load()).sessions.keep).toBe(7);
+    put(projectFile(), { sessions: { keep: 1 } });
+    const config = await load();
+    expect(config.sessions.keep).toBe(7);
+    expect(config.warnings?.join('\n')).toContain('"sessions.keep" ignored');
+  });
+
   test('a config dir elsewhere adds nothing', async () => {
     const config = await load();
     expect(config.workspace.protectedGlobs.some((g) => g.includes('conch'))).toBe(false);

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SessionStore } from '../../src/sessions/store.ts';
 import { loadSession, INTERRUPTED } from '../../src/sessions/load.ts';
-import { sessionsDir, stateHome } from '../../src/sessions/dir.ts';
+import { sessionsDir } from '../../src/sessions/dir.ts';
 import type { PolicySnapshot } from '../../src/sessions/records.ts';
 import type { Outcome } from '../../src/agent/outcome.ts';
 
@@ -83,7 +83,7 @@ describe('session store', () => {
   test('the default location follows XDG_STATE_HOME, else ~/.local/state; a relative XDG value is ignored', () => {
     expect(sessionsDir({ XDG_STATE_HOME: '/x/state', HOME: '/home/u' })).toBe('/x/state/conch/sessions');
     expect(sessionsDir({ HOME: '/home/u' })).toBe('/home/u/.local/state/conch/sessions');
-    expect(stateHome({ XDG_STATE_HOME: 'rel', HOME: '/home/u' })).toBe('/home/u/.local/state');
+    expect(sessionsDir({ XDG_STATE_HOME: 'rel', HOME: '/home/u' })).toBe('/home/u/.local/state/conch/sessions');
   });
 
   test('a truncated last line is skipped with a warning, and the next writer cuts it off before appending', () => {

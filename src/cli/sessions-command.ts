@@ -1,0 +1,126 @@
+// `conch sessions`: list this workspace's sessions, show one's transcript, remove or prune them.
+import { realpathSync } from 'node:fs';
+import { EXIT_CODES } from '../agent/outcome.ts';
+import { parseDuration } from '../config/load.ts';
+import { SessionError, sessionsDir } from '../sessions/dir.ts';
+import { loadSession, type LoadedSession } from '../sessions/load.ts';
+import { SessionStore } from '../sessions/store.ts';
+import { transcript } from '../sessions/transcript.ts';
+import { terminalSafe } from './render.ts';
+import { stderr, stdout } from './output.ts';
+
+export interface SessionsOptions {
+  json: boolean;
+  all: boolean;
+  olderThan?: string;
+}
+
+const USAGE = 'conch sessions [--all] [--json] | sessions show ID [--json] | sessions rm ID | sessions prune --older-than 30d';
+
+export async function sessionsCommand(action: string | undefined, id: string | undefined, options: SessionsOptions): Promise<number> {
+  const store = new SessionStore(sessionsDir(process.env));
+  try {
+    switch (action ?? 'list') {
+      case 'list':
+        return list(store, options);
+      case 'show':
+        if (!id) return usage('conch sessions show ID [--json]');
+        return show(loadSession(store.resolve(id).path), options.json);
+      case 'rm':
+        if (!id) return usage('conch sessions rm ID');
+        stdout.write(`removed session ${store.remove(id)}\n`);
+        return 0;
+      case 'prune': {
+        const ms = options.olderThan === undefined ? null : parseDuration(options.olderThan);
+        if (ms === null) return usage('conch sessions prune --older-than DURATION (e.g. 30d, 12h)');
+        const removed = store.prune({ olderThanMs: ms });
+        stdout.write(`removed ${removed.length} session(s) last active more than ${options.olderThan} ago\n`);
+        return 0;
+      }
+      default:
+        return usage(`unknown 'sessions' action '${action}'; ${USAGE}`);
+    }
+  } catch (error) {
+    if (!(error instanceof SessionError)) throw error;
+    stderr.write(`conch: ${error.message}\n`);
+    return EXIT_CODES.setup_error;
+  }
+}
+
+function list(store: SessionStore, options: SessionsOptions): number {
+  const cwd = realpathSync(process.cwd());
+  const rows = [];
+  for (const file of store.files()) {
+    let loaded: LoadedSession;
+    try {
+      loaded = loadSession(file.path);
+    } catch (error) {
+      if (error instanceof SessionError) stderr.write(`conch: ${error.message}\n`);
+      continue;
+    }
+    if (!options.all && loaded.header.cwd !== cwd) continue;
+    const last = loaded.runs.at(-1);
+    rows.push({
+      id: loaded.header.id,
+      cwd: loaded.header.cwd,
+      created: loaded.header.created,
+      updated: new Date(file.mtimeMs).toISOString(),
+      parent: loaded.header.parent?.id ?? null,
+      turns: loaded.runs.length,
+      outcome: last ? (last.end?.status ?? 'interrupted') : null,
+      task: loaded.runs[0]?.task ?? '',
+    });
+  }
+  if (options.json) {
+    stdout.write(`${JSON.stringify({ sessions: rows }, null, 2)}\n`);
+    return 0;
+  }
+  if (rows.length === 0) {
+    stderr.write(options.all ? 'conch: no sessions stored yet\n' : `conch: no sessions in ${cwd} (conch sessions --all lists every workspace's)\n`);
+    return 0;
+  }
+  for (const r of rows) {
+    const where = options.all ? `  ${r.cwd}` : '';
+    stdout.write(`${r.id}  ${age(Date.parse(r.updated)).padStart(4)}  ${String(r.turns).padStart(3)} turn(s)  ${(r.outcome ?? '-').padEnd(14)} ${oneLine(r.task)}${where}\n`);
+  }
+  return 0;
+}
+
+function show(loaded: LoadedSession, json: boolean): number {
+  for (const warning of loaded.warnings) stderr.write(`conch: ${warning}\n`);
+  const t = transcript(loaded);
+  if (json) {
+    stdout.write(`${JSON.stringify(t, null, 2)}\n`);
+    return 0;
+  }
+  stdout.write(`session ${t.id}  ${t.cwd}  created ${t.created}${t.parent ? `  forked from ${t.parent.id} after ${t.parent.runs} turn(s)` : ''}\n`);
+  for (const [i, run] of t.runs.entries()) {
+    const end = run.outcome ? `${run.outcome.status}${run.outcome.code ? ` (${run.outcome.code})` : ''}` : 'interrupted';
+    stdout.write(`\n── turn ${i + 1} · ${run.time} · ${run.provider}/${run.model} · ${end}\n`);
+    for (const item of run.items) {
+      if (item.type === 'task') stdout.write(`> ${terminalSafe(item.text)}\n`);
+      else if (item.type === 'answer') stdout.write(`${terminalSafe(item.text)}\n`);
+      else stdout.write(`  › ${item.name} ${oneLine(item.arguments)}\n    ${item.isError ? '✗' : '✓'} ${oneLine(item.result)}\n`);
+    }
+    if (run.outcome?.message) stdout.write(`  (${terminalSafe(run.outcome.message)})\n`);
+  }
+  return 0;
+}
+
+function age(ms: number): string {
+  const s = Math.max(0, Math.round((Date.now() - ms) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.round(s / 60)}m`;
+  if (s < 86_400) return `${Math.round(s / 3600)}h`;
+  return `${Math.round(s / 86_400)}d`;
+}
+
+function oneLine(text: string): string {
+  const flat = terminalSafe(text).replace(/\s+/g, ' ').trim();
+  return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
+}
+
+function usage(text: string): number {
+  stderr.write(`conch: usage: ${text}\n`);
+  return EXIT_CODES.setup_error;
+}

@@ -1,0 +1,119 @@
+// What a host does with sessions around its runs, in the order it does it:
+//   planSession      -c / --resume / --fork / --ephemeral → which session, loaded (before config)
+//   policyFlags      the recorded --policy file comes back with a resumed session
+//   narrowConfig     the config now ∩ the recorded policy (before the catalog is built)
+//   openRecording    the file the runs append to, the conversation they continue, header facts
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { SessionFacts } from '../agent/events.ts';
+import type { Journal } from '../agent/loop.ts';
+import type { Outcome } from '../agent/outcome.ts';
+import type { CliFlags, Config } from '../config/types.ts';
+import type { Message } from '../providers/types.ts';
+import { SessionError } from './dir.ts';
+import type { LoadedSession } from './load.ts';
+import { narrowToRecorded, policySnapshot, resumedPolicyFlag } from './policy.ts';
+import { SessionStore } from './store.ts';
+import type { SessionWriter } from './writer.ts';
+
+export interface SessionChoice {
+  /** -c: the latest session of this workspace. */
+  continue?: boolean;
+  /** --resume ID (a unique prefix will do). */
+  resume?: string;
+  /** --fork: a new session from the chosen one. */
+  fork?: boolean;
+  /** --ephemeral: store nothing. */
+  ephemeral?: boolean;
+}
+
+export interface SessionPlan {
+  store: SessionStore;
+  /** Canonical workspace root. */
+  cwd: string;
+  choice: SessionChoice;
+  loaded: LoadedSession | null;
+}
+
+export function planSession(choice: SessionChoice, cwd: string, dir: string): SessionPlan {
+  if (choice.continue && choice.resume !== undefined) throw new SessionError('-c/--continue and --resume ID both choose a session; give one of them.');
+  if (choice.fork && !choice.continue && choice.resume === undefined) {
+    throw new SessionError('--fork needs -c or --resume ID: it says which session to fork.');
+  }
+  const store = new SessionStore(dir);
+  const root = realpathSync(cwd);
+  let loaded: LoadedSession | null = null;
+  if (choice.continue) {
+    const latest = store.latest(root);
+    if (!latest) throw new SessionError(`no earlier session in ${root} to continue; run without -c to start one (\`conch sessions --all\` lists other workspaces').`);
+    loaded = store.loadFor(latest, root);
+  } else if (choice.resume !== undefined) {
+    loaded = store.loadFor(store.resolve(choice.resume), root);
+  }
+  return { store, cwd: root, choice, loaded };
+}
+
+export function policyFlags(plan: SessionPlan, flags: CliFlags): CliFlags {
+  if (!plan.loaded) return flags;
+  return resumedPolicyFlag(flags, plan.loaded.policy, (p) => resolve(plan.cwd, p), plan.loaded.header.id);
+}
+
+export function narrowConfig(plan: SessionPlan, config: Config): string[] {
+  return plan.loaded ? narrowToRecorded(config, plan.loaded.policy) : [];
+}
+
+export interface Recording {
+  /** null under --ephemeral. */
+  id: string | null;
+  /** For run.started (absent under --ephemeral). */
+  facts: SessionFacts | undefined;
+  /** The conversation so far; every run of the session appends to this array. */
+  conversation: Message[];
+  /** Loading notes (a skipped torn line) and write failures, for stderr. */
+  warnings: string[];
+  /** Start a run: its record, and the journal the loop tells each message. */
+  begin(runId: string, provider: { name: string; model: string }): Journal | undefined;
+  finish(outcome: Outcome): void;
+  close(): void;
+}
+
+/** Open the session file (new, continued or forked) once setup has succeeded. */
+export function openRecording(plan: SessionPlan, config: Config, narrowed: string[]): Recording {
+  const { loaded, store, choice } = plan;
+  const warnings = [...(loaded?.warnings ?? [])];
+  const conversation = loaded ? loaded.conversation : [];
+  if (choice.ephemeral) return { id: null, facts: undefined, conversation, warnings, begin: () => undefined, finish() {}, close() {} };
+  const secrets = [
+    ...(config.provider?.apiKey ? [{ name: 'provider key', value: config.provider.apiKey }] : []),
+    ...Object.entries(config.env).map(([name, value]) => ({ name: `--env ${name}`, value })),
+  ];
+  let writer: SessionWriter;
+  if (loaded && !choice.fork) writer = store.continue(loaded, secrets);
+  else {
+    writer = loaded ? store.fork(loaded, secrets) : store.create(plan.cwd, secrets);
+    // A new session may push the oldest beyond the configured cap (sessions.keep).
+    store.prune({ keep: config.sessions.keep, spare: writer.id });
+  }
+  const facts: SessionFacts = { id: writer.id, parent: choice.fork ? loaded!.header.id : null, resumed: loaded !== null, narrowed };
+  const policy = policySnapshot(config);
+  const reportFailure = () => {
+    if (writer.failure && !warnings.includes(writer.failure)) warnings.push(writer.failure);
+  };
+  return {
+    id: writer.id,
+    facts,
+    conversation,
+    warnings,
+    begin(runId, provider) {
+      writer.startRun({ runId, provider: provider.name, model: provider.model, policy });
+      return writer;
+    },
+    finish(outcome) {
+      writer.end(outcome);
+      reportFailure();
+    },
+    close() {
+      writer.close();
+    },
+  };
+}

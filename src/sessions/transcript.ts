@@ -1,0 +1,67 @@
+// A session as a person (or a script) reads it: per turn the task, the answers, each tool call with
+// its result, and how the run ended. Images are named, not dumped.
+import type { LoadedSession } from './load.ts';
+import type { EndRecord, StoredBlock } from './records.ts';
+
+export type TranscriptItem =
+  | { type: 'task'; text: string }
+  | { type: 'answer'; text: string }
+  | { type: 'tool'; callId: string; name: string; arguments: string; result: string; isError: boolean };
+
+export interface TranscriptRun {
+  runId: string;
+  time: string;
+  provider: string;
+  model: string;
+  /** null: the run never recorded its end (killed). */
+  outcome: Omit<EndRecord, 't' | 'runId'> | null;
+  items: TranscriptItem[];
+}
+
+export interface Transcript {
+  id: string;
+  cwd: string;
+  created: string;
+  parent: { id: string; runs: number } | null;
+  runs: TranscriptRun[];
+}
+
+const text = (blocks: StoredBlock[]) => blocks.map((b) => (b.type === 'text' ? b.text : `[image ${b.mediaType}]`)).join('\n');
+
+export function transcript(loaded: LoadedSession): Transcript {
+  const runs: TranscriptRun[] = [];
+  const calls = new Map<string, Extract<TranscriptItem, { type: 'tool' }>>();
+  for (const record of loaded.records) {
+    const run = runs.at(-1);
+    switch (record.t) {
+      case 'run':
+        runs.push({ runId: record.runId, time: record.time, provider: record.provider, model: record.model, outcome: null, items: [] });
+        break;
+      case 'msg':
+        if (!run) break;
+        if (record.m.role === 'user') run.items.push({ type: 'task', text: text(record.m.content) });
+        else {
+          if (record.m.text) run.items.push({ type: 'answer', text: record.m.text });
+          for (const call of record.m.toolCalls ?? []) {
+            const item = { type: 'tool' as const, callId: call.id, name: call.name, arguments: call.arguments, result: '(no result: the run was stopped)', isError: true };
+            calls.set(call.id, item);
+            run.items.push(item);
+          }
+        }
+        break;
+      case 'result': {
+        const item = calls.get(record.r.callId);
+        if (item) Object.assign(item, { result: text(record.r.content), isError: record.r.isError });
+        break;
+      }
+      case 'end':
+        if (run) {
+          const { t: _t, runId: _r, ...outcome } = record;
+          run.outcome = outcome;
+        }
+        break;
+    }
+  }
+  const { id, cwd, created, parent } = loaded.header;
+  return { id, cwd, created, parent, runs };
+}
