@@ -36,12 +36,12 @@ export function renderCatalog(skills: Skill[], opts: { maxBytes: number; path: (
 }
 
 /** A skill's body, as --skill puts it in front of the task. */
-export function inlineSkill(skill: Skill, path: string): string {
+export function inlineSkill(skill: Skill, body: string, path: string): string {
   return [
     `<skill name="${skill.name}" path="${path}">`,
     `The user asked for this skill; follow it. Paths in it are relative to ${path.replace(/\/?SKILL\.md$/, '') || '.'}.`,
     '',
-    skill.body.trim(),
+    body.trim(),
     '</skill>',
   ].join('\n');
 }

@@ -4,6 +4,7 @@
 import { homedir } from 'node:os';
 import { relative } from 'node:path';
 import { readSmallFile } from '../workspace/small-file.ts';
+import { SkillCache } from './cache.ts';
 import { scanRoot, skillRoots, type SkillCandidate, type SkillSource } from './discover.ts';
 import { FRONTMATTER_MAX_BYTES, parseFrontmatter, splitFrontmatter } from './frontmatter.ts';
 import { SKILL_BODY_MAX_BYTES, validateFrontmatter, type Diagnostic, type SkillFields } from './validate.ts';
@@ -12,8 +13,6 @@ export interface Skill extends SkillFields {
   source: SkillSource;
   dir: string;
   file: string;
-  /** The Markdown after the frontmatter, at most SKILL_BODY_MAX_BYTES of it. */
-  body: string;
   diagnostics: Diagnostic[];
 }
 
@@ -51,20 +50,33 @@ export interface LoadSkillsOptions {
   cwd: string;
   /** Asked only when the project has skills: whether the workspace is trusted. */
   trusted: () => Promise<boolean>;
+  /** Where parsed frontmatter is remembered between starts (cache.ts); absent = parse every time. */
+  cacheFile?: string;
 }
 
 export const NO_SKILLS: SkillSet = { skills: [], reports: [], untrusted: 0, warnings: [] };
 
 export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
-  const roots = await skillRoots(opts);
-  const found = (await Promise.all(roots.map(scanRoot))).flat();
+  const found = skillRoots(opts).flatMap(scanRoot);
   if (found.length === 0) return NO_SKILLS;
   const show = (path: string) => displayPath(path, opts.cwd);
 
   const project = found.filter((c) => c.root.source === 'project');
   const trusted = project.length === 0 || (await opts.trusted());
   const reports: SkillReport[] = [];
-  const parsed = await Promise.all(found.map((c) => (c.root.source === 'project' && !trusted ? null : readSkill(c))));
+  const cache = SkillCache.open<ReadResult>(opts.cacheFile ?? null);
+  const parsed = await Promise.all(
+    found.map(async (c) => {
+      if (c.root.source === 'project' && !trusted) return null;
+      const cached = cache.get(c.file, c.stamp);
+      if (cached) return cached;
+      const result = await readSkill(c);
+      // A file that vanished or could not be read is not remembered: the next start looks again.
+      if (result.ok || result.diagnostics[0]?.code !== 'unreadable') cache.set(c.file, c.stamp, result);
+      return result;
+    }),
+  );
+  await cache.save();
 
   const winners = new Map<string, { skill: Skill; report: SkillReport }>();
   const warnings: string[] = [];
@@ -80,7 +92,7 @@ export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
       warnings.push(`skill ${show(candidate.file)} skipped: ${result.diagnostics.map((d) => d.message).join('; ')}`);
       continue;
     }
-    const { skill } = result;
+    const skill: Skill = { ...result.fields, source: candidate.root.source, dir: candidate.dir, file: candidate.file, diagnostics: result.diagnostics };
     const report: SkillReport = {
       ...base,
       name: skill.name,
@@ -108,7 +120,11 @@ export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
   return { skills, reports, untrusted, warnings };
 }
 
-type ReadResult = { ok: true; skill: Skill } | { ok: false; diagnostics: Diagnostic[] };
+/** What one SKILL.md parsed to: JSON only, since it is cached as it is. */
+type ReadResult = { ok: true; fields: SkillFields; diagnostics: Diagnostic[] } | { ok: false; diagnostics: Diagnostic[] };
+
+/** Read enough of SKILL.md to know its frontmatter and whether the body is over the limit. */
+const READ_MAX_BYTES = FRONTMATTER_MAX_BYTES + SKILL_BODY_MAX_BYTES + 64;
 
 async function readSkill(candidate: SkillCandidate): Promise<ReadResult> {
   const error = (code: Diagnostic['code'], message: string, line?: number): ReadResult => ({
@@ -117,7 +133,7 @@ async function readSkill(candidate: SkillCandidate): Promise<ReadResult> {
   });
   let read;
   try {
-    read = await readSmallFile(candidate.file, FRONTMATTER_MAX_BYTES + SKILL_BODY_MAX_BYTES + 64);
+    read = await readSmallFile(candidate.file, READ_MAX_BYTES);
   } catch (e) {
     return error('unreadable', `cannot read SKILL.md: ${(e as Error).message}`);
   }
@@ -130,8 +146,7 @@ async function readSkill(candidate: SkillCandidate): Promise<ReadResult> {
   if (!checked.ok) return { ok: false, diagnostics: checked.diagnostics };
 
   const diagnostics = [...checked.diagnostics];
-  let body = split.value.body;
-  const bodyBytes = Buffer.byteLength(body);
+  const bodyBytes = Buffer.byteLength(split.value.body);
   if (read.truncated || bodyBytes > SKILL_BODY_MAX_BYTES) {
     const size = read.truncated ? `more than ${SKILL_BODY_MAX_BYTES / 1024} KiB` : `${Math.ceil(bodyBytes / 1024)} KiB`;
     diagnostics.push({
@@ -139,9 +154,17 @@ async function readSkill(candidate: SkillCandidate): Promise<ReadResult> {
       code: 'body_size',
       message: `the body is ${size}, over the ${SKILL_BODY_MAX_BYTES / 1024} KiB limit; --skill inlines only the first ${SKILL_BODY_MAX_BYTES / 1024} KiB (move detail into references/)`,
     });
-    body = Buffer.from(body).subarray(0, SKILL_BODY_MAX_BYTES).toString('utf8').replace(/\uFFFD$/, '');
   }
-  return { ok: true, skill: { ...checked.fields, source: candidate.root.source, dir: candidate.dir, file: candidate.file, body, diagnostics } };
+  return { ok: true, fields: checked.fields, diagnostics };
+}
+
+/** A skill's body as --skill inlines it: the Markdown after the frontmatter, at most SKILL_BODY_MAX_BYTES. */
+export async function readSkillBody(skill: Skill): Promise<string> {
+  const read = await readSmallFile(skill.file, READ_MAX_BYTES);
+  const split = read ? splitFrontmatter(read.bytes.toString('utf8')) : null;
+  if (!split?.ok) throw new Error(`${skill.file} changed while conch was starting: its frontmatter is gone`);
+  const body = Buffer.from(split.value.body);
+  return body.length > SKILL_BODY_MAX_BYTES ? body.subarray(0, SKILL_BODY_MAX_BYTES).toString('utf8').replace(/\uFFFD$/, '') : split.value.body;
 }
 
 /** Workspace files relative to it, home as ~, anything else absolute. */

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseFrontmatter, splitFrontmatter } from '../../src/skills/frontmatter.ts';
 import { parseAllowedTools, SKILL_BODY_MAX_BYTES, splitToolList, validateFrontmatter } from '../../src/skills/validate.ts';
-import { loadSkills, type Skill } from '../../src/skills/load.ts';
+import { loadSkills, readSkillBody, type Skill } from '../../src/skills/load.ts';
 import { inlineSkill, renderCatalog } from '../../src/skills/catalog.ts';
 import { skillRoots } from '../../src/skills/discover.ts';
 
@@ -135,7 +135,7 @@ describe('validation', () => {
 
 describe('discovery and precedence', () => {
   test('roots: ~/.agents, the config dir, then the repository root down to the working directory', async () => {
-    const roots = await skillRoots({ home, configDir, cwd: join(repo, 'sub') });
+    const roots = skillRoots({ home, configDir, cwd: join(repo, 'sub') });
     expect(roots).toEqual([
       { source: 'user', dir: join(home, '.agents', 'skills') },
       { source: 'conch', dir: join(configDir, 'skills') },
@@ -147,12 +147,12 @@ describe('discovery and precedence', () => {
   test('outside a repository only the working directory is a project root', async () => {
     const plain = join(base, 'plain', 'deep');
     await mkdir(plain, { recursive: true });
-    const roots = await skillRoots({ home, configDir, cwd: plain });
+    const roots = skillRoots({ home, configDir, cwd: plain });
     expect(roots.filter((r) => r.source === 'project')).toEqual([{ source: 'project', dir: join(plain, '.agents', 'skills') }]);
   });
 
   test('run from $HOME, ~/.agents/skills is the user root, not also a project root', async () => {
-    const roots = await skillRoots({ home, configDir, cwd: home });
+    const roots = skillRoots({ home, configDir, cwd: home });
     expect(roots.map((r) => r.source)).toEqual(['user', 'conch']);
   });
 
@@ -217,21 +217,47 @@ describe('discovery and precedence', () => {
     await skill(join(home, '.agents', 'skills'), 'huge', 'name: huge\ndescription: big', 'x'.repeat(SKILL_BODY_MAX_BYTES + 10));
     const set = await load();
     const huge = set.skills[0]!;
-    expect(Buffer.byteLength(huge.body)).toBe(SKILL_BODY_MAX_BYTES);
+    expect(Buffer.byteLength(await readSkillBody(huge))).toBe(SKILL_BODY_MAX_BYTES);
     expect(huge.diagnostics).toEqual([expect.objectContaining({ level: 'warning', code: 'body_size' })]);
     expect(set.warnings[0]).toContain('over the 64 KiB limit');
   });
 });
 
+describe('parse cache', () => {
+  test('an unchanged SKILL.md is served from the cache; a changed one is parsed again; no write when nothing changed', async () => {
+    const file = await skill(join(home, '.agents', 'skills'), 'cached', 'name: cached\ndescription: original');
+    const cacheFile = join(base, 'cache', 'conch', 'skills.json');
+    const run = () => loadSkills({ home, configDir, cwd: repo, trusted: async () => true, cacheFile });
+    expect((await run()).skills[0]?.description).toBe('original');
+    // Prove the second start reads the cache, not the file: tamper with the remembered value.
+    const data = JSON.parse(await readFile(cacheFile, 'utf8'));
+    data.entries[file].value.fields.description = 'from the cache';
+    await writeFile(cacheFile, JSON.stringify(data));
+    const written = (await stat(cacheFile)).mtimeMs;
+    expect((await run()).skills[0]?.description).toBe('from the cache');
+    expect((await stat(cacheFile)).mtimeMs).toBe(written);
+    await writeFile(file, '---\nname: cached\ndescription: edited since\n---\nbody\n');
+    expect((await run()).skills[0]?.description).toBe('edited since');
+  });
+
+  test('a corrupt cache file is ignored', async () => {
+    await skill(join(home, '.agents', 'skills'), 'cached', 'name: cached\ndescription: fine');
+    const cacheFile = join(base, 'skills.json');
+    await writeFile(cacheFile, '{not json');
+    const set = await loadSkills({ home, configDir, cwd: repo, trusted: async () => true, cacheFile });
+    expect(set.skills[0]?.description).toBe('fine');
+    expect(JSON.parse(await readFile(cacheFile, 'utf8')).entries).toBeDefined();
+  });
+});
+
 describe('catalog', () => {
   const make = (name: string, description: string, extra: Partial<Skill> = {}): Skill => ({
-    name, description, source: 'user', dir: `/s/${name}`, file: `/s/${name}/SKILL.md`, body: `BODY-${name}`, diagnostics: [], disableModelInvocation: false, ...extra,
+    name, description, source: 'user', dir: `/s/${name}`, file: `/s/${name}/SKILL.md`, diagnostics: [], disableModelInvocation: false, ...extra,
   });
 
   test('lists name, description and path; no body; hidden skills left out', () => {
     const text = renderCatalog([make('a', 'first\nline'), make('b', 'second', { disableModelInvocation: true })], { maxBytes: 16384, path: (f) => f })!;
     expect(text).toContain('- a: first line (/s/a/SKILL.md)');
-    expect(text).not.toContain('BODY-');
     expect(text).not.toContain('- b:');
   });
 
@@ -251,7 +277,7 @@ describe('catalog', () => {
   });
 
   test('--skill inlines the body with its path', () => {
-    expect(inlineSkill(make('a', 'x', { body: '\n# Steps\n1. go\n' }), '.agents/skills/a/SKILL.md')).toBe(
+    expect(inlineSkill(make('a', 'x'), '\n# Steps\n1. go\n', '.agents/skills/a/SKILL.md')).toBe(
       '<skill name="a" path=".agents/skills/a/SKILL.md">\nThe user asked for this skill; follow it. Paths in it are relative to .agents/skills/a.\n\n# Steps\n1. go\n</skill>',
     );
   });
