@@ -29,6 +29,8 @@ type Env = Record<string, string | undefined>;
 
 const set = (v: string | undefined) => (v === undefined || v === '' ? undefined : v);
 
+const builtinKeyEnv: Record<string, string> = { anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY' };
+
 /** The built-ins exist without any config: their key and base URL come from the environment. */
 export function builtinProviders(env: Env): Map<string, ProviderEntry> {
   return new Map<string, ProviderEntry>([
@@ -97,7 +99,16 @@ export function resolveProvider(input: {
   const url = baseUrl ?? entry.baseUrl;
   const apiKey = entry.apiKey === undefined ? undefined : expandApiKey(entry.apiKey, env, { name, file: entry.apiKeyFile });
   // The provider's own endpoint without a key cannot answer; a base URL may be a keyless local server.
-  if (apiKey === undefined && url === undefined) return null;
+  if (apiKey === undefined && url === undefined) {
+    if (!model) return null;
+    // The user named this model: what is missing is its key, not a model.
+    const label = model.file ? `${model.file}: "model"` : model.source;
+    const envName = builtinKeyEnv[name];
+    const how = envName
+      ? `export ${envName}=… (or set "providers.${name}.apiKey" in config.json)`
+      : `set "providers.${name}.apiKey" (or "baseUrl", for a keyless local server) in config.json`;
+    throw new ConfigError(`${label} "${model.value}" needs an API key for ${name}, and none is set: ${how}.`, model.file, model.file ? 'model' : model.source);
+  }
   return { type: entry.type, name, model: modelId, ...(url !== undefined && { baseUrl: url }), ...(apiKey !== undefined && { apiKey }), retry };
 }
 

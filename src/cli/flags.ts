@@ -1,0 +1,152 @@
+// conch's commands and flags: one table that drives both the parser (argv.ts) and the help (cac),
+// and the typed CliFlags built from what was parsed.
+import type { CliFlags } from '../config/types.ts';
+import { UsageError, type FlagSpec, type ParsedArgs } from './argv.ts';
+
+const GLOBAL: FlagSpec[] = [
+  { usage: '-m, --model <provider/model>', description: 'Model to use, e.g. anthropic/claude-sonnet-5-5 or openai/gpt-5' },
+  { usage: '--base-url <url>', description: 'Base URL of the provider (a local OpenAI-compatible server: Ollama, vLLM, llama.cpp)' },
+  { usage: '--max-turns <n>', description: 'Limit on model calls (0 = unlimited)' },
+  { usage: '--max-tool-calls <n>', description: 'Limit on tool calls (0 = unlimited)' },
+  { usage: '--timeout <duration>', description: 'Run deadline: seconds, or 30s / 5m / 1h / 2d (default 1h, at most 365d)' },
+  { usage: '--limit <NAME=VALUE>', description: 'Set any limit, e.g. tool_result_bytes=1048576 (repeatable; see README)', repeatable: true },
+  { usage: '--unrestricted', description: 'Disable the workspace checks and the process sandbox, on purpose' },
+  { usage: '--no-network', description: 'Shell commands get no network (loopback only)' },
+  { usage: '--no-shell', description: 'No bash tool; plugins cannot run commands' },
+  { usage: '--no-filesystem', description: 'No read, write or edit tools' },
+  { usage: '--read-only', description: 'No write or edit; shell commands run under the read-only sandbox profile' },
+  { usage: '--allow-home-writes', description: 'Let a run in (or above) your home directory write; ~/.ssh, shell start-up files stay protected' },
+  { usage: '--tools <list>', description: 'Exactly these tools, comma-separated' },
+  { usage: '--no-plugins', description: 'Load no plugins' },
+  { usage: '--tools-dir <dir>', description: 'Also load plugins from DIR (repeatable)', repeatable: true },
+  { usage: '--plugin <name>', description: 'Enable a first-party plugin from plugins/ (repeatable)', repeatable: true },
+  { usage: '--project-tools', description: "Load this workspace's .conch/tools without `conch trust`" },
+  { usage: '--policy <file>', description: 'Static policy file: narrows tools, paths, commands and the sandbox' },
+  { usage: '--stop-on-deny', description: 'End the run as policy_denied at the first policy denial' },
+  { usage: '--allow-write <dir>', description: 'Extra writable root outside the workspace (repeatable)', repeatable: true },
+  { usage: '--profile <name>', description: 'Sandbox profile: workspace-write (default) or read-only' },
+  { usage: '--env <NAME=VALUE>', description: 'Pass a CONCH_TASK_* variable to shell commands (repeatable)', repeatable: true },
+];
+
+const RUN: FlagSpec[] = [
+  ...GLOBAL,
+  { usage: '--json', description: 'Print exactly one JSON document on stdout when the run ends' },
+  { usage: '--trace <file>', description: 'Write every event as a JSON line to FILE' },
+  { usage: '--trace-content', description: 'Include arguments, paths and output in the trace' },
+];
+
+/** What every command accepts (cac adds --help to the help by itself). */
+const ALWAYS: FlagSpec[] = [
+  { usage: '-h, --help', description: 'Display this message' },
+  { usage: '-v, --version', description: 'Display version number' },
+];
+
+export interface CommandSpec {
+  /** The command and its arguments as the help shows them. */
+  usage: string;
+  description: string;
+  flags: FlagSpec[];
+}
+
+/** '' is the default command: `conch "task"`. */
+export const COMMANDS: Record<string, CommandSpec> = {
+  '': { usage: '[...task]', description: 'Run a task (the default command; `conch run WORD` for a one-word task)', flags: RUN },
+  run: { usage: 'run [...task]', description: 'Run a task (same as the default command)', flags: RUN },
+  tools: {
+    usage: 'tools [action] [name]',
+    description: 'List the tool catalog as the model sees it; `tools new NAME` writes a starter plugin',
+    flags: [...GLOBAL, { usage: '--json', description: 'Print the catalog as JSON' }],
+  },
+  skills: {
+    usage: 'skills',
+    description: 'List the Agent Skills found here: source, whether the model is offered each, problems',
+    flags: [{ usage: '--json', description: 'Print the skills as JSON' }],
+  },
+  trust: { usage: 'trust', description: "Trust this workspace: its .conch/tools plugins (records the folder's hash) and .agents/skills", flags: [] },
+  sandbox: {
+    usage: 'sandbox [action] [...command]',
+    description: 'Inspect the sandbox: `sandbox check`, or `sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`',
+    flags: [
+      { usage: '--no-network', description: 'Run without network' },
+      { usage: '--profile <name>', description: 'Sandbox profile: workspace-write or read-only' },
+    ],
+  },
+  acp: { usage: 'acp', description: 'Serve the Agent Client Protocol on stdio (for editors)', flags: GLOBAL },
+  help: { usage: 'help [command]', description: 'Show this help, or the help of one command', flags: [] },
+};
+
+/** Every flag any command knows: how argv is split into words before the command is known. */
+export const ALL_FLAGS: FlagSpec[] = [...ALWAYS, ...new Map(Object.values(COMMANDS).flatMap((c) => c.flags).map((f) => [f.usage, f])).values()];
+
+/** A flag the command does not take is an error, not silently ignored. */
+export function checkFlagsOf(command: string, parsed: ParsedArgs): void {
+  const known = new Set([...ALWAYS, ...COMMANDS[command]!.flags].map((f) => /--([a-z][a-z0-9-]*)/.exec(f.usage)![1]));
+  for (const name of parsed.flags.keys()) {
+    if (!known.has(name)) throw new UsageError(`'conch ${command || 'run'}' has no option '--${name}'`);
+  }
+}
+
+/** The help, overall or for one command, from the same table (cac formats it). */
+export async function outputHelp(command?: string): Promise<void> {
+  const { default: cac } = await import('cac');
+  const cli = cac('conch');
+  for (const [name, spec] of Object.entries(COMMANDS)) {
+    const c = cli.command(spec.usage, spec.description);
+    for (const f of spec.flags) c.option(f.usage, f.description);
+    if (name === command) c.action(() => {});
+  }
+  cli.help((sections) => sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '') })));
+  // cac prints a command's help when that command is matched with --help.
+  cli.parse(['', 'conch', ...(command ? [command] : []), '--help'], { run: false });
+}
+
+/** The flags as CliFlags: strings as typed, whole numbers checked, only what the user gave. */
+export function toFlags(parsed: ParsedArgs): CliFlags {
+  const all = (name: string) => parsed.flags.get(name);
+  const one = (name: string) => all(name)?.[0];
+  const on = (name: string) => (parsed.flags.has(name) ? true : undefined);
+  const off = (name: string) => (parsed.flags.has(name) ? false : undefined);
+  const count = (name: string) => {
+    const v = one(name);
+    if (v === undefined) return undefined;
+    if (!/^\d+$/.test(v)) throw new UsageError(`--${name} takes a whole number (0 = unlimited), got '${v}'`);
+    return Number(v);
+  };
+  const baseUrl = one('base-url');
+  if (baseUrl !== undefined && !isHttpUrl(baseUrl)) {
+    throw new UsageError(`--base-url takes an http:// or https:// URL, e.g. http://localhost:11434/v1; got '${baseUrl}'`);
+  }
+  return {
+    model: one('model'),
+    baseUrl,
+    maxTurns: count('max-turns'),
+    maxToolCalls: count('max-tool-calls'),
+    timeout: one('timeout'),
+    unrestricted: on('unrestricted'),
+    network: off('no-network'),
+    shell: off('no-shell'),
+    filesystem: off('no-filesystem'),
+    plugins: off('no-plugins'),
+    readOnly: on('read-only'),
+    allowHomeWrites: on('allow-home-writes'),
+    tools: one('tools'),
+    toolsDir: all('tools-dir'),
+    plugin: all('plugin'),
+    projectTools: on('project-tools'),
+    policy: one('policy'),
+    stopOnDeny: on('stop-on-deny'),
+    limit: all('limit'),
+    allowWrite: all('allow-write'),
+    profile: one('profile'),
+    env: all('env'),
+  };
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    const url = new URL(text);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host !== '';
+  } catch {
+    return false;
+  }
+}

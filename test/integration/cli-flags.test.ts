@@ -1,0 +1,133 @@
+// The command line as typed: flags keep their text, wrong ones are usage errors that name them
+// (one JSON document under --json, never a stack trace), and commands are told apart from tasks.
+import { describe, expect, test } from 'bun:test';
+import { anthropicEnv, runConch, useHarness } from '../support/cli.ts';
+
+const harness = useHarness();
+
+const conch = (args: string[], env: Record<string, string> = anthropicEnv(harness.server.anthropicBaseUrl)) =>
+  runConch({ dirs: harness.dirs, args, env });
+
+/** The test model, unless the test is about --model. */
+const withModel = (args: string[]) => (args.includes('--model') ? args : ['--model', 'anthropic/test-model', ...args]);
+
+/** Exit 2 with a message naming `flag`, no stack trace, and no model call. */
+async function usageError(args: string[], flag: string): Promise<string> {
+  const r = await conch(withModel(args));
+  expect(r.code).toBe(2);
+  expect(r.stderr).toContain(flag);
+  expect(r.stderr).not.toMatch(/TypeError|\n\s+at /);
+  expect(harness.server.requests).toHaveLength(0);
+  return r.stderr;
+}
+
+/** The same under --json: exactly one document on stdout, naming the flag. */
+async function usageErrorJson(args: string[], flag: string): Promise<void> {
+  const r = await conch(withModel(['--json', ...args]));
+  expect(r.code).toBe(2);
+  const lines = r.stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(JSON.parse(lines[0]!)).toMatchObject({ status: 'failed', code: 'config_invalid', exitCode: 2 });
+  expect(JSON.parse(lines[0]!).message).toContain(flag);
+}
+
+describe('flags are reported as typed', () => {
+  test('an unknown flag is named as typed, not in camelCase', async () => {
+    const stderr = await usageError(['--bogus-flag', 'go'], "'--bogus-flag'");
+    expect(stderr).not.toContain('bogusFlag');
+  });
+
+  test('--timeout -5 is a value error for --timeout, not an unknown option', async () => {
+    const stderr = await usageError(['--timeout', '-5', 'go'], '--timeout');
+    expect(stderr).toContain('-5');
+    expect(stderr.toLowerCase()).not.toContain('unknown option');
+  });
+
+  test('values keep the text typed: numeric-looking strings are not turned into numbers', async () => {
+    expect(await usageError(['--tools', '1e3', 'go'], '1e3')).not.toContain('1000');
+    expect(await usageError(['--policy', '0x10', 'go'], '0x10')).not.toContain('/16');
+  });
+});
+
+describe('every flag is checked for type and repetition before use', () => {
+  test('--policy "" is a setup error, never a run without a policy', async () => {
+    await usageError(['--policy', '', 'go'], '--policy');
+    await usageErrorJson(['--policy', '', 'go'], '--policy');
+  });
+
+  test('--tools "" is a setup error', async () => {
+    expect(await usageError(['--tools', '', 'go'], '--tools')).not.toContain('not registered: 0');
+  });
+
+  test('--policy 5 names the file it looked for', async () => {
+    await usageError(['--policy', '5', 'go'], '--policy 5');
+    await usageErrorJson(['--policy', '5', 'go'], '--policy 5');
+  });
+
+  test('--model "" and --model 42 are setup errors naming --model', async () => {
+    await usageError(['--model', '', 'go'], '--model');
+    await usageError(['--model', '42', 'go'], '--model "42"');
+    await usageErrorJson(['--model', '42', 'go'], '--model');
+  });
+
+  test('a repeated single-valued flag is a setup error naming it, whichever flag it is', async () => {
+    const twice: [string, string, string][] = [
+      ['--policy', 'a.json', 'b.json'],
+      ['--base-url', 'http://127.0.0.1:1/v1', 'http://127.0.0.1:2/v1'],
+      ['--model', 'anthropic/a', 'anthropic/b'],
+      ['--timeout', '5m', '10m'],
+      ['--tools', 'read', 'bash'],
+      ['--max-turns', '1', '2'],
+      ['--profile', 'read-only', 'workspace-write'],
+      ['--trace', 'a.jsonl', 'b.jsonl'],
+    ];
+    for (const [flag, a, b] of twice) {
+      expect(await usageError([flag, a, flag, b, 'go'], flag)).toContain('more than once');
+    }
+    await usageErrorJson(['--policy', 'a.json', '--policy', 'b.json', 'go'], '--policy');
+  });
+
+  test('--base-url that is not a URL is a setup error naming the flag', async () => {
+    await usageError(['--base-url', 'notaurl', 'go'], '--base-url');
+    await usageErrorJson(['--base-url', 'notaurl', 'go'], '--base-url');
+  });
+
+  test('a named model whose key is missing says so, and how to give it', async () => {
+    const r = await conch(['-m', 'openai/gpt-5.4', 'go'], {});
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('OPENAI_API_KEY');
+    expect(r.stderr).toContain('needs an API key');
+    expect(r.stderr).not.toContain('no model is configured');
+  });
+});
+
+describe('commands and tasks', () => {
+  test('conch help shows the help', async () => {
+    const r = await conch(['help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('Usage:');
+    expect(r.stdout).toContain('tools [action] [name]');
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('a single word one edit from a command asks "did you mean" and exits 2', async () => {
+    for (const [typed, meant] of [['tool', 'tools'], ['turst', 'trust'], ['sandbx', 'sandbox']]) {
+      const r = await conch(['--model', 'anthropic/test-model', typed!]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`did you mean 'conch ${meant}'?`);
+      expect(r.stderr).toContain(`conch run ${typed}`);
+    }
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('conch run WORD, conch -- WORD and a multi-word task are tasks', async () => {
+    harness.server.script(() => ({ text: 'ok' }));
+    for (const args of [['run', 'tool'], ['--', 'tool'], ['fix the tool'], ['fix', 'the', 'tool'], ['--read-only', 'tool', 'list']]) {
+      harness.server.requests.length = 0;
+      const r = await conch(['--model', 'anthropic/test-model', ...args]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('ok\n');
+      expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain(args.at(-1)!.split(' ').at(-1)!);
+    }
+  });
+});
