@@ -1,6 +1,6 @@
 // --json: exactly one JSON document on stdout when the run ends.
 import type { EventSink } from '../agent/events.ts';
-import type { Outcome } from '../agent/outcome.ts';
+import { emptyUsage, EXIT_CODES, type Outcome } from '../agent/outcome.ts';
 
 export const ENVELOPE_VERSION = 1;
 
@@ -29,6 +29,32 @@ export function envelope(runId: string, outcome: Outcome, facts: EnvelopeFacts |
     durationMs: outcome.durationMs,
     exitCode,
     ...(facts ?? {}),
+  };
+}
+
+/**
+ * The document for a setup or usage error (no run happened): every key a finished run's envelope
+ * has, null where there is nothing to report, so a script reads one shape. runId is null when the
+ * command line failed before a run id existed.
+ */
+export function setupEnvelope(runId: string | null, message: string) {
+  return {
+    version: ENVELOPE_VERSION,
+    runId,
+    status: 'failed',
+    code: 'config_invalid',
+    message,
+    output: null,
+    partial: true,
+    stopReason: null,
+    usage: emptyUsage(),
+    counts: { modelCalls: 0, toolCalls: 0, toolErrors: 0 },
+    durationMs: null,
+    exitCode: EXIT_CODES.setup_error,
+    provider: null,
+    model: null,
+    mode: null,
+    sandbox: null,
   };
 }
 

@@ -5,6 +5,7 @@ import { EXIT_CODES } from '../agent/outcome.ts';
 import { closest, parseArgs, UsageError, type ParsedArgs } from './argv.ts';
 import { ALL_FLAGS, checkFlagsOf, COMMANDS, outputHelp, toFlags } from './flags.ts';
 import { stderr, stdinIsTTY, stdout } from './output.ts';
+import { setupEnvelope } from './envelope.ts';
 
 const argv = process.argv.slice(2);
 
@@ -77,8 +78,7 @@ function usageError(message: string): never {
   stderr.write(`conch: ${message}\nRun 'conch --help' for usage.\n`);
   // --json promises one document on stdout, even when the command line itself is wrong.
   if (argv.includes('--json')) {
-    const doc = { version: 1, status: 'failed', code: 'config_invalid', message, exitCode: EXIT_CODES.setup_error };
-    stdout.write(`${JSON.stringify(doc)}\n`);
+    stdout.write(`${JSON.stringify(setupEnvelope(null, message))}\n`);
   }
   process.exit(EXIT_CODES.setup_error);
 }

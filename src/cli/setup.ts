@@ -6,6 +6,7 @@ import { EXIT_CODES } from '../agent/outcome.ts';
 import { SetupError, type SessionOptions } from '../agent/session.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { stderr, stdinIsTTY, stdout } from './output.ts';
+import { setupEnvelope } from './envelope.ts';
 
 export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
   const { loadConfig } = await import('../config/load.ts');
@@ -48,9 +49,7 @@ export function setupFailure(error: unknown, json: boolean, runId: string): numb
   if (!(error instanceof ConfigError || error instanceof SetupError || isUserFsError(error))) throw error;
   const message = (error as Error).message;
   if (json) {
-    stdout.write(
-      `${JSON.stringify({ version: 1, runId, status: 'failed', code: 'config_invalid', message, exitCode: EXIT_CODES.setup_error })}\n`,
-    );
+    stdout.write(`${JSON.stringify(setupEnvelope(runId, message))}\n`);
   } else stderr.write(`conch: ${message}\n`);
   return EXIT_CODES.setup_error;
 }
