@@ -4,8 +4,8 @@ import { mkdtemp, open, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Tool, ToolContext, ToolResult } from '../src/tools/define.ts';
-import { createEditTool } from '../src/tools/edit.ts';
-import { createReadTool } from '../src/tools/read.ts';
+import { createEditTool } from '../src/tools/kernel/edit.ts';
+import { createReadTool } from '../src/tools/kernel/read.ts';
 import { Workspace } from '../src/workspace/paths.ts';
 import { RevisionTracker } from '../src/workspace/revision.ts';
 

@@ -1,7 +1,7 @@
 // Run one validated tool call: deadline, cancellation, thrown errors → tool errors, bounded result.
 import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../tools/define.ts';
 import { boundResult, normalizeResult } from '../tools/truncate.ts';
-import type { Limits } from './limits.ts';
+import type { Limits } from '../core/limits.ts';
 import { startTimer } from '../core/duration.ts';
 
 /** How long a tool gets to wind down after its signal fires before it is abandoned. */

@@ -4,7 +4,7 @@ import type { ContentBlock, Message, ModelResponse, Provider, ToolCall, ToolResu
 import { ProviderError } from '../providers/types.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import type { EventBody, EventSink, SessionFacts } from './events.ts';
-import type { Limits } from './limits.ts';
+import type { Limits } from '../core/limits.ts';
 import { addUsage, emptyUsage, type FailureCode, type Outcome, type OutcomeStatus } from './outcome.ts';
 import { dispatchCall, type ContextFactory } from './dispatch.ts';
 import { resultText } from '../tools/truncate.ts';

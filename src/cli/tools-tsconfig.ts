@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pkg from '../../package.json' with { type: 'json' };
-import { PACKAGE_ROOT } from '../package-root.ts';
+import { PACKAGE_ROOT } from '../core/package-root.ts';
 
 /** While a tsconfig.json starts with this line it is conch's to rewrite (e.g. after conch moved). */
 export const TSCONFIG_MARK = "// Written by `conch tools new` so editors (and tsc) know the types of 'conch' imports.";

@@ -12,7 +12,7 @@
 // but policy. Unknown first-party plugin names (user config, --plugin) are errors.
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
-import { DEFAULT_LIMITS, DURATION_LIMITS, type Limits } from '../agent/limits.ts';
+import { DEFAULT_LIMITS, DURATION_LIMITS, type Limits } from '../core/limits.ts';
 import { checkDurationMs, parseDuration as parseDurationText } from '../core/duration.ts';
 import type { RetryPolicy } from '../providers/types.ts';
 import type { SandboxProfileName } from '../sandbox/index.ts';

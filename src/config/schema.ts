@@ -3,7 +3,7 @@
 // unknown key the valid ones with a "did you mean".
 import { type TSchema, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
-import { LIMIT_NAMES } from '../agent/limits.ts';
+import { LIMIT_NAMES } from '../core/limits.ts';
 
 const closed = { additionalProperties: false } as const;
 const Names = Type.Array(Type.String({ minLength: 1 }), { description: 'a list of non-empty strings' });

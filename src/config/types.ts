@@ -1,7 +1,7 @@
 // The resolved configuration every consumer (CLI, ACP, embedding API) hands to the run.
 // Produced by config/load.ts from: defaults → ~/.config/conch/config.json → ./.conch/config.json
 // → policy file (--policy) → environment → flags. Later layers narrow policy, never widen it.
-import type { Limits } from '../agent/limits.ts';
+import type { Limits } from '../core/limits.ts';
 import type { ProviderConfig } from '../providers/types.ts';
 import type { SandboxSettings } from '../sandbox/index.ts';
 import type { PathDenial } from './layers.ts';
@@ -28,7 +28,7 @@ export interface CliFlags {
   env?: string[]; // --env NAME=VALUE (CONCH_TASK_* only)
   allowWrite?: string[]; // --allow-write DIR (extra writable root)
   profile?: string; // sandbox profile
-  limit?: string[]; // --limit NAME=VALUE (repeatable), any limit in src/agent/limits.ts
+  limit?: string[]; // --limit NAME=VALUE (repeatable), any limit in src/core/limits.ts
   stopOnDeny?: boolean; // --stop-on-deny: a policy denial ends the run as policy_denied
 }
 

@@ -1,6 +1,6 @@
 // Finding plugin files. Nothing here imports or evaluates anything: discovery must be safe to run on
 // an untrusted checkout.
-import { PACKAGE_ROOT } from '../package-root.ts';
+import { PACKAGE_ROOT } from '../core/package-root.ts';
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 

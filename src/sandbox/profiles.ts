@@ -4,7 +4,7 @@
 // reported with its name and the offending key.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PACKAGE_ROOT } from '../package-root.ts';
+import { PACKAGE_ROOT } from '../core/package-root.ts';
 import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 

@@ -5,11 +5,11 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Compile } from 'typebox/compile';
-import { createBashTool } from '../../src/tools/bash.ts';
-import { createExecutor, type ExecutorSettings } from '../../src/tools/exec.ts';
+import { createBashTool } from '../../src/tools/kernel/bash.ts';
+import { createExecutor, type ExecutorSettings } from '../../src/shell/exec.ts';
 import { PolicyError, type ToolContext, type ToolResult } from '../../src/tools/define.ts';
 import { Workspace } from '../../src/workspace/paths.ts';
-import { DEFAULT_LIMITS, type Limits } from '../../src/agent/limits.ts';
+import { DEFAULT_LIMITS, type Limits } from '../../src/core/limits.ts';
 import { processAlive } from '../../src/process/group.ts';
 import { probeSandbox, SandboxUnavailableError, type SandboxRequest } from '../../src/sandbox/index.ts';
 

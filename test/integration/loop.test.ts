@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Type } from 'typebox';
 import { runTask, type RunSpec } from '../../src/agent/loop.ts';
-import { DEFAULT_LIMITS, type Limits } from '../../src/agent/limits.ts';
+import { DEFAULT_LIMITS, type Limits } from '../../src/core/limits.ts';
 import type { RunEvent } from '../../src/agent/events.ts';
 import { Catalog, checkToolDefinition } from '../../src/tools/catalog.ts';
 import { defineTool, PolicyError, type ToolContext, type ToolDefinition } from '../../src/tools/define.ts';

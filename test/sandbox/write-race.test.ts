@@ -8,7 +8,7 @@ import { basename, join } from 'node:path';
 import { prepareSandboxed } from '../../src/sandbox/index.ts';
 import { cleanEnv } from '../../src/process/spawn.ts';
 import { PolicyError } from '../../src/tools/define.ts';
-import { commit } from '../../src/tools/file-commit.ts';
+import { commit } from '../../src/files/commit.ts';
 import { TEMP_MARKER } from '../../src/workspace/atomic.ts';
 import { canPin, PinnedDir } from '../../src/workspace/pinned-dir.ts';
 import { fileTools, sha } from '../support/file-tools.ts';

@@ -2,10 +2,10 @@
 // tracker shared by read, write and edit, and a ToolContext without a shell.
 import { createHash } from 'node:crypto';
 import type { Tool, ToolContext, ToolResult } from '../../src/tools/define.ts';
-import type { FileToolDeps } from '../../src/tools/file-deps.ts';
-import { createEditTool } from '../../src/tools/edit.ts';
-import { createReadTool } from '../../src/tools/read.ts';
-import { createWriteTool } from '../../src/tools/write.ts';
+import type { FileToolDeps } from '../../src/files/deps.ts';
+import { createEditTool } from '../../src/tools/kernel/edit.ts';
+import { createReadTool } from '../../src/tools/kernel/read.ts';
+import { createWriteTool } from '../../src/tools/kernel/write.ts';
 import { Workspace, type WorkspaceOptions } from '../../src/workspace/paths.ts';
 import { RevisionTracker } from '../../src/workspace/revision.ts';
 

@@ -4,8 +4,8 @@
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_LIMITS } from '../../src/agent/limits.ts';
-import { createExecutor } from '../../src/tools/exec.ts';
+import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
+import { createExecutor } from '../../src/shell/exec.ts';
 import type { ToolContext } from '../../src/tools/define.ts';
 import { Workspace } from '../../src/workspace/paths.ts';
 

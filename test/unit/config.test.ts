@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { chmodSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { DEFAULT_LIMITS } from '../../src/agent/limits.ts';
+import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { loadConfig, noModelMessage, parseDuration } from '../../src/config/load.ts';
 import { type CliFlags, type Config, ConfigError } from '../../src/config/types.ts';
 import { isTrusted, trustWorkspace } from '../../src/plugins/trust.ts';

@@ -4,8 +4,8 @@ import { chmod, mkdir, mkdtemp, open, realpath, rm, writeFile } from 'node:fs/pr
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PolicyError } from '../../src/tools/define.ts';
-import type { FileToolDeps } from '../../src/tools/file-deps.ts';
-import { createReadTool } from '../../src/tools/read.ts';
+import type { FileToolDeps } from '../../src/files/deps.ts';
+import { createReadTool } from '../../src/tools/kernel/read.ts';
 import { fileTools, sha } from '../support/file-tools.ts';
 import { Workspace, type WorkspaceOptions } from '../../src/workspace/paths.ts';
 import { RevisionTracker } from '../../src/workspace/revision.ts';
@@ -251,7 +251,7 @@ describe('errors', () => {
 function lockedScript(path: string): string {
   const src = join(import.meta.dir, '..', '..', 'src');
   return `
-    import { createReadTool } from '${src}/tools/read.ts';
+    import { createReadTool } from '${src}/tools/kernel/read.ts';
     import { Workspace } from '${src}/workspace/paths.ts';
     import { RevisionTracker } from '${src}/workspace/revision.ts';
     const workspace = await Workspace.open({ root: ${JSON.stringify(root)}, unrestricted: false });

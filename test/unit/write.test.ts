@@ -3,8 +3,8 @@ import { chmod, mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, sym
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PolicyError } from '../../src/tools/define.ts';
-import { WRITE_DIFF_MAX_BYTES } from '../../src/tools/file-commit.ts';
-import type { FileToolDeps } from '../../src/tools/file-deps.ts';
+import { WRITE_DIFF_MAX_BYTES } from '../../src/files/commit.ts';
+import type { FileToolDeps } from '../../src/files/deps.ts';
 import { TEMP_MARKER, writeFileAtomic } from '../../src/workspace/atomic.ts';
 import { fileTools, sha } from '../support/file-tools.ts';
 

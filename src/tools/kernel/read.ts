@@ -2,18 +2,18 @@
 import { open, stat } from 'node:fs/promises';
 import { constants, type BigIntStats } from 'node:fs';
 import { Type } from 'typebox';
-import type { Tool, ToolResult } from './define.ts';
+import type { Tool, ToolResult } from '../define.ts';
 import {
   DEFAULT_MAX_IMAGE_BASE64_BYTES,
   DEFAULT_READ_MAX_BYTES,
   DEFAULT_READ_MAX_LINES,
   formatBytes,
   type FileToolDeps,
-} from './file-deps.ts';
-import { directoryMessage, fsErrorMessage, toolError } from './file-errors.ts';
-import { describeBinary, detectImage, looksBinary } from './filetype.ts';
-import { scanFull, scanPage, type Page } from './read-scan.ts';
-import { revisionOf } from '../workspace/revision.ts';
+} from '../../files/deps.ts';
+import { directoryMessage, fsErrorMessage, toolError } from '../../files/errors.ts';
+import { describeBinary, detectImage, looksBinary } from '../../files/filetype.ts';
+import { scanFull, scanPage, type Page } from '../../files/read-scan.ts';
+import { revisionOf } from '../../workspace/revision.ts';
 
 /** Bytes examined to tell text from binary. */
 const SNIFF_BYTES = 8192;

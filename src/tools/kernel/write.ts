@@ -1,10 +1,10 @@
 // The write tool: create a file or replace all of it, atomically, never over content the model has not seen.
 import { Type } from 'typebox';
-import type { Tool } from './define.ts';
-import { unifiedDiff } from './diff.ts';
-import { asText, commit, freshnessProblem, hasCrlf, loadCurrent } from './file-commit.ts';
-import { formatBytes, type FileToolDeps } from './file-deps.ts';
-import { toolError } from './file-errors.ts';
+import type { Tool } from '../define.ts';
+import { unifiedDiff } from '../../files/diff.ts';
+import { asText, commit, freshnessProblem, hasCrlf, loadCurrent } from '../../files/commit.ts';
+import { formatBytes, type FileToolDeps } from '../../files/deps.ts';
+import { toolError } from '../../files/errors.ts';
 
 const parameters = Type.Object(
   {

@@ -1,10 +1,10 @@
 // The edit tool: exact-text replacements, all applied in one atomic write or none at all.
 import { Type } from 'typebox';
-import type { Tool } from './define.ts';
-import { planEdits, type EditSpec } from './edit-apply.ts';
-import { asText, commit, freshnessProblem, loadCurrent } from './file-commit.ts';
-import type { FileToolDeps } from './file-deps.ts';
-import { notFoundMessage, toolError } from './file-errors.ts';
+import type { Tool } from '../define.ts';
+import { planEdits, type EditSpec } from '../../files/edit-apply.ts';
+import { asText, commit, freshnessProblem, loadCurrent } from '../../files/commit.ts';
+import type { FileToolDeps } from '../../files/deps.ts';
+import { notFoundMessage, toolError } from '../../files/errors.ts';
 
 /** Diff text shown to the model; the host always gets the whole diff in details. */
 const MAX_DIFF_SHOWN = 16 * 1024;

@@ -8,8 +8,8 @@ import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../workspace/atomic.ts';
 import { PinnedDir } from '../workspace/pinned-dir.ts';
 import { identityOf, revisionOf } from '../workspace/revision.ts';
-import { formatBytes, type FileToolDeps } from './file-deps.ts';
-import { blockingFile, directoryMessage, errorCode, fsErrorMessage } from './file-errors.ts';
+import { formatBytes, type FileToolDeps } from './deps.ts';
+import { blockingFile, directoryMessage, errorCode, fsErrorMessage } from './errors.ts';
 
 export interface Current {
   stat: BigIntStats;

@@ -1,9 +1,9 @@
 // The bash kernel tool: a thin face over the executor, worded for the model.
 import { constants } from 'node:os';
 import { Type } from 'typebox';
-import { PolicyError, type ExecResult, type Tool, type ToolContext, type ToolResult } from './define.ts';
-import type { Executor } from './exec.ts';
-import type { Limits } from '../agent/limits.ts';
+import { PolicyError, type ExecResult, type Tool, type ToolContext, type ToolResult } from '../define.ts';
+import type { Executor } from '../../shell/exec.ts';
+import type { Limits } from '../../core/limits.ts';
 
 export interface BashToolDeps {
   exec: Executor;

@@ -2,7 +2,7 @@
 // capability → cwd containment → timeout → command rules → sandbox → process.
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
-import { PolicyError, type ExecOptions, type ExecResult } from './define.ts';
+import { PolicyError, type ExecOptions, type ExecResult } from '../tools/define.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import {
   PlaceholderScope,
@@ -13,7 +13,7 @@ import {
   type SandboxRequest,
   type SandboxSettings,
 } from '../sandbox/index.ts';
-import type { Limits } from '../agent/limits.ts';
+import type { Limits } from '../core/limits.ts';
 import { cleanEnv, runProcess } from '../process/spawn.ts';
 
 export type CommandDecision = { allowed: true } | { allowed: false; rule: string; message: string };
