@@ -3,7 +3,8 @@
 import { mkdtemp, open, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Tool, ToolContext, ToolResult } from '../src/tools/define.ts';
+import type { Tool, ToolContext } from '../src/tools/define.ts';
+import type { ToolResult } from '../src/core/content.ts';
 import { createEditTool } from '../src/tools/kernel/edit.ts';
 import { createReadTool } from '../src/tools/kernel/read.ts';
 import { Workspace } from '../src/workspace/paths.ts';

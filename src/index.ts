@@ -1,16 +1,9 @@
 // The public API: what plugin authors (`import { defineTool, Type } from 'conch'`) and embedders use.
 export { Type } from 'typebox';
 export type { Static, TSchema } from 'typebox';
-export { defineTool, PolicyError } from './tools/define.ts';
-export type {
-  ToolDefinition,
-  ToolContext,
-  ToolResult,
-  ToolReturn,
-  ExecOptions,
-  ExecResult,
-  WorkspaceAccess,
-  JsonSchema,
-  JsonValue,
-} from './tools/define.ts';
-export type { ContentBlock } from './providers/types.ts';
+export { defineTool } from './tools/define.ts';
+export { PolicyError } from './core/errors.ts';
+export type { ToolDefinition, ToolContext, ToolReturn, JsonSchema, JsonValue } from './tools/define.ts';
+export type { ContentBlock, ToolResult } from './core/content.ts';
+export type { ExecOptions, ExecResult } from './shell/exec.ts';
+export type { WorkspaceAccess } from './workspace/paths.ts';

@@ -4,7 +4,7 @@ import { isAbsolute, resolve } from 'node:path';
 import type { ContentBlock as AcpContent, SessionUpdate, StopReason, ToolCallContent, ToolCallLocation, ToolKind } from '@agentclientprotocol/sdk';
 import type { RunEvent } from '../agent/events.ts';
 import type { Outcome } from '../agent/outcome.ts';
-import type { ContentBlock } from '../providers/types.ts';
+import type { ContentBlock } from '../core/content.ts';
 
 const KINDS: Record<string, ToolKind> = { bash: 'execute', read: 'read', write: 'edit', edit: 'edit' };
 

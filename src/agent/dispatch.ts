@@ -1,5 +1,7 @@
 // Run one validated tool call: deadline, cancellation, thrown errors → tool errors, bounded result.
-import { PolicyError, type Tool, type ToolContext, type ToolResult } from '../tools/define.ts';
+import { type Tool, type ToolContext } from '../tools/define.ts';
+import type { ToolResult } from '../core/content.ts';
+import { PolicyError } from '../core/errors.ts';
 import { boundResult, normalizeResult } from '../tools/truncate.ts';
 import type { Limits } from '../core/limits.ts';
 import { startTimer } from '../core/duration.ts';

@@ -1,6 +1,7 @@
 // The agent loop: one conversation, one provider, tools run sequentially in the order the model gave.
 // Everything arrives as arguments so the CLI, the embedding API and ACP share this one loop.
-import type { ContentBlock, Message, ModelResponse, Provider, ToolCall, ToolResultMessage } from '../providers/types.ts';
+import type { Message, ModelResponse, Provider, ToolCall, ToolResultMessage } from '../providers/types.ts';
+import type { ContentBlock } from '../core/content.ts';
 import { ProviderError } from '../providers/types.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import type { EventBody, EventSink, SessionFacts } from './events.ts';

@@ -13,7 +13,9 @@ import { createReadTool } from '../tools/kernel/read.ts';
 import { createWriteTool } from '../tools/kernel/write.ts';
 import { createEditTool } from '../tools/kernel/edit.ts';
 import { createBashTool } from '../tools/kernel/bash.ts';
-import { createExecutor, type CommandDecision, type Executor } from '../shell/exec.ts';
+import { createExecutor, type Executor } from '../shell/exec.ts';
+import type { CommandDecision } from '../core/command-decision.ts';
+import { SetupError } from '../core/errors.ts';
 import { PlaceholderScope, probeSandbox } from '../sandbox/index.ts';
 import { loadGuidance, systemPrompt } from './prompt.ts';
 import type { ContextFactory } from './dispatch.ts';
@@ -46,10 +48,6 @@ export interface Session {
   /** A run (a prompt) is over: its placeholders go once its last command has ended. */
   endRun(): void;
   dispose(): Promise<void>;
-}
-
-export class SetupError extends Error {
-  override name = 'SetupError';
 }
 
 export async function openSession(config: Config, options: SessionOptions): Promise<Session> {

@@ -1,9 +1,10 @@
 // The pieces a host (CLI or ACP) needs before a run: config, the command guard, the plugin loader,
 // and one way to report a setup failure.
 import type { CliFlags, Config } from '../config/types.ts';
-import { ConfigError } from '../config/types.ts';
+import { ConfigError } from '../core/errors.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
-import { SetupError, type SessionOptions } from '../agent/session.ts';
+import { type SessionOptions } from '../agent/session.ts';
+import { SetupError } from '../core/errors.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { stderr, stdinIsTTY, stdout } from './output.ts';
 import { setupEnvelope } from './envelope.ts';

@@ -2,7 +2,7 @@
 // --trace-content, so a trace can be shared without leaking the user's code or machine layout.
 import { appendFileSync, writeFileSync } from 'node:fs';
 import type { EventSink, RunEvent } from '../agent/events.ts';
-import { SetupError } from '../agent/session.ts';
+import { SetupError } from '../core/errors.ts';
 
 /** Open the trace file now, so a bad path is a setup error before the run, not a crash in it. */
 export function openTrace(file: string, withContent: boolean): EventSink {

@@ -7,7 +7,7 @@ import type { Static } from 'typebox';
 import type { CommandLayer, CommandRule } from '../policy/command-rules.ts';
 import type { PathRule, PolicyLayer } from './layers.ts';
 import type { ConfigFileSchema } from './schema.ts';
-import { ConfigError } from './types.ts';
+import { ConfigError } from '../core/errors.ts';
 import { DURATION_LIMITS } from '../core/limits.ts';
 import { checkDurationMs } from '../core/duration.ts';
 import { readSmallFile } from '../workspace/small-file.ts';

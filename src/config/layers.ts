@@ -11,7 +11,8 @@ import { realpathSync } from 'node:fs';
 import { basename, dirname, relative, sep } from 'node:path';
 import type { CommandLayer } from '../policy/command-rules.ts';
 import type { SandboxProfileName, SandboxSettings } from '../sandbox/index.ts';
-import { type Config, ConfigError, type ToolsPolicy } from './types.ts';
+import { type Config, type ToolsPolicy } from './types.ts';
+import { ConfigError } from '../core/errors.ts';
 
 export type LayerKind = 'user' | 'project' | 'policy' | 'flags';
 

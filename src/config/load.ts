@@ -21,7 +21,8 @@ import { canonical, inside, mergePolicy, type PolicyLayer } from './layers.ts';
 import { homeGuard } from './home.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
 import type { ShellRules } from '../policy/command-rules.ts';
-import { type CliFlags, type Config, ConfigError } from './types.ts';
+import { type CliFlags, type Config } from './types.ts';
+import { ConfigError } from '../core/errors.ts';
 
 export { noModelMessage } from './model.ts';
 

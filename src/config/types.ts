@@ -99,15 +99,3 @@ export interface Config {
   /** Things the user should know that are not errors (e.g. a project root narrowed away); print on stderr. */
   warnings?: string[];
 }
-
-/** A user-caused configuration problem: names the file, the key and the fix. */
-export class ConfigError extends Error {
-  constructor(
-    message: string,
-    readonly file?: string,
-    readonly key?: string,
-  ) {
-    super(message);
-    this.name = 'ConfigError';
-  }
-}

@@ -2,7 +2,7 @@
 // look instead), directories, permissions. Anything else is a bug and is rethrown by the caller.
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
-import type { ToolResult } from '../tools/define.ts';
+import type { ToolResult } from '../core/content.ts';
 import type { Workspace } from '../workspace/paths.ts';
 
 export function errorCode(error: unknown): string | undefined {

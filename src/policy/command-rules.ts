@@ -24,7 +24,7 @@
 // a later layer can only narrow: any layer's deny wins, any layer's ask asks, and a command must be
 // allowed by every layer that has an allow list.
 import { delimiter, isAbsolute, join, normalize, resolve } from 'node:path';
-import type { CommandDecision } from '../shell/exec.ts';
+import type { CommandDecision } from '../core/command-decision.ts';
 import { parseCommand } from './command-parse.ts';
 import { changeableAt, findOnPath, realDir, sameProgram } from './executable.ts';
 

@@ -28,7 +28,7 @@ import { type Static, type TSchema, Type } from 'typebox';
 import { commandLayer, DENY_ENV, depthOf, MAX_DEPTH } from '../config/file.ts';
 import type { PolicyLayer } from '../config/layers.ts';
 import { CommandRuleSchema, type Path, ProfileSchema, firstProblem, keyPath } from '../config/schema.ts';
-import { ConfigError } from '../config/types.ts';
+import { ConfigError } from '../core/errors.ts';
 import { parseJsonText } from '../config/json-text.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 

@@ -5,7 +5,6 @@ import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments 
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
 import {
   ProviderError,
-  type ContentBlock,
   type Message,
   type ModelRequest,
   type ModelResponse,
@@ -15,6 +14,7 @@ import {
   type ToolCall,
   type Usage,
 } from './types.ts';
+import type { ContentBlock } from '../core/content.ts';
 
 /** Anthropic requires max_tokens; this is used when neither the request nor the config sets one. */
 export const DEFAULT_MAX_OUTPUT_TOKENS = 8192;

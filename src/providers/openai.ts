@@ -6,7 +6,6 @@ import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments 
 import { abortError, withRetry, type RetryContext } from './retry.ts';
 import {
   ProviderError,
-  type ContentBlock,
   type Message,
   type ModelRequest,
   type ModelResponse,
@@ -16,6 +15,7 @@ import {
   type ToolCall,
   type Usage,
 } from './types.ts';
+import type { ContentBlock } from '../core/content.ts';
 
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam;
 type ContentPart = OpenAI.Chat.ChatCompletionContentPart;

@@ -2,11 +2,7 @@
  * The one provider interface. A provider turns a provider-neutral conversation into one streamed
  * model call through an official SDK and returns the assistant turn. It never runs tools.
  */
-
-export type ContentBlock =
-  | { type: 'text'; text: string }
-  /** base64 data, e.g. mediaType 'image/png' */
-  | { type: 'image'; mediaType: string; data: string };
+import type { ContentBlock, ToolSpec } from '../core/content.ts';
 
 export interface ToolCall {
   id: string;
@@ -26,13 +22,6 @@ export type Message =
   | { role: 'user'; content: ContentBlock[] }
   | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
   | { role: 'tool'; results: ToolResultMessage[] };
-
-export interface ToolSpec {
-  name: string;
-  description: string;
-  /** JSON Schema of the arguments object. */
-  parameters: Record<string, unknown>;
-}
 
 export interface ModelRequest {
   system: string;

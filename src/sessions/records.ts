@@ -2,7 +2,8 @@
 // Images are stored once per file as a `blob` line and referenced by content hash from messages, so
 // a screenshot sent once and carried through fifty turns is on disk once.
 import { createHash } from 'node:crypto';
-import type { ContentBlock, Message, ToolResultMessage } from '../providers/types.ts';
+import type { Message, ToolResultMessage } from '../providers/types.ts';
+import type { ContentBlock } from '../core/content.ts';
 
 export const SESSION_FORMAT = 'conch-session';
 export const SESSION_VERSION = 1;

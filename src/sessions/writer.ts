@@ -3,7 +3,8 @@
 // which the loader skips and the next writer cuts off before appending. No fsync: a killed process
 // loses nothing the kernel already has, and a turn must cost well under a millisecond.
 import { closeSync, fchmodSync, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
-import type { ContentBlock, Message, ToolResultMessage } from '../providers/types.ts';
+import type { Message, ToolResultMessage } from '../providers/types.ts';
+import type { ContentBlock } from '../core/content.ts';
 import type { Outcome } from '../agent/outcome.ts';
 import {
   redactor,

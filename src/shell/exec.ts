@@ -2,7 +2,8 @@
 // capability → cwd containment → timeout → command rules → sandbox → process.
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
-import { PolicyError, type ExecOptions, type ExecResult } from '../tools/define.ts';
+import { PolicyError } from '../core/errors.ts';
+import type { CommandDecision } from '../core/command-decision.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import {
   PlaceholderScope,
@@ -16,7 +17,37 @@ import {
 import type { Limits } from '../core/limits.ts';
 import { cleanEnv, runProcess } from '../process/spawn.ts';
 
-export type CommandDecision = { allowed: true } | { allowed: false; rule: string; message: string };
+export interface ExecOptions {
+  /** Workspace-relative or absolute; must resolve inside the workspace unless unrestricted. */
+  cwd?: string;
+  timeoutMs?: number;
+  /** Called with output chunks as they arrive (already decoded, may be partial lines). */
+  onOutput?: (chunk: string) => void;
+  /**
+   * Cancels this command instead of the tool call's signal, so a background command (the jobs plugin)
+   * can outlive the call that started it. The run's own end and cancellation still stop it.
+   */
+  signal?: AbortSignal;
+}
+
+export interface ExecResult {
+  /** null when killed by a signal or never started. */
+  exitCode: number | null;
+  signal: string | null;
+  /** stdout and stderr interleaved as they came, bounded (head + tail, elided middle). */
+  output: string;
+  truncated: boolean;
+  totalBytes: number;
+  /** Full output log when the output was truncated. */
+  logPath: string | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  /** Set when conch could not prove the process group was gone. */
+  cleanupError?: string;
+  /** Set when policy or the sandbox refused to run the command at all. */
+  denied?: { rule: string; message: string };
+  durationMs: number;
+}
 
 export interface ExecutorSettings {
   workspace: Workspace;

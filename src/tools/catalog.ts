@@ -2,7 +2,7 @@
 import { Compile } from 'typebox/compile';
 import type { Tool } from './define.ts';
 import { MAX_DURATION_MS, MAX_DURATION_TEXT } from '../core/duration.ts';
-import type { ToolSpec } from '../providers/types.ts';
+import type { ToolSpec } from '../core/content.ts';
 
 export const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 export const KERNEL_TOOLS = ['bash', 'read', 'write', 'edit'] as const;

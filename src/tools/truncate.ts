@@ -1,7 +1,8 @@
 // Normalise whatever a tool returned into a ToolResult, and bound it by its JSON-serialized size
 // (the size the provider will actually send: escaping must not smuggle a result past the limit).
-import type { ToolResult, ToolReturn } from './define.ts';
-import type { ContentBlock } from '../providers/types.ts';
+import type { ToolReturn } from './define.ts';
+import type { ToolResult } from '../core/content.ts';
+import type { ContentBlock } from '../core/content.ts';
 
 const encoder = new TextEncoder();
 

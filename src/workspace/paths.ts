@@ -5,7 +5,20 @@ import { lstat, readlink, realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
-import { PolicyError, type WorkspaceAccess } from '../tools/define.ts';
+import { PolicyError } from '../core/errors.ts';
+
+export interface WorkspaceAccess {
+  /** Canonical workspace root. */
+  readonly root: string;
+  /**
+   * Resolve a path for reading or writing under the active policy. Async: `await` it; the promise
+   * itself handed to fs fails with "path must be a string". Resolves to the canonical absolute
+   * path, or rejects with a PolicyError naming the rule.
+   */
+  resolve(path: string, mode: 'read' | 'write'): Promise<string>;
+  /** The workspace-relative display form of an absolute path (absolute if outside). */
+  display(absolutePath: string): string;
+}
 
 export interface WorkspaceOptions {
   /** The working directory at start; canonicalised (realpath) by open(). */

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadProtectedDefaults } from '../../src/sandbox/profiles.ts';
 import { defaultPatterns, planProtected } from '../../src/sandbox/protected-paths.ts';
-import { PolicyError } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/core/errors.ts';
 import { fileTools } from '../support/file-tools.ts';
 import { canRun, fixture, sandboxed, type Fixture } from './harness.ts';
 

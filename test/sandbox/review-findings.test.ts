@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { createCommandGuard, findOnPath, type CommandLayer } from '../../src/policy/command-rules.ts';
 import { createExecutor } from '../../src/shell/exec.ts';
-import { PolicyError } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/core/errors.ts';
 import { fileTools } from '../support/file-tools.ts';
 import { loadConfig } from '../../src/config/load.ts';
 import { openSession } from '../../src/agent/session.ts';

@@ -7,7 +7,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync
 import { basename, join } from 'node:path';
 import { prepareSandboxed } from '../../src/sandbox/index.ts';
 import { cleanEnv } from '../../src/process/spawn.ts';
-import { PolicyError } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/core/errors.ts';
 import { commit } from '../../src/files/commit.ts';
 import { TEMP_MARKER } from '../../src/workspace/atomic.ts';
 import { canPin, PinnedDir } from '../../src/workspace/pinned-dir.ts';

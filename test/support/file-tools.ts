@@ -1,7 +1,8 @@
 // A workspace with the file tools wired the way a run wires them: one Workspace, one revision
 // tracker shared by read, write and edit, and a ToolContext without a shell.
 import { createHash } from 'node:crypto';
-import type { Tool, ToolContext, ToolResult } from '../../src/tools/define.ts';
+import type { Tool, ToolContext } from '../../src/tools/define.ts';
+import type { ToolResult } from '../../src/core/content.ts';
 import type { FileToolDeps } from '../../src/files/deps.ts';
 import { createEditTool } from '../../src/tools/kernel/edit.ts';
 import { createReadTool } from '../../src/tools/kernel/read.ts';

@@ -4,7 +4,8 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.ts';
-import { type CliFlags, ConfigError } from '../../src/config/types.ts';
+import { type CliFlags } from '../../src/config/types.ts';
+import { ConfigError } from '../../src/core/errors.ts';
 
 let root: string;
 beforeEach(() => {

@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.ts';
-import { ConfigError } from '../../src/config/types.ts';
+import { ConfigError } from '../../src/core/errors.ts';
 import { parseJsonText } from '../../src/config/json-text.ts';
 import { loadPolicyFile } from '../../src/policy/policy-file.ts';
 

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { loadConfig, noModelMessage, parseDuration } from '../../src/config/load.ts';
-import { type CliFlags, type Config, ConfigError } from '../../src/config/types.ts';
+import { type CliFlags, type Config } from '../../src/config/types.ts';
+import { ConfigError } from '../../src/core/errors.ts';
 import { isTrusted, trustWorkspace } from '../../src/plugins/trust.ts';
 import { createCommandGuard, findOnPath, shellRuleLayers, shellRuleRoots } from '../../src/policy/command-rules.ts';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { chmod, mkdtemp, readdir, readFile, realpath, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PolicyError } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/core/errors.ts';
 import { Catalog } from '../../src/tools/catalog.ts';
 import { createEditTool } from '../../src/tools/kernel/edit.ts';
 import { createWriteTool } from '../../src/tools/kernel/write.ts';

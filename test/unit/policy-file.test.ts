@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError } from '../../src/config/types.ts';
+import { ConfigError } from '../../src/core/errors.ts';
 import { loadPolicyFile } from '../../src/policy/policy-file.ts';
 
 let dir: string;

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, open, realpath, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PolicyError } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/core/errors.ts';
 import type { FileToolDeps } from '../../src/files/deps.ts';
 import { createReadTool } from '../../src/tools/kernel/read.ts';
 import { fileTools, sha } from '../support/file-tools.ts';

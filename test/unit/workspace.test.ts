@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PolicyError } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/core/errors.ts';
 import { canonicalize, Workspace, type WorkspaceOptions } from '../../src/workspace/paths.ts';
 
 let base: string; // canonical temp dir holding `ws` (the workspace) and `outside`

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { chmod, mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PolicyError } from '../../src/tools/define.ts';
+import { PolicyError } from '../../src/core/errors.ts';
 import { WRITE_DIFF_MAX_BYTES } from '../../src/files/commit.ts';
 import type { FileToolDeps } from '../../src/files/deps.ts';
 import { TEMP_MARKER, writeFileAtomic } from '../../src/workspace/atomic.ts';

@@ -1,7 +1,10 @@
 // The bash kernel tool: a thin face over the executor, worded for the model.
 import { constants } from 'node:os';
 import { Type } from 'typebox';
-import { PolicyError, type ExecResult, type Tool, type ToolContext, type ToolResult } from '../define.ts';
+import { type Tool, type ToolContext } from '../define.ts';
+import type { ExecResult } from '../../shell/exec.ts';
+import type { ToolResult } from '../../core/content.ts';
+import { PolicyError } from '../../core/errors.ts';
 import type { Executor } from '../../shell/exec.ts';
 import type { Limits } from '../../core/limits.ts';
 

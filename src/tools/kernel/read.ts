@@ -2,7 +2,8 @@
 import { open, stat } from 'node:fs/promises';
 import { constants, type BigIntStats } from 'node:fs';
 import { Type } from 'typebox';
-import type { Tool, ToolResult } from '../define.ts';
+import type { Tool } from '../define.ts';
+import type { ToolResult } from '../../core/content.ts';
 import {
   DEFAULT_MAX_IMAGE_BASE64_BYTES,
   DEFAULT_READ_MAX_BYTES,

@@ -1,0 +1,22 @@
+// What a model sees and what a tool gives back, shared by providers, the tool framework, the file
+// machinery and every host. Declared here, below all of them, so none imports another for a type.
+
+export type ContentBlock =
+  | { type: 'text'; text: string }
+  /** base64 data, e.g. mediaType 'image/png' */
+  | { type: 'image'; mediaType: string; data: string };
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+}
+
+/** A structured tool result. */
+export interface ToolResult {
+  content: ContentBlock[];
+  isError?: boolean;
+  /** Extra data for hosts (diffs, revisions); not sent to the model. */
+  details?: Record<string, unknown>;
+}

@@ -1,0 +1,31 @@
+// The errors a user can cause, shared across layers; each carries a message that names the fix.
+// Hosts tell them from bugs with instanceof, never by comparing names.
+
+/** A refusal by the workspace policy, the command rules or a policy file. */
+export class PolicyError extends Error {
+  constructor(
+    /** Stable id of the deciding rule, e.g. 'workspace.outside' or 'docs.no-force'. */
+    readonly rule: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'PolicyError';
+  }
+}
+
+/** A user-caused configuration problem: names the file, the key and the fix. */
+export class ConfigError extends Error {
+  constructor(
+    message: string,
+    readonly file?: string,
+    readonly key?: string,
+  ) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+/** The run cannot start (no usable model, sandbox or workspace); the message says what to fix. */
+export class SetupError extends Error {
+  override name = 'SetupError';
+}
