@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Type } from 'typebox';
 import { runTask } from '../../src/agent/loop.ts';
-import { DEFAULT_LIMITS } from '../../src/agent/limits.ts';
+import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { Catalog, checkToolDefinition } from '../../src/tools/catalog.ts';
 import { defineTool } from '../../src/tools/define.ts';
 import { createProvider } from '../../src/providers/index.ts';
