@@ -93,7 +93,8 @@ export class AcpSession {
     } catch (error) {
       throw setupError(error);
     }
-    for (const warning of session.warnings) log(`session ${id}: ${warning}`);
+    // The config's own (a project config ignored in an untrusted workspace, a home workspace made read-only) first.
+    for (const warning of [...(config.warnings ?? []), ...session.warnings]) log(`session ${id}: ${warning}`);
     let provider: Provider;
     try {
       const { createProvider } = await import('../providers/index.ts');
