@@ -2,13 +2,14 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { CliFlags, Config } from '../config/types.ts';
-import { EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outcome.ts';
+import { emptyUsage, EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import { runTask } from '../agent/loop.ts';
 import { openSession, type Session } from '../agent/session.ts';
 import { SetupError } from '../core/errors.ts';
-import { humanSink } from './render.ts';
-import { stderr, stdinIsTTY, stdout } from './output.ts';
+import { describeOutcome, humanSink } from './render.ts';
+import { stderr, stdout } from './output.ts';
+import { composeTask, readPipedStdin } from './stdin.ts';
 import { killAllNow } from '../process/spawn.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { openTrace } from './trace.ts';
@@ -22,28 +23,19 @@ export interface RunOutput {
   traceContent: boolean;
 }
 
-/** Stdin is part of the task when it is piped: `git diff | conch "review this"`. */
-async function readTask(taskArg: string): Promise<string> {
-  let piped = '';
-  if (!stdinIsTTY()) {
-    try {
-      piped = await Bun.stdin.text();
-    } catch {
-      piped = '';
-    }
-  }
-  if (!piped.trim()) return taskArg.trim();
-  if (!taskArg.trim()) return piped;
-  return `${taskArg.trim()}\n\n<stdin>\n${piped.replace(/\n$/, '')}\n</stdin>`;
-}
-
 export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): Promise<number> {
   const runId = randomUUID();
-  const task = await readTask(taskArg);
-  if (!task) {
-    stderr.write("conch: no task given. Usage: conch \"what to do\"  (or pipe text in: git diff | conch \"review this\")\n");
-    return EXIT_CODES.setup_error;
+  let config: Config;
+  try {
+    config = await loadCliConfig(flags);
+  } catch (error) {
+    return setupFailure(error, out.json, runId);
   }
+  // Read after the config: its limits bound stdin.
+  const input = await readPipedStdin(config.limits.stdin_bytes);
+  if ('tooLarge' in input) return stdinTooLarge(runId, input.maxBytes, out.json);
+  const task = composeTask(taskArg, input.text);
+  if (!task) return setupFailure(new SetupError('no task given. Usage: conch "what to do"  (or pipe text in: git diff | conch "review this")'), out.json, runId);
 
   const controller = new AbortController();
   const interactive = Boolean(stderr.isTTY) && !out.json;
@@ -51,14 +43,12 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     { stdout, stderr },
     { color: interactive && !process.env.NO_COLOR, interactive, streamText: Boolean(stdout.isTTY) },
   );
-  let config: Config;
   let session: Session | undefined;
   let provider: Provider;
   let trace: EventSink | undefined;
   try {
     if (out.traceContent && !out.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
     trace = out.trace ? openTrace(out.trace, out.traceContent) : undefined;
-    config = await loadCliConfig(flags);
     if (!config.provider) {
       const { noModelMessage } = await import('../config/load.ts');
       throw new SetupError(noModelMessage(join(config.configDir, 'config.json')));
@@ -137,3 +127,21 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   return code;
 }
 
+
+/** More piped input than stdin_bytes allows: the run does not start, and says which limit. */
+function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
+  const outcome: Outcome = {
+    status: 'limit_exceeded',
+    limit: 'stdin_bytes',
+    message: `stdin is larger than ${maxBytes} bytes (limit stdin_bytes); pass less, or raise it with --limit stdin_bytes=N (0 = unlimited)`,
+    output: '',
+    stopReason: null,
+    usage: emptyUsage(),
+    counts: { modelCalls: 0, toolCalls: 0, toolErrors: 0 },
+    durationMs: 0,
+  };
+  const code = exitCodeFor(outcome.status);
+  if (json) stdout.write(`${JSON.stringify(envelope(runId, outcome, null, code))}\n`);
+  else stderr.write(`${describeOutcome(outcome)}\n`);
+  return code;
+}

@@ -24,6 +24,8 @@ export interface Limits {
   shell_output_bytes: number;
   /** Bytes of the skills catalog in the system prompt (skills past it are counted, not listed; 0 = no catalog). */
   skills_catalog_bytes: number;
+  /** Bytes of piped stdin read into the task; 0 = unlimited. */
+  stdin_bytes: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -38,6 +40,7 @@ export const DEFAULT_LIMITS: Limits = {
   tool_timeout_max_ms: 15 * 60 * 1000,
   shell_output_bytes: 50 * 1024,
   skills_catalog_bytes: 16 * 1024,
+  stdin_bytes: 8 * 1024 * 1024,
 };
 
 export const LIMIT_NAMES = Object.keys(DEFAULT_LIMITS) as (keyof Limits)[];

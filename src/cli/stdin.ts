@@ -1,0 +1,45 @@
+// Piped stdin is part of the task (`git diff | conch "review this"`): read to its end, bounded by
+// the stdin_bytes limit, and said out loud on a terminal when the end is slow to come
+// (`sleep 8 | conch …` would otherwise look like a hang).
+import { stderr, stdinIsTTY } from './output.ts';
+
+/** How long stdin may stay open before conch says it is waiting for it. */
+const QUIET_MS = 1000;
+
+export type StdinInput = { text: string } | { tooLarge: true; maxBytes: number };
+
+/** '' when stdin is a terminal or unreadable; 0 = unlimited, as for the other count limits. */
+export async function readPipedStdin(maxBytes: number): Promise<StdinInput> {
+  if (stdinIsTTY()) return { text: '' };
+  const notice = stderr.isTTY
+    ? setTimeout(() => stderr.write('conch: reading stdin as part of the task, until it ends (run with </dev/null to leave it out)\n'), QUIET_MS)
+    : undefined;
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  try {
+    const reader = (Bun.stdin.stream() as ReadableStream<Uint8Array>).getReader();
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.length;
+      if (maxBytes > 0 && total > maxBytes) {
+        void reader.cancel().catch(() => {});
+        return { tooLarge: true, maxBytes };
+      }
+      chunks.push(value);
+    }
+  } catch {
+    // An unreadable stdin (closed, a directory) adds nothing to the task.
+    return { text: '' };
+  } finally {
+    clearTimeout(notice);
+  }
+  return { text: Buffer.concat(chunks).toString('utf8') };
+}
+
+/** The task: the arguments, with piped input appended in a marked block. */
+export function composeTask(taskArg: string, piped: string): string {
+  if (!piped.trim()) return taskArg.trim();
+  if (!taskArg.trim()) return piped;
+  return `${taskArg.trim()}\n\n<stdin>\n${piped.replace(/\n$/, '')}\n</stdin>`;
+}

@@ -1,0 +1,75 @@
+// Piped stdin as part of the task: bounded by the stdin_bytes limit, and announced on a terminal
+// when it stays open. Through the real CLI process and the local model server.
+import { describe, expect, test } from 'bun:test';
+import { anthropicEnv, CONCH, conchEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
+
+const harness = useHarness();
+const MODEL = ['--model', 'anthropic/test-model'];
+
+/** conch behind a shell pipeline `PRODUCER | conch ARGS`, with stderr a pipe or a terminal. */
+async function piped(producer: string, args: string[], terminal = false) {
+  const quoted = [CONCH, ...MODEL, ...args].map((a) => `'${a}'`).join(' ');
+  const pipeline = `${producer} | ${quoted}`;
+  // `script` gives conch a pseudo-terminal for stderr (and stdout), as a user's shell would.
+  const argv = terminal ? ['script', '-qec', pipeline, '/dev/null'] : ['sh', '-c', pipeline];
+  const child = Bun.spawn(argv, {
+    cwd: harness.dirs.workspace,
+    env: { ...conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)), TERM: 'dumb' },
+    stdin: 'ignore',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  return { stdout: stdout.replaceAll('\r', ''), stderr, code };
+}
+
+describe('stdin that stays open', () => {
+  test('on a terminal conch says it is reading stdin, then runs with it', async () => {
+    harness.server.script([{ text: 'reviewed' }]);
+    const r = await piped("{ echo 'the diff'; sleep 2; }", ['review this'], true);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('conch: reading stdin as part of the task');
+    expect(r.stdout).toContain('reviewed');
+    expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('the diff');
+  });
+
+  test('when stderr is not a terminal, nothing is said', async () => {
+    harness.server.script([{ text: 'reviewed' }]);
+    const r = await piped("{ echo 'the diff'; sleep 2; }", ['review this']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('reviewed\n');
+  });
+});
+
+describe('the stdin_bytes limit', () => {
+  test('a stdin that never ends stops at the default limit: limit_exceeded stdin_bytes, no model call', async () => {
+    const r = await piped('yes', ['go']);
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain('limit_exceeded');
+    expect(r.stderr).toContain('stdin_bytes');
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('--limit stdin_bytes=N: N bytes pass, N+1 are refused, in text and in --json', async () => {
+    harness.server.script(() => ({ text: 'ok' }));
+    const run = (stdin: string, extra: string[] = []) =>
+      runConch({ dirs: harness.dirs, args: [...MODEL, '--limit', 'stdin_bytes=1000', ...extra, 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl), stdin });
+    expect((await run('x'.repeat(1000))).code).toBe(0);
+    expect(harness.server.requests).toHaveLength(1);
+    const over = await run('x'.repeat(1001));
+    expect(over.code).toBe(4);
+    expect(over.stderr).toContain('--limit stdin_bytes=');
+    const json = await run('x'.repeat(1001), ['--json']);
+    expect(json.code).toBe(4);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'limit_exceeded', limit: 'stdin_bytes', exitCode: 4 });
+    expect(harness.server.requests).toHaveLength(1);
+  });
+
+  test('stdin_bytes is a config key like every limit', async () => {
+    await writeConfig(harness.dirs, { limits: { stdin_bytes: 10 } });
+    const r = await runConch({ dirs: harness.dirs, args: [...MODEL, 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl), stdin: 'more than ten bytes' });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain('stdin_bytes');
+  });
+});
