@@ -1,18 +1,17 @@
 // Piped stdin as part of the task: bounded by the stdin_bytes limit, and announced on a terminal
 // when it stays open. Through the real CLI process and the local model server.
 import { describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { anthropicEnv, CONCH, conchEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
 
 const harness = useHarness();
 const MODEL = ['--model', 'anthropic/test-model'];
 
-/** conch behind a shell pipeline `PRODUCER | conch ARGS`, with stderr a pipe or a terminal. */
-async function piped(producer: string, args: string[], terminal = false) {
+/** conch behind a shell pipeline `PRODUCER | conch ARGS`. */
+async function piped(producer: string, args: string[]) {
   const quoted = [CONCH, ...MODEL, ...args].map((a) => `'${a}'`).join(' ');
-  const pipeline = `${producer} | ${quoted}`;
-  // `script` gives conch a pseudo-terminal for stderr (and stdout), as a user's shell would.
-  const argv = terminal ? ['script', '-qec', pipeline, '/dev/null'] : ['sh', '-c', pipeline];
-  const child = Bun.spawn(argv, {
+  const child = Bun.spawn(['sh', '-c', `${producer} | ${quoted}`], {
     cwd: harness.dirs.workspace,
     env: { ...conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)), TERM: 'dumb' },
     stdin: 'ignore',
@@ -20,16 +19,39 @@ async function piped(producer: string, args: string[], terminal = false) {
     stderr: 'pipe',
   });
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  return { stdout: stdout.replaceAll('\r', ''), stderr, code };
+  return { stdout, stderr, code };
 }
 
 describe('stdin that stays open', () => {
-  test('on a terminal conch says it is reading stdin, then runs with it', async () => {
+  test('on a terminal conch says it is reading stdin, then runs with it once stdin ends', async () => {
     harness.server.script([{ text: 'reviewed' }]);
-    const r = await piped("{ echo 'the diff'; sleep 2; }", ['review this'], true);
-    expect(r.code).toBe(0);
-    expect(r.stdout).toContain('conch: reading stdin as part of the task');
-    expect(r.stdout).toContain('reviewed');
+    // The producer keeps stdin open until the test has seen the notice, then it ends.
+    const pidFile = join(harness.dirs.home, 'producer.pid');
+    const producer = `sh -c 'echo "the diff"; echo $$ > ${pidFile}; exec sleep 60'`;
+    const quoted = [CONCH, ...MODEL, 'review this'].map((a) => `'${a}'`).join(' ');
+    const child = Bun.spawn(['script', '-qec', `${producer} | ${quoted}`, '/dev/null'], {
+      cwd: harness.dirs.workspace,
+      env: { ...conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)), TERM: 'dumb' },
+      stdin: 'ignore',
+      stdout: 'pipe',
+    });
+    let screen = '';
+    const decoder = new TextDecoder();
+    const reader = child.stdout.getReader();
+    while (!screen.includes('conch: reading stdin as part of the task')) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      screen += decoder.decode(value);
+    }
+    expect(screen).toContain('conch: reading stdin as part of the task');
+    process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGTERM');
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      screen += decoder.decode(value);
+    }
+    expect(await child.exited).toBe(0);
+    expect(screen.replaceAll('\r', '')).toContain('reviewed\n');
     expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('the diff');
   });
 
