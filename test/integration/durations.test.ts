@@ -40,6 +40,7 @@ describe('durations out of range are setup errors naming the flag', () => {
     [['--timeout', '0'], '--timeout 0: must be more than 0 (at most 365d).'],
     [['--limit', 'deadline_ms=0'], '--limit deadline_ms=0: deadline_ms must be more than 0 (at most 365d).'],
     [['--timeout=-5'], '--timeout -5: must be more than 0 (at most 365d).'],
+    [['--timeout', '-5'], '--timeout -5: must be more than 0 (at most 365d).'],
   ];
   for (const [args, message] of cases) {
     test(args.join(' '), async () => {
