@@ -6,7 +6,9 @@ import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXIT_CODES } from '../agent/outcome.ts';
-import { cleanEnv } from '../process/spawn.ts';
+import { processAlive } from '../process/group.ts';
+import { sweepOrphans } from '../process/orphans.ts';
+import { cleanEnv, guardExit } from '../process/spawn.ts';
 import {
   prepareSandboxed,
   probeSandbox,
@@ -109,6 +111,7 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
     try {
       if (received) return signalled();
       for (const note of prepared.notes ?? []) err.write(`conch: note: ${note}\n`);
+      guardExit();
       const running = Bun.spawn(prepared.argv, {
         cwd: workspace,
         env: cleanEnv(process.env, opts.taskEnv ?? {}, { tmpDir }),
@@ -119,6 +122,10 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
       if (running.signalCode) return 128 + (constants.signals[running.signalCode as NodeJS.Signals] ?? 0);
       return code;
     } finally {
+      // bwrap killed while it set up leaves its sandbox running without it (orphans.ts): it goes
+      // before the placeholders that protect it.
+      const orphans = sweepOrphans();
+      for (let i = 0; i < 100 && orphans.some(processAlive); i++) await Bun.sleep(5);
       await prepared.release();
     }
   } finally {

@@ -4,7 +4,8 @@
 import { tmpdir } from 'node:os';
 import { BoundedOutput } from './output.ts';
 import { startTimer } from '../core/duration.ts';
-import { killGroup, killPids, pipeHolders, processAlive, stdoutPipeOf } from './group.ts';
+import { groupAlive, killGroup, killPids, pipeHolders, processAlive, stdoutPipeOf } from './group.ts';
+import { adoptOrphans, sweepOrphans } from './orphans.ts';
 
 export interface SpawnOptions {
   /** Full argv; argv[0] absolute or found on env.PATH. */
@@ -67,6 +68,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   });
   if (options.signal?.aborted) return notStarted('cancelled before the command started', true);
 
+  guardExit();
   let proc: Bun.Subprocess<'ignore', 'pipe', 'ignore'>;
   try {
     proc = Bun.spawn({
@@ -124,6 +126,8 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   const groupFailure = await (state.killing ?? killGroup(pgid, graceMs));
   if (groupFailure) problems.push(groupFailure);
   liveGroups.delete(pgid);
+  // A sandbox whose bwrap was killed while it set up has no parent that can end it (orphans.ts).
+  sweepOrphans();
   const escape = await drain(reading, reader, pipe);
   if (escape) problems.push(escape);
 
@@ -230,17 +234,41 @@ export function commandPath(path: string | undefined): string {
 /** Process groups started here and not yet torn down. */
 const liveGroups = new Set<number>();
 
+let exitGuarded = false;
+
 /**
- * For an immediate exit (a second Ctrl-C): SIGKILL every group still running, without the grace
- * period, so nothing conch started outlives it.
+ * Before conch starts a command: orphaned sandboxes come back to conch (orphans.ts), and however
+ * conch exits normally (process.exit with a call abandoned, a second Ctrl-C), what it started goes.
+ */
+export function guardExit(): void {
+  if (exitGuarded) return;
+  exitGuarded = true;
+  adoptOrphans();
+  process.on('exit', killAllNow);
+}
+
+const pause = new Int32Array(new SharedArrayBuffer(4));
+const EXIT_WAIT_MS = 300;
+
+/**
+ * For an immediate exit (a second Ctrl-C, the exit hook): SIGKILL every group still running,
+ * without the grace period, and every orphaned sandbox, so nothing conch started outlives it.
+ * Synchronous (it runs in the exit hook): a sandbox whose bwrap dies only now may be orphaned by
+ * that very kill, so it waits a moment for the groups to go and then looks for orphans again.
  */
 export function killAllNow(): void {
-  for (const pgid of liveGroups) {
+  const groups = [...liveGroups];
+  liveGroups.clear();
+  for (const pgid of groups) {
     try {
       process.kill(-pgid, 'SIGKILL');
     } catch {
       // already gone
     }
   }
-  liveGroups.clear();
+  sweepOrphans();
+  if (groups.length === 0) return;
+  const until = Date.now() + EXIT_WAIT_MS;
+  while (groups.some(groupAlive) && Date.now() < until) Atomics.wait(pause, 0, 0, 5);
+  sweepOrphans();
 }

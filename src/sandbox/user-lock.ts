@@ -10,34 +10,15 @@
 // The work done under the lock is a handful of synchronous syscalls, so waiting is bounded: a holder
 // that does not let go within LOCK_WAIT_MS (a conch stopped with Ctrl-Z inside those microseconds)
 // makes withUserLock report failure instead of hanging the command.
-import { dlopen, FFIType } from 'bun:ffi';
 import { closeSync, openSync } from 'node:fs';
 import { join } from 'node:path';
+import { loadLibc } from '../process/libc.ts';
 import { userStateDir } from './user-dir.ts';
 
 const LOCK_EX = 2;
 const LOCK_NB = 4;
 const LOCK_UN = 8;
 const LOCK_WAIT_MS = 5000;
-
-type Flock = (fd: number, operation: number) => number;
-
-let flock: Flock | null | undefined;
-
-function loadFlock(): Flock | null {
-  if (flock !== undefined) return flock;
-  flock = null;
-  if (process.platform !== 'linux') return flock;
-  for (const name of ['libc.so.6', 'libc.musl-x86_64.so.1', 'libc.musl-aarch64.so.1', 'libc.so']) {
-    try {
-      const lib = dlopen(name, { flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 } });
-      return (flock = (fd, operation) => lib.symbols.flock(fd, operation) as number);
-    } catch {
-      // not this libc
-    }
-  }
-  return flock;
-}
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
@@ -49,8 +30,8 @@ export type LockResult<T> = { locked: true; value: T } | { locked: false; reason
  * going on without it is safe.
  */
 export function withUserLock<T>(work: () => T): LockResult<T> {
-  const lock = loadFlock();
-  if (!lock) return { locked: false, reason: 'flock(2) is not available to this process' };
+  const libc = loadLibc();
+  if (!libc) return { locked: false, reason: 'flock(2) is not available to this process' };
   const dir = userStateDir();
   if (!dir.shared) return { locked: false, reason: `the per-user state directory is not shared (${dir.path})` };
   const path = join(dir.path, 'placeholders.lock');
@@ -62,7 +43,7 @@ export function withUserLock<T>(work: () => T): LockResult<T> {
   }
   try {
     const until = Date.now() + LOCK_WAIT_MS;
-    while (lock(fd, LOCK_EX | LOCK_NB) !== 0) {
+    while (libc.flock(fd, LOCK_EX | LOCK_NB) !== 0) {
       if (Date.now() >= until) {
         return { locked: false, reason: `another conch process has held ${path} for more than ${LOCK_WAIT_MS / 1000} s (one stopped with Ctrl-Z?)` };
       }
@@ -71,7 +52,7 @@ export function withUserLock<T>(work: () => T): LockResult<T> {
     try {
       return { locked: true, value: work() };
     } finally {
-      lock(fd, LOCK_UN);
+      libc.flock(fd, LOCK_UN);
     }
   } finally {
     closeSync(fd);

@@ -1,0 +1,39 @@
+// The libc calls conch needs that neither Bun nor Node exposes, through bun:ffi: flock(2)
+// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts). Loaded on first use, Linux only; null where the C
+// library cannot be opened (the callers then do without, and say so where it matters).
+import { dlopen, FFIType } from 'bun:ffi';
+
+export interface Libc {
+  flock(fd: number, operation: number): number;
+  prctl(option: number, arg2: number): number;
+  /** waitpid(pid, NULL, WNOHANG): pid when reaped, 0 when still running, -1 on error. */
+  reap(pid: number): number;
+}
+
+const WNOHANG = 1;
+
+let libc: Libc | null | undefined;
+
+export function loadLibc(): Libc | null {
+  if (libc !== undefined) return libc;
+  libc = null;
+  if (process.platform !== 'linux') return libc;
+  for (const name of ['libc.so.6', 'libc.musl-x86_64.so.1', 'libc.musl-aarch64.so.1', 'libc.so']) {
+    try {
+      const lib = dlopen(name, {
+        flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+        prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
+        waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+      });
+      const { flock, prctl, waitpid } = lib.symbols;
+      return (libc = {
+        flock: (fd, operation) => flock(fd, operation) as number,
+        prctl: (option, arg2) => prctl(option, arg2, 0, 0, 0) as number,
+        reap: (pid) => waitpid(pid, null, WNOHANG) as number,
+      });
+    } catch {
+      // not this C library
+    }
+  }
+  return libc;
+}

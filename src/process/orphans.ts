@@ -1,0 +1,120 @@
+// Processes that would outlive conch because their parent died first. The case that matters: bwrap
+// forks the sandbox's first process and only then sets its parent-death signal (--die-with-parent);
+// when bwrap itself is killed in that window (a command cancelled the moment it starts, a signal to
+// `conch sandbox run`), the sandbox carries on with no parent, is re-parented to init, and runs its
+// command to the end (or waits forever), however conch exits.
+//
+// conch makes itself a child subreaper (prctl PR_SET_CHILD_SUBREAPER) the first time it starts a
+// command, so such orphans are re-parented to conch instead of init. There they are recognisable:
+// a child of conch's that is the first process of a pid namespace of its own (NSpid in
+// /proc/PID/status ends in 1) is a sandbox whose bwrap is gone, since the bwrap conch starts lives
+// in conch's namespace. sweepOrphans() SIGKILLs them (which ends their whole namespace) after every
+// command and on exit.
+//
+// Being a subreaper also brings back every other orphan (a command's background process whose
+// shell exited first), which once dead stays a zombie until its parent reaps it; Bun only reaps
+// what it spawned. So the sweep reaps the zombies that are certainly not Bun's own children: those
+// in a process group that is neither conch's own nor led by themselves (Bun spawns either into
+// conch's group or, detached, as a group leader), and the sandboxes it killed itself.
+import { readdirSync, readFileSync } from 'node:fs';
+import { loadLibc } from './libc.ts';
+
+const PR_SET_CHILD_SUBREAPER = 36;
+let subreaper: boolean | undefined;
+/** Orphaned sandboxes killed and not yet reaped. */
+const killed = new Set<number>();
+
+/** Become a child subreaper (once); false where that is not possible (not Linux, no FFI). */
+export function adoptOrphans(): boolean {
+  if (subreaper !== undefined) return subreaper;
+  subreaper = loadLibc()?.prctl(PR_SET_CHILD_SUBREAPER, 1) === 0;
+  return subreaper;
+}
+
+interface Child {
+  pid: number;
+  state: string;
+  pgrp: number;
+  /** pid 1 of a pid namespace of its own */
+  nsInit: boolean;
+}
+
+function child(pid: string): Child | null {
+  let status: string;
+  try {
+    status = readFileSync(`/proc/${pid}/status`, 'latin1');
+  } catch {
+    return null;
+  }
+  const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)?.[1]?.trim().split(/\s+/) ?? [];
+  if (field('PPid')[0] !== String(process.pid)) return null;
+  const nspid = field('NSpid');
+  let pgrp = 0;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    return null;
+  }
+  return { pid: Number(pid), state: field('State')[0] ?? '', pgrp, nsInit: nspid.length > 1 && nspid.at(-1) === '1' };
+}
+
+/** conch's direct children: /proc/self/task/TID/children of every thread, or a scan of /proc. */
+function childPids(): string[] {
+  try {
+    const out: string[] = [];
+    for (const task of readdirSync('/proc/self/task')) {
+      out.push(...readFileSync(`/proc/self/task/${task}/children`, 'latin1').split(' ').filter(Boolean));
+    }
+    return out;
+  } catch {
+    // no CONFIG_PROC_CHILDREN: every process, filtered by its parent in child()
+    try {
+      return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry));
+    } catch {
+      return [];
+    }
+  }
+}
+
+let ownGroup: number | undefined;
+
+function conchGroup(): number {
+  if (ownGroup !== undefined) return ownGroup;
+  try {
+    const stat = readFileSync('/proc/self/stat', 'latin1');
+    ownGroup = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
+  } catch {
+    ownGroup = -1;
+  }
+  return ownGroup;
+}
+
+/**
+ * SIGKILL every orphaned sandbox re-parented to conch and reap the orphans that are dead. Returns
+ * the sandboxes signalled now (their death is not waited for).
+ */
+export function sweepOrphans(): number[] {
+  const signalled: number[] = [];
+  if (!subreaper) return signalled;
+  const libc = loadLibc();
+  for (const pid of childPids()) {
+    const found = child(pid);
+    if (!found) continue;
+    if (found.state === 'Z') {
+      const orphan = killed.has(found.pid) || (found.pgrp !== conchGroup() && found.pgrp !== found.pid);
+      if (orphan && libc) libc.reap(found.pid);
+      killed.delete(found.pid);
+      continue;
+    }
+    if (!found.nsInit) continue;
+    try {
+      process.kill(found.pid, 'SIGKILL');
+      killed.add(found.pid);
+      signalled.push(found.pid);
+    } catch {
+      // gone already
+    }
+  }
+  return signalled;
+}
