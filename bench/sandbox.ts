@@ -103,6 +103,15 @@ try {
   console.log(`conch sandbox, placeholders per call: ${perCall.toFixed(2)} ms/call (${calls} calls)`);
   console.log(`bare bwrap, same flags, mounts and filter: ${bare.toFixed(2)} ms/call (${calls} calls)`);
   console.log(`/bin/sh -c true: ${sh.toFixed(2)} ms/call (${calls} calls)`);
+  // conch's own host-side work alone (plan, placeholders, seccomp descriptor, release), no spawn.
+  const prepareOnly = (req: SandboxRequest) => async () => {
+    const prepared = await prepareSandboxed(req);
+    await prepared.release();
+  };
+  const host = await measure({ run: prepareOnly(request), perCall: prepareOnly(perCallRequest) });
+  runScope.close();
+  console.log(`host side in a run (prepare + release, no spawn): ${host.run!.toFixed(3)} ms/call (${calls} calls)`);
+  console.log(`host side, placeholders per call (no spawn): ${host.perCall!.toFixed(3)} ms/call (${calls} calls)`);
   console.log(`ratio conch / bare bwrap: ${(conch / bare).toFixed(2)}x`);
   console.log(`ratio conch placeholders per call / bare bwrap: ${(perCall / bare).toFixed(2)}x`);
   console.log(`ratio bare bwrap / sh: ${(bare / sh).toFixed(2)}x`);
