@@ -126,7 +126,7 @@ describe('plugins through the CLI', () => {
     await plugin('noisy.ts', `
       import { defineTool, Type } from 'conch';
       console.log('loading noisy');
-      process.stdout.write('raw at import\\n');
+      console.info('import-time info');
       export default defineTool({
         name: 'noisy',
         description: 'prints a lot',
@@ -135,8 +135,7 @@ describe('plugins through the CLI', () => {
           console.log('log in execute', { n: 1 });
           console.info('info in execute');
           console.dir({ dir: true });
-          process.stdout.write('raw ');
-          process.stdout.write('pieces\\n');
+          console.log('two\\nlines');
           await new Promise((r) => setTimeout(r, 5));
           console.log('after a timer');
           return 'noisy done';
@@ -147,7 +146,7 @@ describe('plugins through the CLI', () => {
     const json = await run(['--json', 'go']);
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ status: 'completed', output: 'the answer' });
-    for (const line of ['[noisy] loading noisy', '[noisy] raw at import', "[noisy] log in execute { n: 1 }", '[noisy] info in execute', '[noisy] { dir: true }', '[noisy] raw pieces', '[noisy] after a timer']) {
+    for (const line of ['[noisy] loading noisy', '[noisy] import-time info', "[noisy] log in execute { n: 1 }", '[noisy] info in execute', '[noisy] { dir: true }', '[noisy] two\n[noisy] lines', '[noisy] after a timer']) {
       expect(json.stderr).toContain(`${line}\n`);
     }
     script();
