@@ -17,6 +17,7 @@ import { createExecutor, type Executor } from '../shell/exec.ts';
 import type { CommandDecision } from '../core/command-decision.ts';
 import { SetupError } from '../core/errors.ts';
 import { PlaceholderScope, probeSandbox } from '../sandbox/index.ts';
+import { removeAtExit } from '../process/exit-cleanup.ts';
 import { loadGuidance, systemPrompt } from './prompt.ts';
 import type { ContextFactory } from './dispatch.ts';
 
@@ -65,6 +66,12 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   const policyPinsSandbox = config.unrestricted && (config.policy.denied?.length ?? 0) > 0;
   // One private run dir: tmp/ is the sandbox's /tmp, logs/ stays out of the sandbox's reach.
   const runDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  // Removed by dispose, or at exit on any path that never reaches it (a setup error, a second Ctrl-C).
+  const keepRunDir = removeAtExit(runDir);
+  const removeRunDir = async () => {
+    await rm(runDir, { recursive: true, force: true });
+    keepRunDir();
+  };
   const tmpDir = join(runDir, 'tmp');
   await mkdir(tmpDir, { mode: 0o700 });
   const revisions = new RevisionTracker();
@@ -114,7 +121,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   try {
     narrowCatalog(catalog, config);
   } catch (error) {
-    await rm(runDir, { recursive: true, force: true });
+    await removeRunDir();
     throw error;
   }
 
@@ -171,7 +178,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
         if (typeof dispose === 'function') await Promise.resolve(dispose.call(tool)).catch(() => {});
       }
       placeholders.close();
-      await rm(runDir, { recursive: true, force: true });
+      await removeRunDir();
     },
   };
 }

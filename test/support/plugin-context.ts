@@ -1,7 +1,8 @@
 // A ToolContext for plugin tests, built like a session builds one: the real Workspace and the real
 // executor. By default the workspace policy applies but commands run without the sandbox (unit tests
 // must not need bwrap); `sandbox: true` runs them under the real sandbox too.
-import { mkdtemp } from 'node:fs/promises';
+import { onTestFinished } from 'bun:test';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
@@ -19,6 +20,9 @@ export interface TestContextOptions {
 
 export async function makeContext(dir: string, options: TestContextOptions = {}): Promise<ToolContext> {
   const workspace = await Workspace.open({ root: dir, unrestricted: false });
+  const tmpDir = await mkdtemp(join(tmpdir(), 'conch-plugin-run-'));
+  // Call makeContext in a test or a beforeEach: the run's temp dir goes when that test ends.
+  onTestFinished(() => rm(tmpDir, { recursive: true, force: true }));
   const executor = createExecutor({
     workspace,
     unrestricted: !options.sandbox,
@@ -26,7 +30,7 @@ export async function makeContext(dir: string, options: TestContextOptions = {})
     limits: DEFAULT_LIMITS,
     env: {},
     shellEnabled: true,
-    tmpDir: await mkdtemp(join(tmpdir(), 'conch-plugin-run-')),
+    tmpDir,
   });
   const signal = options.signal ?? new AbortController().signal;
   const runSignal = options.runSignal ?? new AbortController().signal;

@@ -1,0 +1,61 @@
+// conch's temp directories (conch-run-*: a run's private /tmp and logs) are gone after every exit
+// path, and the test helpers' (conch-plugin-run-*) after a test run. Each child gets its own TMPDIR,
+// so the count cannot be disturbed by anything else on the machine; only the per-user state folder
+// (conch-<uid>, shared by every run on purpose) may stay.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { anthropicEnv, BUN, REPO, runConch, useHarness } from '../support/cli.ts';
+
+const harness = useHarness();
+let tmp: string;
+beforeEach(() => {
+  tmp = mkdtempSync(join(tmpdir(), 'conch-tmpcount-'));
+  chmodSync(tmp, 0o755);
+});
+afterEach(() => rmSync(tmp, { recursive: true, force: true }));
+
+const uid = process.getuid?.() ?? 0;
+const leftovers = () => readdirSync(tmp).filter((name) => name !== `conch-${uid}`);
+const run = (args: string[], onSpawn?: (c: ReturnType<typeof Bun.spawn>) => void) =>
+  runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', ...args], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), TMPDIR: tmp }, onSpawn });
+
+describe('temp directories', () => {
+  test('a completed run with a shell command and a run that times out leave nothing in TMPDIR', async () => {
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi > /tmp/x; cat /tmp/x' } }] }, { text: 'done' }]);
+    expect((await run(['--json', 'go'])).code).toBe(0);
+    harness.server.script([{ text: 'slow', hangAfterText: true }]);
+    expect((await run(['--json', '--timeout', '1s', 'go'])).code).toBe(124);
+    expect(leftovers()).toEqual([]);
+  });
+
+  test('a second Ctrl-C, which exits at once, leaves nothing in TMPDIR', async () => {
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'trap "" TERM INT; sleep 30' } }] }]);
+    let child: ReturnType<typeof Bun.spawn> | undefined;
+    const pending = run(['--json', '--unrestricted', 'go'], (c) => (child = c));
+    while (harness.server.requests.length === 0) await Bun.sleep(20);
+    await Bun.sleep(300);
+    child!.kill('SIGINT');
+    await Bun.sleep(50);
+    child!.kill('SIGINT');
+    expect((await pending).code).toBe(130);
+    expect(leftovers()).toEqual([]);
+  });
+
+  test('a test file using the plugin test context leaves no conch-plugin-run-* behind', async () => {
+    const file = join(tmp, 'uses-context.test.ts');
+    writeFileSync(file, `
+      import { test, expect } from 'bun:test';
+      import { makeContext } from ${JSON.stringify(join(REPO, 'test/support/plugin-context.ts'))};
+      test('context', async () => {
+        const ctx = await makeContext(${JSON.stringify(REPO)});
+        expect(ctx.cwd).toBe(${JSON.stringify(REPO)});
+      });`);
+    const child = Bun.spawn([BUN, 'test', file], { cwd: REPO, env: { ...process.env, TMPDIR: tmp }, stdout: 'pipe', stderr: 'pipe' });
+    const [err, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+    expect(err).toContain('1 pass');
+    expect(code).toBe(0);
+    expect(leftovers()).toEqual(['uses-context.test.ts']);
+  });
+});
