@@ -12,7 +12,8 @@ const staging = `${dist}.${process.pid}`;
 await rm(staging, { recursive: true, force: true });
 await mkdir(staging, { recursive: true });
 const result = await Bun.build({
-  entrypoints: [join(root, 'src', 'cli', 'main.ts')],
+  // The watchdog runs in a Worker, which loads its own entry file (watchdog.ts finds it beside the chunk).
+  entrypoints: [join(root, 'src', 'cli', 'main.ts'), join(root, 'src', 'cli', 'watchdog-worker.ts')],
   outdir: staging,
   target: 'bun',
   splitting: true,

@@ -13,6 +13,7 @@ import { composeTask, readPipedStdin } from './stdin.ts';
 import { killAllNow } from '../process/spawn.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { openTrace } from './trace.ts';
+import type { Watchdog } from './watchdog.ts';
 import { ProviderError, type Provider } from '../providers/types.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure, terminalApprover } from './setup.ts';
@@ -46,6 +47,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   let session: Session | undefined;
   let provider: Provider;
   let trace: EventSink | undefined;
+  let watchdog: Watchdog | undefined;
   try {
     if (out.traceContent && !out.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
     trace = out.trace ? openTrace(out.trace, out.traceContent) : undefined;
@@ -71,7 +73,11 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     session = await openSession(config, {
       cwd: process.cwd(),
       guard: await buildGuard(config, approver),
-      loadPlugins: buildPluginLoader(config),
+      // Plugin code can block the main thread; from its first line on, a watchdog thread keeps the deadline.
+      loadPlugins: buildPluginLoader(config, async () => {
+        const { startWatchdog } = await import('./watchdog.ts');
+        watchdog ??= startWatchdog(runId, out.json);
+      }),
     });
   } catch (error) {
     return setupFailure(error, out.json, runId);
@@ -99,6 +105,10 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   // A closed terminal (SIGHUP) or a polite kill (SIGTERM) cancel the same way, so cleanup runs.
   const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
   for (const s of signals) process.on(s, onSigint);
+  if (watchdog) {
+    watchdog.arm(config.limits.deadline_ms, onSigint);
+    sinks.push(watchdog.sink);
+  }
 
   let outcome: Outcome;
   try {
@@ -122,6 +132,9 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     for (const s of signals) process.off(s, onSigint);
     await session.dispose();
   }
+  // The watchdog ended the run already (the main thread was stuck until now): it exits the process.
+  if (watchdog && !watchdog.finishing()) await new Promise(() => {});
+  watchdog?.stop();
   const code = exitCodeFor(outcome.status);
   if (out.json) stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);
   return code;

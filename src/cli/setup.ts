@@ -37,11 +37,11 @@ export async function terminalApprover(signal: AbortSignal): Promise<Approver | 
   return ttyApprover(process.stdin, process.stderr, signal);
 }
 
-export function buildPluginLoader(config: Config): SessionOptions['loadPlugins'] {
+export function buildPluginLoader(config: Config, beforeImport?: () => Promise<void> | void): SessionOptions['loadPlugins'] {
   if (!config.plugins.enabled) return undefined;
   return async (reserved, workspaceRoot) => {
     const { loadPlugins } = await import('../plugins/load.ts');
-    return loadPlugins({ configDir: config.configDir, cwd: workspaceRoot, settings: config.plugins, reserved });
+    return loadPlugins({ configDir: config.configDir, cwd: workspaceRoot, settings: config.plugins, reserved, beforeImport });
   };
 }
 

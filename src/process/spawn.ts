@@ -83,6 +83,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   }
   const pgid = proc.pid;
   liveGroups.add(pgid);
+  groupsListener?.([...liveGroups]);
   const pipe = stdoutPipeOf(pgid);
   const sink = new BoundedOutput(options.maxShownBytes, options.logDir, options.onOutput);
   const reader = proc.stdout.getReader();
@@ -126,6 +127,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   const groupFailure = await (state.killing ?? killGroup(pgid, graceMs));
   if (groupFailure) problems.push(groupFailure);
   liveGroups.delete(pgid);
+  groupsListener?.([...liveGroups]);
   // A sandbox whose bwrap was killed while it set up has no parent that can end it (orphans.ts).
   sweepOrphans();
   const escape = await drain(reading, reader, pipe);
@@ -233,6 +235,13 @@ export function commandPath(path: string | undefined): string {
 
 /** Process groups started here and not yet torn down. */
 const liveGroups = new Set<number>();
+let groupsListener: ((groups: number[]) => void) | null = null;
+
+/** Be told the live groups each time they change: the watchdog kills them when the main thread cannot. */
+export function watchLiveGroups(watch: ((groups: number[]) => void) | null): void {
+  groupsListener = watch;
+  watch?.([...liveGroups]);
+}
 
 let exitGuarded = false;
 
@@ -259,6 +268,7 @@ const EXIT_WAIT_MS = 300;
 export function killAllNow(): void {
   const groups = [...liveGroups];
   liveGroups.clear();
+  groupsListener?.([]);
   for (const pgid of groups) {
     try {
       process.kill(-pgid, 'SIGKILL');

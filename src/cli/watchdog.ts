@@ -1,0 +1,89 @@
+// A deadline conch promises holds whatever a plugin does. Plugin code runs on the main thread, so an
+// execute that never yields (`for (;;) {}`) stops every timer, the run deadline and the JavaScript
+// signal listeners with it. The watchdog is a Worker, on a thread of its own: the main thread bumps
+// a heartbeat in shared memory, and when the heartbeat stops past the deadline (or after SIGINT,
+// SIGTERM or SIGHUP) plus a grace period, the worker ends the run itself (watchdog-worker.ts).
+//
+// It costs a thread, so it starts only when plugins are about to be imported: a run with only the
+// kernel tools, whose code never blocks the loop, does without.
+import type { EventSink, RunEvent } from '../agent/events.ts';
+import { addUsage, emptyUsage, EXIT_CODES, type Outcome } from '../agent/outcome.ts';
+import { watchExitRemovals } from '../process/exit-cleanup.ts';
+import { watchLiveGroups } from '../process/spawn.ts';
+import { envelope, type EnvelopeFacts } from './envelope.ts';
+import { BEAT, BEAT_MS, PHASE, STATE_SLOTS, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
+
+export interface Watchdog {
+  /** The run starts: its deadline counts from now; signals go through the watchdog from here on. */
+  arm(deadlineMs: number, onSignal: (name: string) => void): void;
+  /** Keeps the watchdog's copy of the --json envelope current, so it can print one. */
+  readonly sink: EventSink;
+  /** The main thread ends the run itself; false when the watchdog already is (then wait for it). */
+  finishing(): boolean;
+  stop(): void;
+}
+
+export function startWatchdog(runId: string, json: boolean): Watchdog {
+  const shared = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
+  const state = new Int32Array(shared);
+  const url = new URL(import.meta.url.endsWith('.ts') ? './watchdog-worker.ts' : './watchdog-worker.js', import.meta.url);
+  const worker = new Worker(url.href, { smol: true } as WorkerOptions);
+  worker.unref();
+  const send = (message: ToWatchdog) => worker.postMessage(message);
+  send({ type: 'start', state: shared });
+  const beat = setInterval(() => Atomics.add(state, BEAT, 1), BEAT_MS);
+  beat.unref();
+  watchLiveGroups((groups) => send({ type: 'groups', groups }));
+  watchExitRemovals((dirs) => send({ type: 'dirs', dirs }));
+
+  const started = Date.now();
+  let facts: EnvelopeFacts | null = null;
+  let output = '';
+  let usage = emptyUsage();
+  const counts = { modelCalls: 0, toolCalls: 0, toolErrors: 0 };
+  const post = () => {
+    const partial: Outcome = { status: 'timed_out', output, stopReason: null, usage, counts, durationMs: Date.now() - started };
+    send({ type: 'envelope', doc: envelope(runId, partial, facts, EXIT_CODES.timed_out) });
+  };
+  // Only before a tool runs can the main thread get stuck, so that is when the copy must be fresh.
+  const sink: EventSink = {
+    emit(event: RunEvent) {
+      switch (event.type) {
+        case 'run.started':
+          facts = { provider: event.provider, model: event.model, mode: event.mode, sandbox: event.sandbox };
+          return post();
+        case 'model.started':
+          counts.modelCalls++;
+          output = '';
+          return;
+        case 'text.delta':
+          output += event.text;
+          return;
+        case 'model.finished':
+          usage = counts.modelCalls === 1 ? event.usage : addUsage(usage, event.usage);
+          return;
+        case 'tool.started':
+          counts.toolCalls++;
+          return post();
+        case 'tool.finished':
+          if (event.isError) counts.toolErrors++;
+          return;
+      }
+    },
+  };
+
+  return {
+    arm(deadlineMs, onSignal) {
+      worker.onmessage = (event: MessageEvent<FromWatchdog>) => onSignal(event.data.name);
+      send({ type: 'arm', startedAt: Date.now(), deadlineAt: Date.now() + deadlineMs, json });
+    },
+    sink,
+    finishing: () => Atomics.compareExchange(state, PHASE, 0, 1) !== 2,
+    stop() {
+      clearInterval(beat);
+      watchLiveGroups(null);
+      watchExitRemovals(null);
+      send({ type: 'stop' });
+    },
+  };
+}

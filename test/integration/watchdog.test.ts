@@ -1,0 +1,123 @@
+// A plugin whose execute never yields (`for (;;) {}`) stops the main thread's timers and signal
+// listeners; the watchdog thread still ends the run: at the deadline (timed_out, 124) or on SIGTERM
+// (cancelled, 130), with one JSON document under --json, no process left behind and no temp dir.
+import { describe, expect, test } from 'bun:test';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { anthropicEnv, runConch, useHarness } from '../support/cli.ts';
+
+const harness = useHarness(async (d) => {
+  await mkdir(join(d.configHome, 'conch', 'tools'), { recursive: true });
+});
+
+/** A plugin that starts a sandboxed command, waits until it runs, says so in a file, then spins. */
+async function spinningPlugin(marker: string): Promise<string> {
+  const flag = join(harness.dirs.home, 'spinning');
+  await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'spin.ts'), `
+    import { writeFileSync } from 'node:fs';
+    import { defineTool, Type } from 'conch';
+    export default defineTool({
+      name: 'spin',
+      description: 'never yields',
+      parameters: Type.Object({}),
+      async execute(_args, ctx) {
+        void ctx.exec('sleep ${marker}');
+        for (let i = 0; i < 400; i++) {
+          await new Promise((r) => setTimeout(r, 25));
+          if (Bun.spawnSync(['pgrep', '-f', 'sleep ${marker}']).exitCode === 0) break;
+        }
+        writeFileSync(${JSON.stringify(flag)}, 'yes');
+        for (;;) {}
+      },
+    });`);
+  harness.server.script([{ toolCalls: [{ name: 'spin', arguments: {} }] }, { text: 'unreachable' }]);
+  return flag;
+}
+
+const alive = async (marker: string) => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
+const marker = () => `7${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
+
+async function withTmp<T>(work: (tmp: string) => Promise<T>): Promise<T> {
+  const tmp = mkdtempSync(join(tmpdir(), 'conch-watchdog-'));
+  chmodSync(tmp, 0o755);
+  try {
+    return await work(tmp);
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+}
+// Per-user folders that are reused, never one per run: conch's state and bun:ffi's C headers.
+const perUser = [`conch-${process.getuid?.() ?? 0}`, `bun-cc-${process.getuid?.() ?? 0}`];
+const leftovers = (tmp: string) => readdirSync(tmp).filter((n) => !perUser.includes(n));
+
+function run(args: string[], tmp: string, onSpawn?: (c: ReturnType<typeof Bun.spawn>) => void) {
+  return runConch({
+    dirs: harness.dirs,
+    args: ['--model', 'anthropic/test-model', ...args],
+    env: { ...anthropicEnv(harness.server.anthropicBaseUrl), TMPDIR: tmp },
+    onSpawn,
+  });
+}
+
+describe('the watchdog', () => {
+  test('a spinning plugin cannot outlast --timeout: timed_out, exit 124, one JSON document, its command killed', async () => {
+    const m = marker();
+    await spinningPlugin(m);
+    await withTmp(async (tmp) => {
+      const r = await run(['--json', '--timeout', '2s', 'go'], tmp);
+      expect(r.code).toBe(124);
+      const doc = JSON.parse(r.stdout);
+      expect(doc).toMatchObject({ status: 'timed_out', exitCode: 124, partial: true, counts: { toolCalls: 1 } });
+      expect(doc.message).toContain('watchdog');
+      expect(r.stderr).toContain('the run deadline passed');
+      expect(await alive(m)).toBe(false);
+      expect(leftovers(tmp)).toEqual([]);
+    });
+  });
+
+  test('without --json the answer stream stays empty and the reason is on stderr', async () => {
+    await spinningPlugin(marker());
+    await withTmp(async (tmp) => {
+      const r = await run(['--timeout', '2s', 'go'], tmp);
+      expect(r.code).toBe(124);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('watchdog ended the run');
+    });
+  });
+
+  test('SIGTERM while a plugin spins ends the run: cancelled, exit 130, its command killed', async () => {
+    const m = marker();
+    const flag = await spinningPlugin(m);
+    await withTmp(async (tmp) => {
+      let child: ReturnType<typeof Bun.spawn> | undefined;
+      const pending = run(['--json', 'go'], tmp, (c) => (child = c));
+      for (let i = 0; i < 600 && !existsSync(flag); i++) await Bun.sleep(25);
+      expect(existsSync(flag)).toBe(true);
+      child!.kill('SIGTERM');
+      const r = await pending;
+      expect(r.code).toBe(130);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'cancelled', exitCode: 130 });
+      expect(await alive(m)).toBe(false);
+      expect(leftovers(tmp)).toEqual([]);
+    });
+  });
+
+  test('with a plugin loaded, SIGINT during a model call still cancels the usual way', async () => {
+    await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'calm.ts'), `export default { name: 'calm', description: 'c', parameters: { type: 'object', properties: {} }, execute: () => 'ok' };`);
+    harness.server.script([{ text: 'thinking…', hangAfterText: true }]);
+    await withTmp(async (tmp) => {
+      let child: ReturnType<typeof Bun.spawn> | undefined;
+      const pending = run(['--json', 'go'], tmp, (c) => (child = c));
+      while (harness.server.requests.length === 0) await Bun.sleep(20);
+      await Bun.sleep(200);
+      child!.kill('SIGINT');
+      const r = await pending;
+      expect(r.code).toBe(130);
+      const doc = JSON.parse(r.stdout);
+      expect(doc.status).toBe('cancelled');
+      expect(doc.message).not.toContain('watchdog');
+    });
+  });
+});
