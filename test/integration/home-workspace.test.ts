@@ -5,7 +5,7 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { openaiEnv, runConch, useHarness } from '../support/cli.ts';
+import { CONCH, openaiEnv, runConch, useHarness } from '../support/cli.ts';
 
 const harness = useHarness(async (d) => {
   await writeFile(join(d.workspace, '.profile'), 'original profile\n');
@@ -40,6 +40,21 @@ describe('a workspace that is the home directory', () => {
     expect(touch).not.toContain('touch rc=0');
     expect(readFileSync(ws('.profile'), 'utf8')).toBe('original profile\n');
     expect(existsSync(ws('made-here'))).toBe(false);
+  });
+
+  test('on a terminal the header says why the run is read-only', async () => {
+    harness.server.script([{ text: 'looked' }]);
+    // `script` gives conch a pseudo-terminal, as a user's shell would.
+    const command = [CONCH, '--model', 'openai/test-model', 'go'].map((a) => `'${a}'`).join(' ');
+    const child = Bun.spawn(['script', '-qec', command, '/dev/null'], {
+      cwd: harness.dirs.workspace,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: harness.dirs.workspace, XDG_CONFIG_HOME: harness.dirs.configHome, NO_COLOR: '1', TERM: 'dumb', ...openaiEnv(harness.server.openaiBaseUrl) },
+      stdin: 'ignore',
+      stdout: 'pipe',
+    });
+    const screen = (await new Response(child.stdout).text()).replaceAll('\r', '');
+    expect(await child.exited).toBe(0);
+    expect(screen).toMatch(/conch · openai\/test-model · restricted, sandbox [^\n]*read-only: the workspace is your home directory \(--allow-home-writes to write\)/);
   });
 
   test('with --allow-home-writes: ordinary files are written, keys and shell start-up files are not', async () => {
