@@ -96,3 +96,23 @@ describe('prompt content', () => {
     expect(promptContent([{ type: 'image', mimeType: 'image/png', data: 'iVBORw0K' }])).toEqual([{ type: 'image', mediaType: 'image/png', data: 'iVBORw0K' }]);
   });
 });
+
+describe('replayUpdates (session/load)', () => {
+  test('prompts, answers and tool calls come back as the updates an editor saw live', async () => {
+    const { replayUpdates } = await import('../../src/acp/replay.ts');
+    const updates = replayUpdates([
+      { role: 'user', content: [{ type: 'text', text: 'list files' }, { type: 'image', mediaType: 'image/png', data: 'AAAA' }] },
+      { role: 'assistant', text: 'Looking.', toolCalls: [{ id: 'c1', name: 'bash', arguments: '{"command":"ls"}' }] },
+      { role: 'tool', results: [{ callId: 'c1', name: 'bash', content: [{ type: 'text', text: 'a\nb' }], isError: false }] },
+      { role: 'assistant', text: 'Two files.', toolCalls: [] },
+    ]);
+    expect(updates).toEqual([
+      { sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'list files' } },
+      { sessionUpdate: 'user_message_chunk', content: { type: 'image', mimeType: 'image/png', data: 'AAAA' } },
+      { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Looking.' } },
+      { sessionUpdate: 'tool_call', toolCallId: 'c1', title: 'ls', kind: 'execute', status: 'pending', rawInput: { command: 'ls' } },
+      { sessionUpdate: 'tool_call_update', toolCallId: 'c1', status: 'completed', content: [{ type: 'content', content: { type: 'text', text: 'a\nb' } }] },
+      { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'Two files.' } },
+    ]);
+  });
+});

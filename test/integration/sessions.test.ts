@@ -1,0 +1,259 @@
+// Sessions through the real CLI and the local model server: continue, resume, fork, --ephemeral,
+// policy on resume, a SIGKILLed run, a torn file, the sandbox's view of the store, `conch sessions`.
+import { describe, expect, test } from 'bun:test';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { anthropicEnv, CONCH, runConch, useHarness, writeConfig, type Sandbox } from '../support/cli.ts';
+
+const harness = useHarness(async (d) => {
+  await writeConfig(d, { retry: { maxRetries: 0, initialDelayMs: 1, maxDelayMs: 5 } });
+});
+
+const storeDir = (dirs: Sandbox) => join(dirs.home, '.local', 'state', 'conch', 'sessions');
+const sessionFile = (dirs: Sandbox, id: string) => join(storeDir(dirs), `${id}.jsonl`);
+
+interface Options {
+  dirs?: Sandbox;
+  env?: Record<string, string>;
+  onSpawn?: (c: ReturnType<typeof Bun.spawn>) => void;
+}
+
+function conch(args: string[], options: Options = {}) {
+  return runConch({
+    dirs: options.dirs ?? harness.dirs,
+    args: ['--model', 'anthropic/test-model', ...args],
+    env: { ...anthropicEnv(harness.server.anthropicBaseUrl), ...options.env },
+    onSpawn: options.onSpawn,
+  });
+}
+
+async function jsonRun(args: string[], options: Options = {}) {
+  const r = await conch(['--json', ...args], options);
+  if (!r.stdout.trim()) throw new Error(`no envelope: ${r.stderr}`);
+  return { ...r, doc: JSON.parse(r.stdout) };
+}
+
+/** Everything the model server was sent in request `i`, as one string. */
+const sent = (i: number) => JSON.stringify(harness.server.requests[i]!.body.messages);
+const toolNames = (i: number) => (harness.server.requests[i]!.body.tools ?? []).map((t: any) => t.name).sort();
+
+describe('continuing and resuming', () => {
+  test('-c carries the earlier turns into the next request, under the same session id', async () => {
+    harness.server.script([{ text: 'first answer' }, { text: 'second answer' }]);
+    const one = await jsonRun(['first task']);
+    expect(one.doc.sessionId).toMatch(/^[0-9a-f]{16}$/);
+    const two = await jsonRun(['-c', 'second task']);
+    expect(two.code).toBe(0);
+    expect(two.doc.sessionId).toBe(one.doc.sessionId);
+    expect(two.doc.runId).not.toBe(one.doc.runId);
+    expect(sent(1)).toContain('first task');
+    expect(sent(1)).toContain('first answer');
+    expect(sent(1)).toContain('second task');
+    expect(sent(0)).not.toContain('second task');
+  });
+
+  test('--resume takes a full id or a unique prefix', async () => {
+    harness.server.script([{ text: 'a1' }, { text: 'b1' }, { text: 'a2' }, { text: 'a3' }]);
+    const a = await jsonRun(['task A']);
+    await jsonRun(['task B']);
+    const byId = await jsonRun(['--resume', a.doc.sessionId, 'more A']);
+    expect(byId.doc.sessionId).toBe(a.doc.sessionId);
+    expect(sent(2)).toContain('task A');
+    expect(sent(2)).not.toContain('task B');
+    const byPrefix = await jsonRun(['--resume', a.doc.sessionId.slice(0, 8), 'even more A']);
+    expect(byPrefix.doc.sessionId).toBe(a.doc.sessionId);
+    expect(sent(3)).toContain('more A');
+  });
+
+  test('--resume of another workspace is refused with the path it belongs to; -c there finds nothing', async () => {
+    harness.server.script([{ text: 'done' }]);
+    const a = await jsonRun(['task A']);
+    const elsewhere = join(harness.dirs.home, 'other');
+    mkdirSync(elsewhere);
+    const otherDirs = { ...harness.dirs, workspace: elsewhere };
+    const r = await conch(['--resume', a.doc.sessionId, 'go'], { dirs: otherDirs });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`belongs to ${harness.dirs.workspace}`);
+    const c = await conch(['-c', 'go'], { dirs: otherDirs });
+    expect(c.code).toBe(2);
+    expect(c.stderr).toContain('no earlier session in');
+    expect(harness.server.requests).toHaveLength(1);
+  });
+
+  test('--fork starts a new session from that point and leaves the parent unchanged', async () => {
+    harness.server.script([{ text: 'parent answer' }, { text: 'fork answer' }]);
+    const parent = await jsonRun(['parent task']);
+    const before = readFileSync(sessionFile(harness.dirs, parent.doc.sessionId), 'utf8');
+    const fork = await jsonRun(['--resume', parent.doc.sessionId, '--fork', 'fork task']);
+    expect(fork.doc.sessionId).not.toBe(parent.doc.sessionId);
+    expect(sent(1)).toContain('parent answer');
+    expect(readFileSync(sessionFile(harness.dirs, parent.doc.sessionId), 'utf8')).toBe(before);
+    const show = await runConch({ dirs: harness.dirs, args: ['sessions', 'show', fork.doc.sessionId, '--json'], env: {} });
+    expect(JSON.parse(show.stdout).parent).toEqual({ id: parent.doc.sessionId, runs: 1 });
+  });
+
+  test('--ephemeral stores nothing', async () => {
+    harness.server.script([{ text: 'done' }]);
+    const r = await jsonRun(['--ephemeral', 'task']);
+    expect(r.code).toBe(0);
+    expect(r.doc.sessionId).toBeNull();
+    expect(existsSync(storeDir(harness.dirs))).toBe(false);
+  });
+});
+
+describe('policy on resume', () => {
+  test('a --read-only session cannot write after -c: write and edit are not offered, the header says why', async () => {
+    harness.server.script([{ text: 'looked' }, { toolCalls: [{ name: 'write', arguments: { path: 'new.txt', content: 'x' } }] }, { text: 'could not' }]);
+    await jsonRun(['--read-only', 'look around']);
+    const r = await conch(['-c', 'now write new.txt']);
+    expect(toolNames(1)).not.toContain('write');
+    expect(toolNames(1)).not.toContain('edit');
+    expect(existsSync(join(harness.dirs.workspace, 'new.txt'))).toBe(false);
+    expect(r.stderr).toContain('under the policy now ∩ the recorded one: read-only');
+  });
+
+  test('--unrestricted is not carried over: the resumed run is restricted unless given again', async () => {
+    harness.server.script([{ text: 'one' }, { text: 'two' }, { text: 'three' }]);
+    const one = await jsonRun(['--unrestricted', 'task']);
+    expect(one.doc.mode).toBe('unrestricted');
+    expect((await jsonRun(['-c', 'again'])).doc.mode).toBe('restricted');
+    expect((await jsonRun(['-c', '--unrestricted', 'and again'])).doc.mode).toBe('unrestricted');
+  });
+});
+
+describe('a damaged session', () => {
+  test('a run SIGKILLed mid-tool-call leaves a session that continues cleanly', async () => {
+    const marker = `47.${Math.floor(Math.random() * 1e9)}`;
+    harness.server.script([
+      { text: 'starting', toolCalls: [{ id: 'call_killed', name: 'bash', arguments: { command: `sleep ${marker}` } }] },
+      { text: 'resumed fine' },
+    ]);
+    const pgrep = async () => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).stdout.toString().split('\n').filter(Boolean).map(Number);
+    let child: ReturnType<typeof Bun.spawn> | undefined;
+    const pending = conch(['killed task'], { onSpawn: (c) => (child = c) });
+    for (let i = 0; i < 200 && (await pgrep()).length === 0; i++) await Bun.sleep(25);
+    expect((await pgrep()).length).toBeGreaterThan(0);
+    child!.kill('SIGKILL');
+    await pending;
+    // The sandboxed sleep was conch's child; with conch gone it is ours to stop.
+    for (const pid of await pgrep()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    const r = await jsonRun(['-c', 'carry on']);
+    expect(r.code).toBe(0);
+    expect(r.doc.output).toBe('resumed fine');
+    expect(sent(1)).toContain('killed task');
+    expect(sent(1)).toContain('call_killed');
+    expect(sent(1)).toContain('not run: conch stopped before this call finished');
+    const list = await runConch({ dirs: harness.dirs, args: ['sessions', '--json'], env: {} });
+    expect(JSON.parse(list.stdout).sessions[0]).toMatchObject({ id: r.doc.sessionId, turns: 2, outcome: 'completed' });
+  });
+
+  test('a truncated last line loads with a warning and the session continues', async () => {
+    harness.server.script([{ text: 'one' }, { text: 'two' }]);
+    const one = await jsonRun(['first task']);
+    appendFileSync(sessionFile(harness.dirs, one.doc.sessionId), '{"t":"msg","runId":"x","m":{"role":"us');
+    const two = await jsonRun(['-c', 'second task']);
+    expect(two.code).toBe(0);
+    expect(two.stderr).toContain('the last line is truncated');
+    expect(sent(1)).toContain('first task');
+    const again = await conch(['sessions', 'show', one.doc.sessionId]);
+    expect(again.stderr).not.toContain('truncated');
+  });
+});
+
+describe('where sessions live', () => {
+  test('0600 files in a 0700 directory under the XDG state dir, no provider key or --env value inside', async () => {
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'echo "$CONCH_TASK_TOKEN"' } }] }, { text: 'done' }]);
+    const r = await jsonRun(['--env', 'CONCH_TASK_TOKEN=tok-9f8e7d6c', 'print the token']);
+    const file = sessionFile(harness.dirs, r.doc.sessionId);
+    expect(statSync(storeDir(harness.dirs)).mode & 0o777).toBe(0o700);
+    expect(statSync(file).mode & 0o777).toBe(0o600);
+    const text = readFileSync(file, 'utf8');
+    expect(text).not.toContain('tok-9f8e7d6c');
+    expect(text).not.toContain('test-key');
+    expect(text).toContain('[redacted --env CONCH_TASK_TOKEN]');
+    expect(readdirSync(harness.dirs.workspace)).toEqual([]);
+  });
+
+  test('the sandbox cannot read the session directory: cat from bash fails', async () => {
+    // The store inside the workspace (as when conch runs from $HOME), where a command could reach it
+    // but for the sandbox hiding it; the file beside the store shows that the place itself is visible.
+    const state = join(harness.dirs.workspace, '.state');
+    const env = { XDG_STATE_HOME: state };
+    harness.server.script([{ text: 'secret conversation 4711' }]);
+    const one = await jsonRun(['remember 4711'], { env });
+    const store = join(state, 'conch', 'sessions');
+    const file = join(store, `${one.doc.sessionId}.jsonl`);
+    await Bun.write(join(state, 'visible.txt'), 'visible 0815');
+    harness.server.script([
+      { toolCalls: [{ name: 'bash', arguments: { command: `cat .state/visible.txt; cat '${file}'; ls -a '${store}'` } }] },
+      { toolCalls: [{ name: 'read', arguments: { path: `.state/conch/sessions/${one.doc.sessionId}.jsonl` } }] },
+      { text: 'done' },
+    ]);
+    const two = await jsonRun(['--ephemeral', 'read the session file'], { env });
+    expect(two.code).toBe(0);
+    const afterBash = sent(harness.server.requests.length - 2);
+    expect(afterBash).toContain('visible 0815');
+    expect(afterBash).toContain('No such file');
+    expect(afterBash).not.toContain('4711');
+    const afterRead = sent(harness.server.requests.length - 1);
+    expect(afterRead).not.toContain('4711');
+    expect(readFileSync(file, 'utf8')).toContain('4711');
+  });
+
+  test('on a terminal the run ends with the session id and how to continue', async () => {
+    harness.server.script([{ text: 'hello' }]);
+    const command = [CONCH, '--model', 'anthropic/test-model', 'say hello'].map((a) => `'${a}'`).join(' ');
+    const child = Bun.spawn(['script', '-qec', command, '/dev/null'], {
+      cwd: harness.dirs.workspace,
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: harness.dirs.home, XDG_CONFIG_HOME: harness.dirs.configHome, NO_COLOR: '1', TERM: 'dumb', ...anthropicEnv(harness.server.anthropicBaseUrl) },
+      stdin: 'ignore',
+      stdout: 'pipe',
+    });
+    const screen = (await new Response(child.stdout).text()).replaceAll('\r', '');
+    expect(await child.exited).toBe(0);
+    const [id] = readdirSync(storeDir(harness.dirs)).map((f) => f.replace('.jsonl', ''));
+    expect(screen).toContain(`session ${id}  (conch -c to continue)`);
+  });
+});
+
+describe('conch sessions', () => {
+  test('list, show (text and --json), rm and prune', async () => {
+    harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'missing.txt' } }] }, { text: 'no such file' }, { text: 'second' }]);
+    const one = await jsonRun(['find missing.txt']);
+    await jsonRun(['another task']);
+    const list = await conch(['sessions']);
+    expect(list.code).toBe(0);
+    expect(list.stdout).toContain(one.doc.sessionId);
+    expect(list.stdout).toContain('find missing.txt');
+    const show = await conch(['sessions', 'show', one.doc.sessionId.slice(0, 6)]);
+    expect(show.stdout).toContain('> find missing.txt');
+    expect(show.stdout).toContain('› read');
+    expect(show.stdout).toContain('no such file');
+    const json = JSON.parse((await conch(['sessions', 'show', one.doc.sessionId, '--json'])).stdout);
+    expect(json.runs[0].outcome.status).toBe('completed');
+    expect(json.runs[0].items.map((i: any) => i.type)).toEqual(['task', 'tool', 'answer']);
+    const rm = await conch(['sessions', 'rm', one.doc.sessionId]);
+    expect(rm.stdout).toContain(`removed session ${one.doc.sessionId}`);
+    expect(existsSync(sessionFile(harness.dirs, one.doc.sessionId))).toBe(false);
+    const prune = await conch(['sessions', 'prune', '--older-than', '30d']);
+    expect(prune.stdout).toContain('removed 0 session(s)');
+    const missing = await conch(['sessions', 'show', 'abcdef']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("no session 'abcdef'");
+  });
+
+  test('a file in the store that is not a session is refused with its path', async () => {
+    mkdirSync(storeDir(harness.dirs), { recursive: true, mode: 0o700 });
+    const path = join(storeDir(harness.dirs), '0123456789abcdef.jsonl');
+    await Bun.write(path, 'just some text\n');
+    const r = await conch(['--resume', '0123456789abcdef', 'go']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${path} is not a conch session file`);
+  });
+});
