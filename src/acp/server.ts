@@ -7,6 +7,8 @@ import { agent, ndJsonStream, PROTOCOL_VERSION, RequestError, type InitializeRes
 import pkg from '../../package.json' with { type: 'json' };
 import type { CliFlags } from '../config/types.ts';
 import { AcpSession } from './session.ts';
+import { replayUpdates } from './replay.ts';
+import { listStored } from './stored.ts';
 
 const log = (message: string) => {
   process.stderr.write(`conch acp: ${message}\n`);
@@ -18,12 +20,12 @@ export function initializeResponse(): InitializeResponse {
     protocolVersion: PROTOCOL_VERSION,
     agentInfo: { name: 'conch', title: 'conch', version: pkg.version },
     agentCapabilities: {
-      // Sessions live in this process's memory only; nothing to load after a restart.
-      loadSession: false,
+      // Sessions are stored (src/sessions), so an editor can reopen one, started here or in the shell.
+      loadSession: true,
       // Both providers carry images; linked and embedded text resources are passed on as text.
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
       mcpCapabilities: { http: false, sse: false },
-      sessionCapabilities: { close: {} },
+      sessionCapabilities: { close: {}, list: {} },
     },
     authMethods: [],
   };
@@ -75,7 +77,7 @@ export function anchorFlags(flags: CliFlags, base: string): CliFlags {
   };
 }
 
-export async function serveAcp(given: CliFlags): Promise<void> {
+export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean } = {}): Promise<void> {
   const flags = anchorFlags(given, process.cwd());
   const output = claimStdout();
   const inflight = { count: 0, idle: Promise.resolve() as Promise<void>, wake: () => {} };
@@ -108,10 +110,23 @@ export async function serveAcp(given: CliFlags): Promise<void> {
     .onRequest('session/new', tracked(async ({ params, client }) => {
       await checkCwd(params.cwd);
       if (params.mcpServers.length > 0) log(`ignoring ${params.mcpServers.length} MCP server(s): conch does not connect to MCP servers`);
-      const session = await AcpSession.open(params.cwd, flags, client, log);
+      const session = await AcpSession.open(params.cwd, flags, client, log, { ephemeral: options.ephemeral });
       sessions.set(session.id, session);
       return { sessionId: session.id };
     }))
+    .onRequest('session/load', tracked(async ({ params, client }) => {
+      await checkCwd(params.cwd);
+      if (sessions.has(params.sessionId)) {
+        throw RequestError.invalidRequest({ sessionId: params.sessionId }, `session ${params.sessionId} is open already on this connection`);
+      }
+      if (params.mcpServers.length > 0) log(`ignoring ${params.mcpServers.length} MCP server(s): conch does not connect to MCP servers`);
+      const session = await AcpSession.open(params.cwd, flags, client, log, { load: params.sessionId });
+      sessions.set(session.id, session);
+      // The whole history goes out as session/update notifications before the response.
+      await session.send(replayUpdates(session.conversation));
+      return {};
+    }))
+    .onRequest('session/list', tracked(({ params }) => ({ sessions: listStored(params.cwd ?? null) })))
     .onRequest('session/prompt', tracked(({ params, signal }) => find(params.sessionId).prompt(params.prompt, signal)))
     .onRequest('session/close', tracked(async ({ params }) => {
       const session = find(params.sessionId);

@@ -10,6 +10,9 @@ import { openSession, type Session } from '../agent/session.ts';
 import { SetupError } from '../core/errors.ts';
 import { buildGuard, buildPluginLoader, loadCliConfig } from '../cli/setup.ts';
 import { acpApprover } from './permission.ts';
+import { SessionError, sessionsDir } from '../sessions/dir.ts';
+import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionPlan } from '../sessions/open.ts';
+import { newSessionId } from '../sessions/store.ts';
 import { outcomeNotice, PromptContentError, promptContent, stopReasonFor, UpdateMapper } from './updates.ts';
 import type { ContentBlock as AcpContent } from '@agentclientprotocol/sdk';
 
@@ -44,9 +47,14 @@ interface Turn {
   done: Promise<unknown>;
 }
 
+export interface OpenOptions {
+  /** session/load: the stored session to continue (its full id). */
+  load?: string;
+  /** `conch acp --ephemeral`: store nothing. */
+  ephemeral?: boolean;
+}
+
 export class AcpSession {
-  /** Every earlier exchange; runTask appends each prompt's messages in place. */
-  private readonly conversation: Message[] = [];
   private turn: Turn | null = null;
   private activeCall: { id: string; args: unknown } | null = null;
 
@@ -57,18 +65,37 @@ export class AcpSession {
     private readonly provider: Provider,
     private readonly notifier: Notifier,
     private readonly log: Log,
+    private readonly recording: Recording,
   ) {}
 
+  /** Every earlier exchange (a loaded session's too); runTask appends each prompt's messages in place. */
+  get conversation(): Message[] {
+    return this.recording.conversation;
+  }
+
+  /** Send updates (the replayed history) before the response that ends the current request. */
+  async send(updates: SessionUpdate[]): Promise<void> {
+    for (const update of updates) this.notifier.send(update);
+    await this.notifier.flush();
+  }
+
   /** Build a session for `cwd` (absolute, checked by the caller) with the flags `conch acp` was given. */
-  static async open(cwd: string, flags: CliFlags, client: AgentContext, log: Log): Promise<AcpSession> {
-    const id = randomUUID();
-    const notifier = new Notifier(client, id, log);
+  static async open(cwd: string, flags: CliFlags, client: AgentContext, log: Log, options: OpenOptions = {}): Promise<AcpSession> {
+    let plan: SessionPlan;
     let config: Config;
+    let narrowed: string[];
     try {
-      config = await loadCliConfig(flags, cwd);
+      plan = planSession(options.load ? { resume: options.load } : { ephemeral: options.ephemeral }, cwd, sessionsDir(process.env));
+      // A prefix is a convenience for people typing; an editor names a session exactly.
+      if (options.load && plan.loaded?.header.id !== options.load) throw new SessionError(`no session '${options.load}'`);
+      config = await loadCliConfig(policyFlags(plan, flags), cwd);
+      narrowed = narrowConfig(plan, config);
     } catch (error) {
       throw setupError(error);
     }
+    const id = options.load ?? (options.ephemeral ? randomUUID() : newSessionId());
+    const notifier = new Notifier(client, id, log);
+    for (const note of narrowed) log(`session ${id}: the recorded policy keeps this run narrower: ${note}`);
     if (!config.provider) {
       const { noModelMessage } = await import('../config/load.ts');
       throw new RequestError(-32602, noModelMessage(), { code: 'config_invalid' });
@@ -96,14 +123,17 @@ export class AcpSession {
     // The config's own (a project config ignored in an untrusted workspace, a home workspace made read-only) first.
     for (const warning of [...(config.warnings ?? []), ...session.warnings]) log(`session ${id}: ${warning}`);
     let provider: Provider;
+    let recording: Recording;
     try {
       const { createProvider } = await import('../providers/index.ts');
       provider = await createProvider(config.provider);
+      recording = openRecording(plan, config, narrowed, id);
     } catch (error) {
       await session.dispose();
-      throw error;
+      throw setupError(error);
     }
-    self = new AcpSession(id, config, session, provider, notifier, log);
+    for (const warning of recording.warnings.splice(0)) log(`session ${id}: ${warning}`);
+    self = new AcpSession(id, config, session, provider, notifier, log, recording);
     return self;
   }
 
@@ -135,17 +165,19 @@ export class AcpSession {
       },
     };
     const historyBefore = this.conversation.length;
+    const runId = randomUUID();
     const run = runTask(
       {
-        runId: randomUUID(),
+        runId,
         task,
         conversation: this.conversation,
+        journal: this.recording.begin(runId, this.provider),
         system: this.session.system,
         catalog: this.session.catalog,
         limits: this.config.limits,
         makeContext: this.session.makeContext,
         stopOnDeny: this.config.policy.stopOnDeny,
-        header: this.session.header,
+        header: { ...this.session.header, session: this.recording.facts },
       },
       this.provider,
       sink,
@@ -154,6 +186,8 @@ export class AcpSession {
     this.turn = { controller, done: run };
     try {
       const outcome = await run;
+      this.recording.finish(outcome);
+      for (const warning of this.recording.warnings.splice(0)) this.log(`session ${this.id}: ${warning}`);
       // A failed turn leaves no trace in the history: a prompt the provider rejected (a bad image,
       // too long a message) would otherwise be sent again, and rejected again, on every later turn.
       if (outcome.status === 'failed') this.conversation.length = historyBefore;
@@ -185,6 +219,7 @@ export class AcpSession {
       await turn.done.catch(() => {});
     }
     await this.session.dispose();
+    this.recording.close();
   }
 }
 
@@ -192,7 +227,7 @@ export class AcpSession {
 function setupError(error: unknown): unknown {
   const name = (error as Error)?.name;
   const code = (error as { code?: string })?.code;
-  if (error instanceof SetupError || name === 'ConfigError' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') {
+  if (error instanceof SetupError || error instanceof SessionError || name === 'ConfigError' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') {
     return new RequestError(-32602, (error as Error).message, { code: 'config_invalid' });
   }
   return error;

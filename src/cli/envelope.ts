@@ -9,6 +9,8 @@ export interface EnvelopeFacts {
   model: string;
   mode: 'restricted' | 'unrestricted';
   sandbox: string;
+  /** The stored session (null: --ephemeral). */
+  sessionId: string | null;
 }
 
 export function envelope(runId: string, outcome: Outcome, facts: EnvelopeFacts | null, exitCode: number) {
@@ -64,7 +66,7 @@ export function envelopeSink(): EventSink & { facts: EnvelopeFacts | null } {
     facts: null as EnvelopeFacts | null,
     emit(event: Parameters<EventSink['emit']>[0]) {
       if (event.type === 'run.started') {
-        sink.facts = { provider: event.provider, model: event.model, mode: event.mode, sandbox: event.sandbox };
+        sink.facts = { provider: event.provider, model: event.model, mode: event.mode, sandbox: event.sandbox, sessionId: event.session?.id ?? null };
       }
     },
   };

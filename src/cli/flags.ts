@@ -28,11 +28,17 @@ const GLOBAL: FlagSpec[] = [
   { usage: '--env <NAME=VALUE>', description: 'Pass a CONCH_TASK_* variable to shell commands (repeatable)', repeatable: true },
 ];
 
+const EPHEMERAL: FlagSpec = { usage: '--ephemeral', description: 'Store nothing: no session file for this run' };
+
 const RUN: FlagSpec[] = [
   ...GLOBAL,
   { usage: '--json', description: 'Print exactly one JSON document on stdout when the run ends' },
   { usage: '--trace <file>', description: 'Write every event as a JSON line to FILE' },
   { usage: '--trace-content', description: 'Include arguments, paths and output in the trace' },
+  { usage: '-c, --continue', description: "Continue this workspace's most recent session" },
+  { usage: '--resume <id>', description: 'Continue an earlier session of this workspace by id (a unique prefix will do)' },
+  { usage: '--fork', description: 'With -c or --resume: a new session from that point; the original stays as it was' },
+  EPHEMERAL,
 ];
 
 /** What every command accepts (cac adds --help to the help by itself). */
@@ -71,7 +77,16 @@ export const COMMANDS: Record<string, CommandSpec> = {
       { usage: '--profile <name>', description: 'Sandbox profile: workspace-write or read-only' },
     ],
   },
-  acp: { usage: 'acp', description: 'Serve the Agent Client Protocol on stdio (for editors)', flags: GLOBAL },
+  acp: { usage: 'acp', description: 'Serve the Agent Client Protocol on stdio (for editors)', flags: [...GLOBAL, EPHEMERAL] },
+  sessions: {
+    usage: 'sessions [action] [id]',
+    description: 'Stored sessions: list (this workspace), `show ID`, `rm ID`, `prune --older-than 30d`',
+    flags: [
+      { usage: '--json', description: 'Print as JSON (list, show)' },
+      { usage: '--all', description: 'List the sessions of every workspace' },
+      { usage: '--older-than <duration>', description: 'prune: remove sessions last active longer ago than this (30d, 12h)' },
+    ],
+  },
   help: { usage: 'help [command]', description: 'Show this help, or the help of one command', flags: [] },
 };
 

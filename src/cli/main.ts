@@ -54,10 +54,16 @@ async function main(): Promise<void> {
       process.exitCode = await sandboxCommand(args[0], [...args.slice(1), ...parsed.afterDashes], { network: !parsed.flags.has('no-network'), profile });
       return;
     }
+    case 'sessions': {
+      if (args.length > 2) throw new UsageError(`'conch sessions' takes an action and an id, got: ${args.join(' ')}`);
+      const { sessionsCommand } = await import('./sessions-command.ts');
+      process.exitCode = await sessionsCommand(args[0], args[1], { json, all: parsed.flags.has('all'), olderThan: parsed.flags.get('older-than')?.[0] });
+      return;
+    }
     case 'acp': {
       if (args.length) throw new UsageError(`'conch acp' takes no arguments, got: ${args.join(' ')}`);
       const { serveAcp } = await import('../acp/server.ts');
-      await serveAcp(flags());
+      await serveAcp(flags(), { ephemeral: parsed.flags.has('ephemeral') });
     }
   }
 }
@@ -68,6 +74,12 @@ async function runCommand(task: string[], parsed: ParsedArgs) {
     json: parsed.flags.has('json'),
     trace: parsed.flags.get('trace')?.[0],
     traceContent: parsed.flags.has('trace-content'),
+    session: {
+      continue: parsed.flags.has('continue'),
+      resume: parsed.flags.get('resume')?.[0],
+      fork: parsed.flags.has('fork'),
+      ephemeral: parsed.flags.has('ephemeral'),
+    },
   });
   // The run is over: exit even if something abandoned (a tool stuck in a blocking call) still
   // holds the event loop. Nothing is lost: output.ts writes reach the fd before they return.

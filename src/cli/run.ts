@@ -17,18 +17,26 @@ import type { Watchdog } from './watchdog.ts';
 import { ProviderError, type Provider } from '../providers/types.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure, terminalApprover } from './setup.ts';
+import { sessionsDir } from '../sessions/dir.ts';
+import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionChoice } from '../sessions/open.ts';
 
 export interface RunOutput {
   json: boolean;
   trace?: string;
   traceContent: boolean;
+  session?: SessionChoice;
 }
 
 export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): Promise<number> {
   const runId = randomUUID();
   let config: Config;
+  let plan: ReturnType<typeof planSession>;
+  let narrowed: string[];
+  let recording: Recording;
   try {
-    config = await loadCliConfig(flags);
+    plan = planSession(out.session ?? {}, process.cwd(), sessionsDir(process.env));
+    config = await loadCliConfig(policyFlags(plan, flags));
+    narrowed = narrowConfig(plan, config);
   } catch (error) {
     return setupFailure(error, out.json, runId);
   }
@@ -79,10 +87,12 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
         watchdog ??= startWatchdog(runId, out.json);
       }),
     });
+    recording = openRecording(plan, config, narrowed);
   } catch (error) {
+    await session?.dispose();
     return setupFailure(error, out.json, runId);
   }
-  for (const warning of [...(config.warnings ?? []), ...session.warnings]) stderr.write(`conch: ${warning}\n`);
+  for (const warning of [...(config.warnings ?? []), ...session.warnings, ...recording.warnings.splice(0)]) stderr.write(`conch: ${warning}\n`);
 
   const sinks: EventSink[] = [];
   const facts = envelopeSink();
@@ -116,13 +126,14 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
       {
         runId,
         task: [{ type: 'text', text: task }],
-        conversation: [],
+        conversation: recording.conversation,
+        journal: recording.begin(runId, provider),
         system: session.system,
         catalog: session.catalog,
         limits: config.limits,
         makeContext: session.makeContext,
         stopOnDeny: config.policy.stopOnDeny,
-        header: session.header,
+        header: { ...session.header, session: recording.facts },
       },
       provider,
       teeSinks(...sinks),
@@ -135,8 +146,12 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   // The watchdog ended the run already (the main thread was stuck until now): it exits the process.
   if (watchdog && !watchdog.finishing()) await new Promise(() => {});
   watchdog?.stop();
+  recording.finish(outcome);
+  recording.close();
+  for (const warning of recording.warnings) stderr.write(`conch: ${warning}\n`);
   const code = exitCodeFor(outcome.status);
   if (out.json) stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);
+  else if (recording.id && stderr.isTTY) stderr.write(`session ${recording.id}  (conch -c to continue)\n`);
   return code;
 }
 

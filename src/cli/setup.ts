@@ -6,6 +6,7 @@ import { EXIT_CODES } from '../agent/outcome.ts';
 import { type SessionOptions } from '../agent/session.ts';
 import { SetupError } from '../core/errors.ts';
 import type { Approver } from '../policy/command-rules.ts';
+import { SessionError } from '../sessions/dir.ts';
 import { stderr, stdinIsTTY, stdout } from './output.ts';
 import { setupEnvelope } from './envelope.ts';
 
@@ -47,7 +48,7 @@ export function buildPluginLoader(config: Config, beforeImport?: () => Promise<v
 
 /** Report a user-caused setup problem in one paragraph (or one JSON document) and return exit code 2. */
 export function setupFailure(error: unknown, json: boolean, runId: string): number {
-  if (!(error instanceof ConfigError || error instanceof SetupError || isUserFsError(error))) throw error;
+  if (!(error instanceof ConfigError || error instanceof SetupError || error instanceof SessionError || isUserFsError(error))) throw error;
   const message = (error as Error).message;
   if (json) {
     stdout.write(`${JSON.stringify(setupEnvelope(runId, message))}\n`);

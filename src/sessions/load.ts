@@ -35,7 +35,7 @@ export interface LoadedSession {
   runs: RunInfo[];
   /** Every record after the header, in order (for `sessions show` and for forks). */
   records: SessionRecord[];
-  /** The policy the latest run was recorded under. */
+  /** The policy the session's first run was recorded under (what a resumed run may have at most). */
   policy: PolicySnapshot | null;
   /** Image hashes the file holds. */
   blobs: Set<string>;
@@ -118,7 +118,8 @@ function build(records: SessionRecord[]) {
         runStart = conversation.length;
         current = runInfo(record);
         runs.push(current);
-        policy = record.policy;
+        // The session's policy is the one it was started under; a narrower run does not narrow it for good.
+        policy ??= record.policy;
         break;
       case 'blob':
         blobs.set(record.hash, record.data);

@@ -13,7 +13,7 @@ import type { Message } from '../providers/types.ts';
 import { SessionError } from './dir.ts';
 import type { LoadedSession } from './load.ts';
 import { narrowToRecorded, policySnapshot, resumedPolicyFlag } from './policy.ts';
-import { SessionStore } from './store.ts';
+import { newSessionId, SessionStore } from './store.ts';
 import type { SessionWriter } from './writer.ts';
 
 export interface SessionChoice {
@@ -78,7 +78,8 @@ export interface Recording {
 }
 
 /** Open the session file (new, continued or forked) once setup has succeeded. */
-export function openRecording(plan: SessionPlan, config: Config, narrowed: string[]): Recording {
+/** `id` names a new session (ACP knows it before the file exists); by default the store picks one. */
+export function openRecording(plan: SessionPlan, config: Config, narrowed: string[], id?: string): Recording {
   const { loaded, store, choice } = plan;
   const warnings = [...(loaded?.warnings ?? [])];
   const conversation = loaded ? loaded.conversation : [];
@@ -87,33 +88,37 @@ export function openRecording(plan: SessionPlan, config: Config, narrowed: strin
     ...(config.provider?.apiKey ? [{ name: 'provider key', value: config.provider.apiKey }] : []),
     ...Object.entries(config.env).map(([name, value]) => ({ name: `--env ${name}`, value })),
   ];
-  let writer: SessionWriter;
-  if (loaded && !choice.fork) writer = store.continue(loaded, secrets);
-  else {
-    writer = loaded ? store.fork(loaded, secrets) : store.create(plan.cwd, secrets);
+  const sessionId = loaded && !choice.fork ? loaded.header.id : (id ?? newSessionId());
+  // The file appears with the first run: an editor thread opened and never used leaves nothing.
+  let writer: SessionWriter | null = null;
+  const open = (): SessionWriter => {
+    if (loaded && !choice.fork) return store.continue(loaded, secrets);
+    const created = loaded ? store.fork(loaded, secrets, sessionId) : store.create(plan.cwd, secrets, null, sessionId);
     // A new session may push the oldest beyond the configured cap (sessions.keep).
-    store.prune({ keep: config.sessions.keep, spare: writer.id });
-  }
-  const facts: SessionFacts = { id: writer.id, parent: choice.fork ? loaded!.header.id : null, resumed: loaded !== null, narrowed };
+    store.prune({ keep: config.sessions.keep, spare: created.id });
+    return created;
+  };
+  const facts: SessionFacts = { id: sessionId, parent: choice.fork ? loaded!.header.id : null, resumed: loaded !== null, narrowed };
   const policy = policySnapshot(config);
   const reportFailure = () => {
-    if (writer.failure && !warnings.includes(writer.failure)) warnings.push(writer.failure);
+    if (writer?.failure && !warnings.includes(writer.failure)) warnings.push(writer.failure);
   };
   return {
-    id: writer.id,
+    id: sessionId,
     facts,
     conversation,
     warnings,
     begin(runId, provider) {
+      writer ??= open();
       writer.startRun({ runId, provider: provider.name, model: provider.model, policy });
       return writer;
     },
     finish(outcome) {
-      writer.end(outcome);
+      writer?.end(outcome);
       reportFailure();
     },
     close() {
-      writer.close();
+      writer?.close();
     },
   };
 }

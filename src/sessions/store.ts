@@ -74,9 +74,8 @@ export class SessionStore {
   }
 
   /** A new, empty session (its header written). */
-  create(cwd: string, secrets: WriterSecrets = [], parent: HeaderRecord['parent'] = null): SessionWriter {
+  create(cwd: string, secrets: WriterSecrets = [], parent: HeaderRecord['parent'] = null, id = newSessionId()): SessionWriter {
     ensurePrivateDir(this.dir);
-    const id = randomBytes(8).toString('hex');
     const writer = new SessionWriter(id, join(this.dir, `${id}.jsonl`), { secrets });
     writer.header({ format: SESSION_FORMAT, version: SESSION_VERSION, id, cwd, created: new Date().toISOString(), parent });
     return writer;
@@ -89,8 +88,8 @@ export class SessionStore {
   }
 
   /** A new session holding the loaded one's records; the parent file is not touched. */
-  fork(loaded: LoadedSession, secrets: WriterSecrets = []): SessionWriter {
-    const writer = this.create(loaded.header.cwd, secrets, { id: loaded.header.id, runs: loaded.runs.length });
+  fork(loaded: LoadedSession, secrets: WriterSecrets = [], id = newSessionId()): SessionWriter {
+    const writer = this.create(loaded.header.cwd, secrets, { id: loaded.header.id, runs: loaded.runs.length }, id);
     for (const record of loaded.records) writer.write(record);
     return writer;
   }
@@ -126,6 +125,11 @@ export class SessionStore {
     }
     return removed;
   }
+}
+
+/** 16 hex digits: short enough to type a prefix of, long enough never to collide in one store. */
+export function newSessionId(): string {
+  return randomBytes(8).toString('hex');
 }
 
 export type WriterSecrets = { name: string; value: string }[];

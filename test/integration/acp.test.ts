@@ -55,7 +55,8 @@ describe('conch acp', () => {
     const init = await agent.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
     expect(init.protocolVersion).toBe(1);
     expect(init.agentInfo).toMatchObject({ name: 'conch', version: pkg.version });
-    expect(init.agentCapabilities?.loadSession).toBe(false);
+    expect(init.agentCapabilities?.loadSession).toBe(true);
+    expect(init.agentCapabilities?.sessionCapabilities?.list).toEqual({});
     expect(init.agentCapabilities?.promptCapabilities?.image).toBe(true);
     expect(init.agentCapabilities?.promptCapabilities?.audio).toBe(false);
   });
@@ -130,6 +131,49 @@ describe('conch acp', () => {
     expect(done.content).toContainEqual({ type: 'diff', path, oldText: 'one\ntwo\nthree\n', newText: 'one\nTWO\nthree\n' });
     expect(done.locations).toEqual([{ path, line: 2 }]);
     expect(readFileSync(path, 'utf8')).toBe('one\nTWO\nthree\n');
+  });
+
+  test('session/load through the official client replays the history and accepts a new prompt', async () => {
+    server.script([
+      { text: 'Running it.', toolCalls: [{ id: 'call_ls', name: 'bash', arguments: { command: 'echo listed' } }] },
+      { text: 'The word is pelican.' },
+      { text: 'You asked for a bird.' },
+    ]);
+    const first = launch();
+    const sessionId = await ready(first);
+    await prompt(first, sessionId, 'pick a bird word');
+    await first.close();
+
+    const second = launch();
+    await second.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    const list = await second.conn.agent.request('session/list', { cwd: dirs.workspace });
+    expect(list.sessions).toEqual([expect.objectContaining({ sessionId, cwd: dirs.workspace, title: 'pick a bird word' })]);
+    await second.conn.agent.request('session/load', { sessionId, cwd: dirs.workspace, mcpServers: [] });
+    const replayed = updatesOf(second, sessionId);
+    expect(replayed[0]).toEqual({ sessionUpdate: 'user_message_chunk', content: { type: 'text', text: 'pick a bird word' } });
+    expect(textOf(replayed)).toBe('Running it.The word is pelican.');
+    expect(toolUpdates(replayed).map((u) => [u.toolCallId, u.status])).toEqual([['call_ls', 'pending'], ['call_ls', 'completed']]);
+    expect((await prompt(second, sessionId, 'what did I ask?')).stopReason).toBe('end_turn');
+    expect(JSON.stringify(server.requests[2]!.body.messages)).toContain('pick a bird word');
+    expect(JSON.stringify(server.requests[2]!.body.messages)).toContain('The word is pelican.');
+  });
+
+  test('session/load opens a session started in the shell; an unknown id or another cwd is an error', async () => {
+    server.script([{ text: 'shell answer' }, { text: 'editor answer' }]);
+    const { runConch, anthropicEnv: env } = await import('../support/cli.ts');
+    const cli = await runConch({ dirs, args: ['--model', 'anthropic/test-model', '--json', 'started in the shell'], env: env(server.anthropicBaseUrl) });
+    const { sessionId } = JSON.parse(cli.stdout);
+    const agent = launch();
+    await agent.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    const wrongCwd = await agent.conn.agent.request('session/load', { sessionId, cwd: dirs.home, mcpServers: [] }).catch((e) => e);
+    expect(wrongCwd).toBeInstanceOf(RequestError);
+    expect(wrongCwd.message + JSON.stringify(wrongCwd.data)).toContain(`belongs to ${dirs.workspace}`);
+    const unknown = await agent.conn.agent.request('session/load', { sessionId: 'ffffffffffffffff', cwd: dirs.workspace, mcpServers: [] }).catch((e) => e);
+    expect(unknown).toBeInstanceOf(RequestError);
+    await agent.conn.agent.request('session/load', { sessionId, cwd: dirs.workspace, mcpServers: [] });
+    expect(textOf(updatesOf(agent, sessionId))).toBe('shell answer');
+    await prompt(agent, sessionId, 'and in the editor');
+    expect(JSON.stringify(server.requests[1]!.body.messages)).toContain('started in the shell');
   });
 
   test('a second prompt in the same session continues the conversation', async () => {

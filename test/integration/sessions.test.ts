@@ -27,6 +27,9 @@ function conch(args: string[], options: Options = {}) {
   });
 }
 
+/** `conch sessions …` takes no run flags. */
+const cmd = (args: string[]) => runConch({ dirs: harness.dirs, args, env: {} });
+
 async function jsonRun(args: string[], options: Options = {}) {
   const r = await conch(['--json', ...args], options);
   if (!r.stdout.trim()) throw new Error(`no envelope: ${r.stderr}`);
@@ -42,9 +45,12 @@ describe('continuing and resuming', () => {
     harness.server.script([{ text: 'first answer' }, { text: 'second answer' }]);
     const one = await jsonRun(['first task']);
     expect(one.doc.sessionId).toMatch(/^[0-9a-f]{16}$/);
-    const two = await jsonRun(['-c', 'second task']);
+    const trace = join(harness.dirs.home, 'trace.jsonl');
+    const two = await jsonRun(['-c', '--trace', trace, 'second task']);
     expect(two.code).toBe(0);
     expect(two.doc.sessionId).toBe(one.doc.sessionId);
+    const firstLine = JSON.parse(readFileSync(trace, 'utf8').split('\n')[0]!);
+    expect(firstLine).toMatchObject({ type: 'run.started', session: { id: one.doc.sessionId, resumed: true, parent: null } });
     expect(two.doc.runId).not.toBe(one.doc.runId);
     expect(sent(1)).toContain('first task');
     expect(sent(1)).toContain('first answer');
@@ -88,7 +94,7 @@ describe('continuing and resuming', () => {
     expect(fork.doc.sessionId).not.toBe(parent.doc.sessionId);
     expect(sent(1)).toContain('parent answer');
     expect(readFileSync(sessionFile(harness.dirs, parent.doc.sessionId), 'utf8')).toBe(before);
-    const show = await runConch({ dirs: harness.dirs, args: ['sessions', 'show', fork.doc.sessionId, '--json'], env: {} });
+    const show = await cmd(['sessions', 'show', fork.doc.sessionId, '--json']);
     expect(JSON.parse(show.stdout).parent).toEqual({ id: parent.doc.sessionId, runs: 1 });
   });
 
@@ -149,7 +155,7 @@ describe('a damaged session', () => {
     expect(sent(1)).toContain('killed task');
     expect(sent(1)).toContain('call_killed');
     expect(sent(1)).toContain('not run: conch stopped before this call finished');
-    const list = await runConch({ dirs: harness.dirs, args: ['sessions', '--json'], env: {} });
+    const list = await cmd(['sessions', '--json']);
     expect(JSON.parse(list.stdout).sessions[0]).toMatchObject({ id: r.doc.sessionId, turns: 2, outcome: 'completed' });
   });
 
@@ -161,7 +167,7 @@ describe('a damaged session', () => {
     expect(two.code).toBe(0);
     expect(two.stderr).toContain('the last line is truncated');
     expect(sent(1)).toContain('first task');
-    const again = await conch(['sessions', 'show', one.doc.sessionId]);
+    const again = await cmd(['sessions', 'show', one.doc.sessionId]);
     expect(again.stderr).not.toContain('truncated');
   });
 });
@@ -227,23 +233,23 @@ describe('conch sessions', () => {
     harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'missing.txt' } }] }, { text: 'no such file' }, { text: 'second' }]);
     const one = await jsonRun(['find missing.txt']);
     await jsonRun(['another task']);
-    const list = await conch(['sessions']);
+    const list = await cmd(['sessions']);
     expect(list.code).toBe(0);
     expect(list.stdout).toContain(one.doc.sessionId);
     expect(list.stdout).toContain('find missing.txt');
-    const show = await conch(['sessions', 'show', one.doc.sessionId.slice(0, 6)]);
+    const show = await cmd(['sessions', 'show', one.doc.sessionId.slice(0, 6)]);
     expect(show.stdout).toContain('> find missing.txt');
     expect(show.stdout).toContain('› read');
     expect(show.stdout).toContain('no such file');
-    const json = JSON.parse((await conch(['sessions', 'show', one.doc.sessionId, '--json'])).stdout);
+    const json = JSON.parse((await cmd(['sessions', 'show', one.doc.sessionId, '--json'])).stdout);
     expect(json.runs[0].outcome.status).toBe('completed');
     expect(json.runs[0].items.map((i: any) => i.type)).toEqual(['task', 'tool', 'answer']);
-    const rm = await conch(['sessions', 'rm', one.doc.sessionId]);
+    const rm = await cmd(['sessions', 'rm', one.doc.sessionId]);
     expect(rm.stdout).toContain(`removed session ${one.doc.sessionId}`);
     expect(existsSync(sessionFile(harness.dirs, one.doc.sessionId))).toBe(false);
-    const prune = await conch(['sessions', 'prune', '--older-than', '30d']);
+    const prune = await cmd(['sessions', 'prune', '--older-than', '30d']);
     expect(prune.stdout).toContain('removed 0 session(s)');
-    const missing = await conch(['sessions', 'show', 'abcdef']);
+    const missing = await cmd(['sessions', 'show', 'abcdef']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("no session 'abcdef'");
   });
