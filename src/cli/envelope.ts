@@ -57,6 +57,7 @@ export function setupEnvelope(runId: string | null, message: string) {
     model: null,
     mode: null,
     sandbox: null,
+    sessionId: null,
   };
 }
 

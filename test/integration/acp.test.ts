@@ -165,7 +165,7 @@ describe('conch acp', () => {
     const { sessionId } = JSON.parse(cli.stdout);
     const agent = launch();
     await agent.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
-    const wrongCwd = await agent.conn.agent.request('session/load', { sessionId, cwd: dirs.home, mcpServers: [] }).catch((e) => e);
+    const wrongCwd: any = await agent.conn.agent.request('session/load', { sessionId, cwd: dirs.home, mcpServers: [] }).catch((e: any) => e);
     expect(wrongCwd).toBeInstanceOf(RequestError);
     expect(wrongCwd.message + JSON.stringify(wrongCwd.data)).toContain(`belongs to ${dirs.workspace}`);
     const unknown = await agent.conn.agent.request('session/load', { sessionId: 'ffffffffffffffff', cwd: dirs.workspace, mcpServers: [] }).catch((e) => e);
