@@ -2,7 +2,8 @@
 // notifications it would have seen live (the protocol asks for the whole history before the
 // response): the user's prompts, the answers, each tool call and how it ended.
 import type { SessionUpdate } from '@agentclientprotocol/sdk';
-import type { ContentBlock, Message } from '../providers/types.ts';
+import type { ContentBlock } from '../core/content.ts';
+import type { Message } from '../providers/types.ts';
 import { toolKind, toolTitle } from './updates.ts';
 
 function parseArgs(raw: string): unknown {
