@@ -50,7 +50,7 @@ export function startWatchdog(runId: string, json: boolean): Watchdog {
     emit(event: RunEvent) {
       switch (event.type) {
         case 'run.started':
-          facts = { provider: event.provider, model: event.model, mode: event.mode, sandbox: event.sandbox };
+          facts = { provider: event.provider, model: event.model, mode: event.mode, sandbox: event.sandbox, sessionId: event.session?.id ?? null };
           return post();
         case 'model.started':
           counts.modelCalls++;
