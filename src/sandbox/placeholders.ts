@@ -37,7 +37,6 @@ import {
   sameRecord,
   saveRecords,
   untouched,
-  type OtherRecords,
   type PlaceholderRecord,
 } from './placeholder-records.ts';
 import { ProtectedPathError, type PathKind } from './protected-paths.ts';
@@ -88,7 +87,8 @@ function lstatOrNull(path: string): Stats | null {
   try {
     return lstatSync(path);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT' || (error as NodeJS.ErrnoException).code === 'ENOTDIR') return null;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
     throw error;
   }
 }
@@ -101,10 +101,10 @@ function record(): void {
 }
 
 /** Drop placeholders from this process's record, then remove those no other live process uses. */
-function finish(gone: PlaceholderRecord[], others?: OtherRecords): void {
+function finish(gone: PlaceholderRecord[]): void {
   record();
   if (gone.length === 0) return;
-  const live = (others ?? readOthers()).live;
+  const live = readOthers().live;
   for (const item of gone) if (!live.some((used) => sameRecord(used, item))) removePlaceholder(item);
 }
 
