@@ -5,7 +5,7 @@ import { realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { openSession } from '../agent/session.ts';
 import { hiddenForCommands } from '../workspace/read-hidden.ts';
-import { stderr, stdout } from './output.ts';
+import { stderr, stdout } from '../core/stdio.ts';
 import { buildPluginLoader, loadCliConfig, setupFailure } from './setup.ts';
 
 export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {

@@ -4,7 +4,7 @@ import pkg from '../../package.json' with { type: 'json' };
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { closest, parseArgs, UsageError, type ParsedArgs } from './argv.ts';
 import { ALL_FLAGS, checkFlagsOf, COMMANDS, outputHelp, toFlags } from './flags.ts';
-import { stderr, stdinIsTTY, stdout } from './output.ts';
+import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
 import { setupEnvelope } from './envelope.ts';
 
 const argv = process.argv.slice(2);

@@ -8,7 +8,7 @@ import { runTask } from '../agent/loop.ts';
 import { openSession, type Session } from '../agent/session.ts';
 import { SetupError } from '../core/errors.ts';
 import { describeOutcome, humanSink } from './render.ts';
-import { stderr, stdout } from './output.ts';
+import { stderr, stdout } from '../core/stdio.ts';
 import { composeTask, readPipedStdin } from './stdin.ts';
 import { killAllNow } from '../process/spawn.ts';
 import { envelope, envelopeSink } from './envelope.ts';

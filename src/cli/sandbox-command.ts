@@ -18,7 +18,7 @@ import {
   type SandboxProfileName,
 } from '../sandbox/index.ts';
 import { listProfiles, loadProtectedDefaults } from '../sandbox/profiles.ts';
-import { stderr } from './output.ts';
+import { stderr } from '../core/stdio.ts';
 
 interface Out {
   write(text: string): unknown;

@@ -7,7 +7,7 @@ import { loadSession, type LoadedSession } from '../sessions/load.ts';
 import { SessionStore } from '../sessions/store.ts';
 import { transcript } from '../sessions/transcript.ts';
 import { terminalSafe } from './render.ts';
-import { stderr, stdout } from './output.ts';
+import { stderr, stdout } from '../core/stdio.ts';
 
 export interface SessionsOptions {
   json: boolean;

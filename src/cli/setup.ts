@@ -7,7 +7,7 @@ import { type SessionOptions } from '../agent/session.ts';
 import { SetupError } from '../core/errors.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { SessionError } from '../sessions/dir.ts';
-import { stderr, stdinIsTTY, stdout } from './output.ts';
+import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
 import { setupEnvelope } from './envelope.ts';
 
 export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {

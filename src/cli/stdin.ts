@@ -1,7 +1,7 @@
 // Piped stdin is part of the task (`git diff | conch "review this"`): read to its end, bounded by
 // the stdin_bytes limit, and said out loud on a terminal when the end is slow to come
 // (`sleep 8 | conch …` would otherwise look like a hang).
-import { stderr, stdinIsTTY } from './output.ts';
+import { stderr, stdinIsTTY } from '../core/stdio.ts';
 
 /** How long stdin may stay open before conch says it is waiting for it. */
 const QUIET_MS = 1000;

@@ -9,7 +9,7 @@ import { trustWorkspace } from '../plugins/trust.ts';
 import { TOOL_NAME, type Catalog } from '../tools/catalog.ts';
 import { starterPlugin } from './tools-template.ts';
 import { writePluginTsconfig } from './tools-tsconfig.ts';
-import { stderr, stdout } from './output.ts';
+import { stderr, stdout } from '../core/stdio.ts';
 
 export interface CommandIO {
   out: (text: string) => void;

@@ -7,7 +7,7 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { PACKAGE_ROOT } from '../core/package-root.ts';
-import { stderr, stdout } from './output.ts';
+import { stderr, stdout } from '../core/stdio.ts';
 import { BEAT, GRACE_MS, HARD_CAP_MS, PHASE, SIGNALS, STALE_MS, TICK_MS, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
 
 declare const self: Worker;

@@ -6,7 +6,7 @@
 //
 // A direct process.stdout.write is not redirected: replacing it would create Bun's stdout stream,
 // which costs ~15 ms per start and leaves a piped stdout non-blocking for whoever writes next
-// (see cli/output.ts). Plugins print with console.* or return their output.
+// (see core/stdio.ts). Plugins print with console.* or return their output.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { basename, dirname, extname } from 'node:path';
 import { formatWithOptions } from 'node:util';

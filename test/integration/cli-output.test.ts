@@ -2,34 +2,45 @@
 // complete prints no answer. Through the real CLI process and the local model server.
 import { describe, expect, test } from 'bun:test';
 import { readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { anthropicEnv, CONCH, conchEnv, runConch, useHarness } from '../support/cli.ts';
 
 const harness = useHarness();
 const MB = 1024 * 1024;
 
+/** Resolves once the model server has handed out every scripted turn (the run is nearly over). */
+async function lastTurnServed(): Promise<void> {
+  while (harness.server.requests.length === 0 || harness.server.remaining() > 0) await Bun.sleep(20);
+}
+
 /**
- * Run conch with stdout (or stderr) into a pipe whose reader reads only once conch has exited, or
- * after a while if it never does (that is, conch waits for the reader, as it must). A conch that
- * exits with bytes still queued in the process loses everything past the pipe's 64 KiB.
+ * Run conch with stdout (or stderr) into a pipe whose reader starts reading only once conch has
+ * exited, or once `settled` has resolved and a while has passed (a conch that waits for its reader,
+ * as it must, never exits before). A conch that exits with bytes still queued in the process loses
+ * everything past the pipe's 64 KiB.
  */
-async function slowReader(args: string[], opts: { stream?: 'stdout' | 'stderr'; signalAfterMs?: number } = {}) {
+async function slowReader(args: string[], opts: { stream?: 'stdout' | 'stderr'; signalAfterMs?: number; settled?: () => Promise<void> } = {}) {
   const status = join(harness.dirs.home, 'status');
+  const go = join(harness.dirs.home, 'go');
   const redirect = opts.stream === 'stderr' ? '2>&1 >/dev/null' : '2>/dev/null';
   // The signal (a polite kill, as a closed terminal would send) goes to conch itself, not the shell.
   const start = opts.signalAfterMs === undefined ? '"$@"' : `"$@" & pid=$!; sleep ${opts.signalAfterMs / 1000}; kill -TERM $pid; wait $pid`;
-  const script = `status="$1"; shift
-{ ${start}; echo $? > "$status"; } ${redirect} | { i=0; while [ ! -s "$status" ] && [ $i -lt 15 ]; do sleep 0.1; i=$((i+1)); done; cat; }`;
-  const child = Bun.spawn(['sh', '-c', script, 'sh', status, CONCH, '--model', 'anthropic/test-model', ...args], {
+  const script = `status="$1"; go="$2"; shift 2
+{ ${start}; echo $? > "$status"; } ${redirect} | { while [ ! -s "$status" ] && [ ! -e "$go" ]; do sleep 0.05; done; cat; }`;
+  const child = Bun.spawn(['sh', '-c', script, 'sh', status, go, CONCH, '--model', 'anthropic/test-model', ...args], {
     cwd: harness.dirs.workspace,
     env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'pipe',
   });
-  const output = await new Response(child.stdout).text();
+  const output = new Response(child.stdout).text();
+  await (opts.settled ?? (opts.signalAfterMs === undefined ? lastTurnServed : () => Bun.sleep(opts.signalAfterMs!)))();
+  await Bun.sleep(1500);
+  await writeFile(go, '');
   await child.exited;
-  return { output, code: Number(readFileSync(status, 'utf8')) };
+  return { output: await output, code: Number(readFileSync(status, 'utf8')) };
 }
 
 describe('a slow reader gets every byte', () => {
@@ -85,13 +96,32 @@ describe('a slow reader gets every byte', () => {
   test('a setup error under --json: a 100 KB document arrives whole, and on stderr the message too', async () => {
     // A model name the user typed is echoed in the message; make it larger than a pipe holds.
     const model = `nosuchprovider/${'m'.repeat(100_000)}`;
-    const json = await slowReader(['--json', '--model', model, 'go']);
+    const json = await slowReader(['--json', '--model', model, 'go'], { settled: () => Bun.sleep(1000) });
     expect(json.code).toBe(2);
     expect(JSON.parse(json.output).message).toContain(model);
-    const text = await slowReader(['--model', model, 'go'], { stream: 'stderr' });
+    const text = await slowReader(['--model', model, 'go'], { stream: 'stderr', settled: () => Bun.sleep(1000) });
     expect(text.code).toBe(2);
     expect(text.output).toContain(model);
   });
+});
+
+test("a plugin's 1 MB of prints (sent to stderr under its name) reach a slow stderr reader whole", async () => {
+  const tools = join(harness.dirs.configHome, 'conch', 'tools');
+  await mkdir(tools, { recursive: true });
+  await writeFile(join(tools, 'loud.ts'), `
+    import { defineTool, Type } from 'conch';
+    export default defineTool({
+      name: 'loud', description: 'prints a lot', parameters: Type.Object({}),
+      async execute() { console.log('L'.repeat(${MB})); return 'printed'; },
+    });`);
+  harness.server.script([{ toolCalls: [{ name: 'loud', arguments: {} }] }, { text: 'done' }]);
+  // Writes block while nobody reads, so the tool, and the second turn, wait for the reader.
+  const firstTurnServed = async () => {
+    while (harness.server.requests.length === 0) await Bun.sleep(20);
+  };
+  const r = await slowReader(['go'], { stream: 'stderr', settled: firstTurnServed });
+  expect(r.code).toBe(0);
+  expect(r.output).toContain(`[loud] ${'L'.repeat(MB)}\n`);
 });
 
 describe('a run that did not complete prints no answer', () => {

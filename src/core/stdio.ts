@@ -1,5 +1,6 @@
-// The CLI's stdout and stderr. Every write has reached the file descriptor when it returns, so any
-// exit path (process.exit included) loses nothing, however slowly the reader reads.
+// conch's own stdout and stderr (the CLI's output, plugins' redirected output). Every write has
+// reached the file descriptor when it returns, so any exit path (process.exit included) loses
+// nothing, however slowly the reader reads.
 //
 // Why not process.stdout: for a pipe, Bun's stream writes asynchronously (a 1 MB write returns with
 // 64 KiB in the pipe and the rest queued in the process), and `process.exit` drops the queue. Merely
