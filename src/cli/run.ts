@@ -169,7 +169,9 @@ function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
     durationMs: 0,
   };
   const code = exitCodeFor(outcome.status);
-  if (json) stdout.write(`${JSON.stringify(envelope(runId, outcome, null, code))}\n`);
+  // No run started, so nothing to say about provider or sandbox; the keys stay, as in every envelope.
+  const none = { provider: null, model: null, mode: null, sandbox: null, sessionId: null };
+  if (json) stdout.write(`${JSON.stringify({ ...envelope(runId, outcome, null, code), ...none })}\n`);
   else stderr.write(`${describeOutcome(outcome)}\n`);
   return code;
 }

@@ -84,8 +84,12 @@ describe('the stdin_bytes limit', () => {
     expect(over.stderr).toContain('--limit stdin_bytes=');
     const json = await run('x'.repeat(1001), ['--json']);
     expect(json.code).toBe(4);
-    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'limit_exceeded', limit: 'stdin_bytes', exitCode: 4 });
+    const refused = JSON.parse(json.stdout);
+    expect(refused).toMatchObject({ status: 'limit_exceeded', limit: 'stdin_bytes', exitCode: 4, partial: true, provider: null });
     expect(harness.server.requests).toHaveLength(1);
+    // The same keys as a finished run's envelope (plus the limit and its message).
+    const ran = JSON.parse((await run('x', ['--json'])).stdout);
+    expect(Object.keys(refused).sort()).toEqual([...Object.keys(ran), 'limit', 'message'].sort());
   });
 
   test('stdin_bytes is a config key like every limit', async () => {
