@@ -34,6 +34,8 @@ export type EventBody =
   /** Old tool results were replaced by a note to keep the request within context_bytes. */
   | { type: 'context.elided'; results: number; bytes: number }
   | { type: 'model.retry'; turn: number; attempt: number; delayMs: number; reason: string }
+  /** Not an error: e.g. a server rejected an optional request field, which is then left out. */
+  | { type: 'model.warning'; turn: number; text: string }
   | { type: 'text.delta'; text: string }
   | { type: 'tool.started'; callId: string; name: string; args: unknown }
   | { type: 'tool.updated'; callId: string; name: string; text: string }

@@ -32,6 +32,8 @@ export interface RunSpec {
   makeContext: ContextFactory;
   /** A policy denial ends the run as policy_denied. */
   stopOnDeny: boolean;
+  /** The provider's prompt-cache key; stable per session so that runs that continue it share a cache (default: runId). */
+  cacheKey?: string;
   /** Facts for run.started. */
   header: { mode: 'restricted' | 'unrestricted'; sandbox: string; session?: SessionFacts };
 }
@@ -107,7 +109,9 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       if (limits.model_calls > 0 && counts.modelCalls >= limits.model_calls) {
         throw new Stop('limit_exceeded', `the model-call limit of ${limits.model_calls} was reached (limit model_calls; flag --max-turns)`, { limit: 'model_calls' });
       }
-      const request = { system: spec.system, messages: spec.conversation, tools: spec.catalog.specs() };
+      // Sorted, so the cached prefix (tools, then system) is byte-identical on every turn and every run.
+      const tools = spec.catalog.specs().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      const request = { system: spec.system, messages: spec.conversation, tools, cacheKey: spec.cacheKey ?? spec.runId };
       const { bytes: contextBytes, elided } = fitContext(request, limits.context_bytes);
       if (elided) emit({ type: 'context.elided', results: elided.results, bytes: elided.bytes });
       if (contextBytes > limits.context_bytes) {
@@ -142,6 +146,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
             },
             onToolArgumentDelta: (_index, delta) => countOutput(delta),
             onRetry: (info) => emit({ type: 'model.retry', turn, ...info }),
+            onWarning: (text) => emit({ type: 'model.warning', turn, text }),
           },
           streamAbort.signal,
         );

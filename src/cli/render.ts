@@ -112,6 +112,10 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           stopSpinner();
           if (options.interactive) stderr.write(dim(`  retrying the model call in ${(event.delayMs / 1000).toFixed(1)} s (${event.reason})\n`));
           break;
+        case 'model.warning':
+          clearSpinner();
+          stderr.write(`conch: ${terminalSafe(event.text)}\n`);
+          break;
         case 'text.delta':
           if (!options.streamText) break;
           stopSpinner();

@@ -134,6 +134,8 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
         makeContext: session.makeContext,
         stopOnDeny: config.policy.stopOnDeny,
         header: { ...session.header, session: recording.facts },
+        // One prompt cache per session: a continued session reads what its earlier runs wrote.
+        ...(recording.facts ? { cacheKey: recording.facts.id } : {}),
       },
       provider,
       teeSinks(...sinks),

@@ -2,6 +2,7 @@
 // runs on another provider (and `conch --help`) never pay for it.
 import type Anthropic from '@anthropic-ai/sdk';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
+import { addCacheBreakpoints } from './anthropic-cache.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
 import {
   ProviderError,
@@ -64,7 +65,7 @@ export function toAnthropicParams(
   config: ProviderConfig,
   request: ModelRequest,
 ): Anthropic.MessageCreateParamsStreaming {
-  return {
+  const params: Anthropic.MessageCreateParamsStreaming = {
     model: config.model,
     max_tokens: request.maxOutputTokens ?? config.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
     stream: true,
@@ -80,6 +81,8 @@ export function toAnthropicParams(
         }
       : {}),
   };
+  addCacheBreakpoints(params);
+  return params;
 }
 
 function normaliseStop(reason: string | null | undefined, hasCalls: boolean): string {

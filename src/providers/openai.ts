@@ -100,6 +100,7 @@ export function toOpenAIParams(
           })),
         }
       : {}),
+    ...(request.cacheKey ? { prompt_cache_key: request.cacheKey } : {}),
     // OpenAI itself wants max_completion_tokens (reasoning models reject max_tokens); compatible servers know max_tokens.
     ...(maxTokens === undefined ? {} : config.baseUrl ? { max_tokens: maxTokens } : { max_completion_tokens: maxTokens }),
   };
@@ -199,15 +200,37 @@ export async function createOpenAIProvider(config: ProviderConfig): Promise<Prov
   const sdk = await import('openai');
   const client = new sdk.OpenAI(options);
   const ctx: RetryContext = { provider, credentialHint: credentialHint(config), sdk };
+  // Fields a compatible server may not know: once one is rejected it is left out for the rest of the run.
+  const dropped = new Set<string>();
   return {
     name: config.name,
     model: config.model,
     stream(request, hooks, signal) {
       const params = toOpenAIParams(config, request);
       return withRetry(config.retry, ctx, hooks, signal, async (attempt) => {
-        const chunks = await client.chat.completions.create(params, { signal });
-        return consumeOpenAIStream(chunks, attempt.hooks, signal);
+        for (;;) {
+          for (const field of dropped) delete (params as unknown as Record<string, unknown>)[field];
+          try {
+            const chunks = await client.chat.completions.create(params, { signal });
+            return await consumeOpenAIStream(chunks, attempt.hooks, signal);
+          } catch (error) {
+            const field = rejectedField(error, params, sdk.APIError);
+            if (!field) throw error;
+            dropped.add(field);
+            hooks.onWarning?.(`${provider} rejected the request field "${field}"; it is not sent again in this run`);
+          }
+        }
       });
     },
   };
+}
+
+/** Optional fields conch adds that a compatible server may reject with a 400 naming them. */
+export const OPTIONAL_FIELDS = ['prompt_cache_key', 'reasoning_effort', 'temperature', 'stream_options'] as const;
+
+/** The optional field a 400 names, when it names one this request carries. */
+function rejectedField(error: unknown, params: object, APIError: abstract new (...args: never[]) => Error): string | null {
+  if (!(error instanceof APIError) || (error as { status?: unknown }).status !== 400) return null;
+  const body = JSON.stringify((error as { error?: unknown }).error ?? '') + error.message;
+  return OPTIONAL_FIELDS.find((f) => f in params && body.includes(f)) ?? null;
 }

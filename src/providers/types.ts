@@ -28,6 +28,11 @@ export interface ModelRequest {
   messages: Message[];
   tools: ToolSpec[];
   maxOutputTokens?: number;
+  /**
+   * Stable for a whole session: OpenAI routes requests with the same prompt_cache_key to the same
+   * prompt cache. Anthropic needs none (its breakpoints are in the request itself).
+   */
+  cacheKey?: string;
 }
 
 /** Token figures as reported by the provider; a figure not reported is null, never 0. */
@@ -53,6 +58,8 @@ export interface StreamHooks {
   onToolArgumentDelta?(callIndex: number, delta: string): void;
   /** Called before a retry sleep. */
   onRetry?(info: { attempt: number; delayMs: number; reason: string }): void;
+  /** Something the user should know that does not stop the call (a dropped request field, say). */
+  onWarning?(text: string): void;
 }
 
 export type ProviderErrorCode = 'provider_auth' | 'provider_unavailable' | 'provider_protocol' | 'provider_rejected';

@@ -66,7 +66,9 @@ async function send(cfg: ProviderConfig, request: ModelRequest = REQUEST) {
 describe('Anthropic requests', () => {
   test('history: tool_use blocks, tool_result blocks with is_error and images, user images', async () => {
     const { body } = await send(config('anthropic'));
-    expect(body.system).toBe('Be brief.');
+    // Prompt caching (issue 16): the system prompt, the previous request's end and the latest turn carry breakpoints.
+    const cached = { cache_control: { type: 'ephemeral' } };
+    expect(body.system).toEqual([{ type: 'text', text: 'Be brief.', ...cached }]);
     expect(body.max_tokens).toBe(8192);
     expect(body.tools).toEqual([{ name: 'read', description: 'Read a file', input_schema: TOOLS[0]!.parameters }]);
     const img = (mt: string, data: string) => ({ type: 'image', source: { type: 'base64', media_type: mt, data } });
@@ -90,11 +92,12 @@ describe('Anthropic requests', () => {
             tool_use_id: 't2',
             content: [{ type: 'text', text: 'arguments are not valid JSON' }, img('image/jpeg', JPEG)],
             is_error: true,
+            ...cached,
           },
         ],
       },
       { role: 'assistant', content: [{ type: 'tool_use', id: 't3', name: 'read', input: {} }] },
-      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't3', is_error: false }] },
+      { role: 'user', content: [{ type: 'tool_result', tool_use_id: 't3', is_error: false, ...cached }] },
     ]);
   });
 
