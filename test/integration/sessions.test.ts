@@ -254,6 +254,12 @@ describe('conch sessions', () => {
     expect(missing.stderr).toContain("no session 'abcdef'");
   });
 
+  test('an id that looks like a number stays the id typed (--resume 802e16)', async () => {
+    const r = await conch(['--resume', '802e16', 'go']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("no session '802e16'");
+  });
+
   test('a file in the store that is not a session is refused with its path', async () => {
     mkdirSync(storeDir(harness.dirs), { recursive: true, mode: 0o700 });
     const path = join(storeDir(harness.dirs), '0123456789abcdef.jsonl');
