@@ -243,6 +243,16 @@ export function watchLiveGroups(watch: ((groups: number[]) => void) | null): voi
   watch?.([...liveGroups]);
 }
 
+/**
+ * For a long-lived process started elsewhere in process/ (an MCP server): its group is killed with
+ * every other one on a second Ctrl-C or at exit. Returns the function that forgets it again.
+ */
+export function trackGroup(pgid: number): () => void {
+  guardExit();
+  liveGroups.add(pgid);
+  return () => liveGroups.delete(pgid);
+}
+
 let exitGuarded = false;
 
 /**

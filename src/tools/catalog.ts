@@ -5,6 +5,8 @@ import { MAX_DURATION_MS, MAX_DURATION_TEXT } from '../core/duration.ts';
 import type { ToolSpec } from '../core/content.ts';
 
 export const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
+/** MCP tools keep their servers' own spelling (providers accept [A-Za-z0-9_-]{1,64}). */
+export const MCP_TOOL_NAME = /^mcp__[A-Za-z0-9_-]{1,59}$/;
 export const KERNEL_TOOLS = ['bash', 'read', 'write', 'edit'] as const;
 
 type Validator = ReturnType<typeof Compile>;
@@ -22,11 +24,12 @@ export type DefinitionCheck = { ok: true; tool: Tool } | { ok: false; reason: st
  * Check an untrusted tool definition (plugins hand us anything). The schema is closed here: unknown
  * keys are rejected whatever the author wrote, because a silently ignored argument is a wrong answer.
  */
-export function checkToolDefinition(value: unknown, source: string): DefinitionCheck {
+export function checkToolDefinition(value: unknown, source: string, options: { mcp?: boolean } = {}): DefinitionCheck {
   if (!value || typeof value !== 'object') return { ok: false, reason: 'not a tool definition (expected an object from defineTool({...}))' };
   const def = value as Record<string, unknown>;
-  if (typeof def.name !== 'string' || !TOOL_NAME.test(def.name)) {
-    return { ok: false, reason: `invalid name ${JSON.stringify(def.name)}: must match ${TOOL_NAME.source}` };
+  const pattern = options.mcp ? MCP_TOOL_NAME : TOOL_NAME;
+  if (typeof def.name !== 'string' || !pattern.test(def.name)) {
+    return { ok: false, reason: `invalid name ${JSON.stringify(def.name)}: must match ${pattern.source}` };
   }
   if (typeof def.description !== 'string' || def.description.trim() === '') {
     return { ok: false, reason: `tool '${def.name}': description must be a non-empty string` };

@@ -1,0 +1,152 @@
+// Start one MCP server and hand back a connected SDK client with its tool list, or why it failed
+// (command not found, timed out, crashed with the last lines of its stderr). A stdio server is a
+// process conch starts for the user: in restricted mode it runs in the same sandbox as a shell
+// command, read-only on the workspace unless its config says "workspace": "write", with a clean
+// environment and the run's network unless its config grants its own.
+import { isAbsolute, resolve } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { prepareSandboxed, type PlaceholderScope, type PreparedCommand, type SandboxSettings } from '../sandbox/index.ts';
+import { cleanEnv } from '../process/spawn.ts';
+import { spawnPiped, type PipedProcess } from '../process/piped.ts';
+import type { HttpSpec, ServerSpec, StdioSpec } from './config.ts';
+import { PipedTransport } from './transport.ts';
+
+export interface ConnectSettings {
+  /** Canonical workspace root. */
+  workspace: string;
+  /** The run's private temp dir (the sandbox's /tmp). */
+  tmpDir: string;
+  sandbox: SandboxSettings;
+  /** No sandbox (--unrestricted). */
+  unrestricted: boolean;
+  placeholders?: PlaceholderScope;
+  /** The parent environment, for the basic variables a server gets. */
+  parentEnv: Record<string, string | undefined>;
+  /** Time a server gets to exit after its stdin closes before it is killed. */
+  stopGraceMs: number;
+  clientVersion: string;
+}
+
+export interface Connection {
+  client: Client;
+  tools: McpTool[];
+  close(): Promise<void>;
+}
+
+export type Connected = { ok: true; connection: Connection } | { ok: false; reason: string };
+
+export async function connect(spec: ServerSpec, settings: ConnectSettings): Promise<Connected> {
+  if (spec.problem) return { ok: false, reason: spec.problem };
+  let child: PipedProcess | null = null;
+  let prepared: PreparedCommand | null = null;
+  let transport: Transport;
+  if (spec.transport === 'stdio') {
+    const started = await startStdio(spec, settings);
+    if (!started.ok) return started;
+    ({ child, prepared } = started);
+    transport = new PipedTransport(child, settings.stopGraceMs);
+  } else {
+    transport = await httpTransport(spec);
+  }
+  const client = new Client({ name: 'conch', version: settings.clientVersion }, { capabilities: {} });
+  const close = async () => {
+    await client.close().catch(() => {});
+    if (child) await child.stop(settings.stopGraceMs);
+    await prepared?.release().catch(() => {});
+  };
+  // A child that dies during the handshake fails it at once, not at the timeout.
+  const died = child?.exited.then((code) => ({ died: code })) ?? new Promise<never>(() => {});
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timedOut = new Promise<'timeout'>((done) => (timer = setTimeout(() => done('timeout'), spec.startupTimeoutMs)));
+  const handshake = (async () => {
+    await client.connect(transport, { timeout: spec.startupTimeoutMs });
+    return { tools: await listAll(client, spec.startupTimeoutMs) };
+  })();
+  try {
+    const first = await Promise.race([handshake, died, timedOut]);
+    if (first === 'timeout') {
+      await close();
+      return { ok: false, reason: `timed out: no answer within ${spec.startupTimeoutMs} ms (startupTimeoutMs)${stderrLines(child)}` };
+    }
+    if ('died' in first) {
+      await close();
+      return { ok: false, reason: exitReason(spec, first.died, child!) };
+    }
+    return { ok: true, connection: { client, tools: first.tools, close } };
+  } catch (error) {
+    // The handshake failed while the child may be dying: let its exit code tell what happened.
+    const code = child ? await Promise.race([child.exited, Bun.sleep(100).then(() => undefined)]) : undefined;
+    await close();
+    if (code !== undefined) return { ok: false, reason: exitReason(spec, code, child!) };
+    return { ok: false, reason: `${(error as Error).message}${stderrLines(child)}` };
+  } finally {
+    clearTimeout(timer);
+    handshake.catch(() => {});
+  }
+}
+
+async function listAll(client: Client, timeout: number): Promise<McpTool[]> {
+  const tools: McpTool[] = [];
+  let cursor: string | undefined;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : undefined, { timeout });
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools;
+}
+
+type Started = { ok: true; child: PipedProcess; prepared: PreparedCommand | null } | { ok: false; reason: string };
+
+async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<Started> {
+  const cwd = spec.cwd ? (isAbsolute(spec.cwd) ? spec.cwd : resolve(settings.workspace, spec.cwd)) : settings.workspace;
+  // Only the basic variables and what the server's config names: never the parent's API keys.
+  const env = { ...cleanEnv(settings.parentEnv, {}, { tmpDir: settings.tmpDir }), ...spec.env };
+  const argv = [spec.command, ...spec.args];
+  let prepared: PreparedCommand | null = null;
+  if (!settings.unrestricted) {
+    try {
+      prepared = await prepareSandboxed({
+        ...settings.sandbox,
+        profile: spec.workspace === 'write' ? settings.sandbox.profile : 'read-only',
+        network: spec.network ?? settings.sandbox.network,
+        command: '',
+        argv,
+        cwd,
+        workspace: settings.workspace,
+        tmpDir: settings.tmpDir,
+        ...(settings.placeholders ? { placeholders: settings.placeholders } : {}),
+      });
+    } catch (error) {
+      // Fail closed: a server that cannot be sandboxed does not start.
+      return { ok: false, reason: `not started: ${(error as Error).message}` };
+    }
+  }
+  try {
+    const child = spawnPiped({ argv: prepared?.argv ?? argv, cwd, env, extraFds: prepared?.extraFds ?? [] });
+    return { ok: true, child, prepared };
+  } catch (error) {
+    await prepared?.release().catch(() => {});
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { ok: false, reason: `command not found: ${spec.command}` };
+    return { ok: false, reason: `could not start ${spec.command}: ${(error as Error).message}` };
+  }
+}
+
+async function httpTransport(spec: HttpSpec): Promise<Transport> {
+  const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
+  return new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers } });
+}
+
+function exitReason(spec: ServerSpec, code: number | null, child: PipedProcess): string {
+  // The sandbox runs the server through `sh -c 'exec "$@"'`: 127 is the shell's "not found".
+  if (code === 127 && spec.transport === 'stdio') return `command not found: ${spec.command}${stderrLines(child)}`;
+  return `crashed during start-up (${code === null ? 'killed by a signal' : `exit code ${code}`})${stderrLines(child)}`;
+}
+
+function stderrLines(child: PipedProcess | null, count = 5): string {
+  const lines = (child?.stderrTail() ?? '').trimEnd().split('\n').filter(Boolean).slice(-count);
+  return lines.length ? `; its stderr ended with:\n  ${lines.join('\n  ')}` : '';
+}

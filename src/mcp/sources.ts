@@ -1,0 +1,64 @@
+// Which servers a run starts: the user's (config.json "mcpServers"), then the project's .mcp.json,
+// which is the repository's file: its servers start only in a workspace the user trusted (`conch
+// trust`), since each one is a program the repository names. Otherwise one line says which were
+// skipped and how to start them.
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ConfigError } from '../core/errors.ts';
+import { parseJsonText } from '../config/json-text.ts';
+import { parseServers, type ServerSpec } from './config.ts';
+
+export const PROJECT_FILE = '.mcp.json';
+
+export interface SourcesInput {
+  /** The user config's "mcpServers" value and its file. */
+  user: { file: string; value: unknown } | null;
+  /** The workspace root (where .mcp.json is read). */
+  cwd: string;
+  env: Record<string, string | undefined>;
+  trusted: () => Promise<boolean>;
+}
+
+export interface Sources {
+  servers: ServerSpec[];
+  /** One line for stderr when project servers were not started, else null. */
+  skipped: string | null;
+}
+
+export async function configuredServers(input: SourcesInput): Promise<Sources> {
+  const servers = input.user ? parseServers(input.user.value, { source: input.user.file, project: false, env: input.env }) : [];
+  const file = join(input.cwd, PROJECT_FILE);
+  const project = await readProjectFile(file);
+  if (project === undefined) return { servers, skipped: null };
+  const taken = new Set(servers.map((s) => s.name));
+  const names = Object.keys((project ?? {}) as object).filter((n) => !taken.has(n));
+  if (names.length === 0) return { servers, skipped: null };
+  if (!(await input.trusted())) {
+    const list = names.join(', ');
+    return {
+      servers,
+      skipped: `${file}: MCP server${names.length > 1 ? 's' : ''} ${list} not started: this workspace is not trusted. Run \`conch trust\` here to start ${names.length > 1 ? 'them' : 'it'}.`,
+    };
+  }
+  const own = parseServers(project, { source: file, project: true, env: input.env }).filter((s) => !taken.has(s.name));
+  return { servers: [...servers, ...own], skipped: null };
+}
+
+/** The "mcpServers" object of .mcp.json; undefined when there is no such file. */
+async function readProjectFile(file: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`, file);
+  }
+  const parsed = parseJsonText(text);
+  if (!parsed.ok) throw new ConfigError(`${file}: ${parsed.message}`, file);
+  const value = parsed.value as { mcpServers?: unknown } | null;
+  if (!value || typeof value !== 'object' || Array.isArray(value) || !('mcpServers' in value)) {
+    throw new ConfigError(`${file}: expected { "mcpServers": { "name": { "command": … } } }`, file, 'mcpServers');
+  }
+  return value.mcpServers;
+}

@@ -1,0 +1,56 @@
+// One server's MCP tools as catalog tools named mcp__<server>__<tool>, so they pass the same
+// argument validation, limits, --tools, policy rules and tracing as any other tool.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { ErrorCode, McpError, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
+import type { Tool } from '../tools/define.ts';
+import type { ServerSpec } from './config.ts';
+import { toToolResult, type McpCallResult } from './results.ts';
+
+const MAX_NAME = 64;
+
+/** The catalog name: providers accept [A-Za-z0-9_-], at most 64 characters. */
+export function toolName(server: string, tool: string): string {
+  return `mcp__${server}__${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, MAX_NAME);
+}
+
+export function selectTools(spec: ServerSpec, tools: McpTool[]): McpTool[] {
+  return tools.filter((t) => (spec.enabledTools === null || spec.enabledTools.includes(t.name)) && !spec.disabledTools.includes(t.name));
+}
+
+export function catalogTools(spec: ServerSpec, client: Client, tools: McpTool[]): Tool[] {
+  return selectTools(spec, tools).map((mcp) => {
+    const name = toolName(spec.name, mcp.name);
+    const schema = { ...(mcp.inputSchema as Record<string, unknown>) };
+    // The catalog compiles the schema itself; a dialect marker means nothing to it.
+    delete schema.$schema;
+    return {
+      name,
+      description: (mcp.description || mcp.title || `${mcp.name} from the MCP server ${spec.name}`).slice(0, 4096),
+      parameters: schema,
+      timeoutMs: spec.toolTimeoutMs,
+      source: `MCP server ${spec.name} (${spec.source})`,
+      async execute(args, ctx) {
+        let result: McpCallResult;
+        try {
+          result = (await client.callTool({ name: mcp.name, arguments: args as Record<string, unknown> }, undefined, {
+            signal: ctx.signal,
+            timeout: spec.toolTimeoutMs,
+            onprogress: (p) => {
+              const of = p.total ? `${p.progress}/${p.total}` : String(p.progress);
+              ctx.update(`${p.message ? `${p.message} ` : ''}(${of})\n`);
+            },
+          })) as McpCallResult;
+        } catch (error) {
+          if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+            throw new Error(`the MCP server ${spec.name} did not answer ${mcp.name} within ${spec.toolTimeoutMs} ms (toolTimeoutMs)`);
+          }
+          if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
+            throw new Error(`the MCP server ${spec.name} is gone (its connection closed); its tools fail for the rest of this run`);
+          }
+          throw error;
+        }
+        return toToolResult(result);
+      },
+    } satisfies Tool;
+  });
+}
