@@ -24,7 +24,8 @@ export function initializeResponse(): InitializeResponse {
       loadSession: true,
       // Both providers carry images; linked and embedded text resources are passed on as text.
       promptCapabilities: { image: true, audio: false, embeddedContext: true },
-      mcpCapabilities: { http: false, sse: false },
+      // MCP servers from session/new are started for the session (src/acp/mcp-servers.ts).
+      mcpCapabilities: { http: true, sse: false },
       sessionCapabilities: { close: {}, list: {} },
     },
     authMethods: [],
@@ -109,8 +110,7 @@ export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean }
     })
     .onRequest('session/new', tracked(async ({ params, client }) => {
       await checkCwd(params.cwd);
-      if (params.mcpServers.length > 0) log(`ignoring ${params.mcpServers.length} MCP server(s): conch does not connect to MCP servers`);
-      const session = await AcpSession.open(params.cwd, flags, client, log, { ephemeral: options.ephemeral });
+      const session = await AcpSession.open(params.cwd, flags, client, log, { ephemeral: options.ephemeral, mcpServers: params.mcpServers });
       sessions.set(session.id, session);
       return { sessionId: session.id };
     }))
@@ -119,8 +119,7 @@ export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean }
       if (sessions.has(params.sessionId)) {
         throw RequestError.invalidRequest({ sessionId: params.sessionId }, `session ${params.sessionId} is open already on this connection`);
       }
-      if (params.mcpServers.length > 0) log(`ignoring ${params.mcpServers.length} MCP server(s): conch does not connect to MCP servers`);
-      const session = await AcpSession.open(params.cwd, flags, client, log, { load: params.sessionId });
+      const session = await AcpSession.open(params.cwd, flags, client, log, { load: params.sessionId, mcpServers: params.mcpServers });
       sessions.set(session.id, session);
       // The whole history goes out as session/update notifications before the response.
       await session.send(replayUpdates(session.conversation));

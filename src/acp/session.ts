@@ -14,7 +14,8 @@ import { SessionError, sessionsDir } from '../sessions/dir.ts';
 import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionPlan } from '../sessions/open.ts';
 import { newSessionId } from '../sessions/store.ts';
 import { outcomeNotice, PromptContentError, promptContent, stopReasonFor, UpdateMapper } from './updates.ts';
-import type { ContentBlock as AcpContent } from '@agentclientprotocol/sdk';
+import type { ContentBlock as AcpContent, McpServer } from '@agentclientprotocol/sdk';
+import { editorServers } from './mcp-servers.ts';
 
 /** JSON-RPC code for a run that failed; `data.code` carries conch's failure code. */
 export const RUN_FAILED = -32603;
@@ -52,6 +53,8 @@ export interface OpenOptions {
   load?: string;
   /** `conch acp --ephemeral`: store nothing. */
   ephemeral?: boolean;
+  /** The MCP servers the editor passed in session/new or session/load. */
+  mcpServers?: McpServer[];
 }
 
 export class AcpSession {
@@ -116,6 +119,7 @@ export class AcpSession {
         cwd,
         guard: await buildGuard(config, approver),
         loadPlugins: buildPluginLoader(config),
+        mcpServers: await editorServers(options.mcpServers ?? [], (m) => log(`session ${id}: ${m}`)),
       });
     } catch (error) {
       throw setupError(error);

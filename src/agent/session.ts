@@ -20,6 +20,8 @@ import { PlaceholderScope, probeSandbox } from '../sandbox/index.ts';
 import { removeAtExit } from '../process/exit-cleanup.ts';
 import { loadGuidance, systemPrompt } from './prompt.ts';
 import type { ContextFactory } from './dispatch.ts';
+import type { ServerReport, ServerSpec } from '../mcp/index.ts';
+import { startMcp } from './session-mcp.ts';
 
 export interface PluginReport {
   path: string;
@@ -34,6 +36,8 @@ export interface SessionOptions {
   guard?: (command: string, cwd: string) => Promise<CommandDecision>;
   /** Load plugins (absent = none); returns plugin tools and per-file reports. */
   loadPlugins?: (reserved: Map<string, string>, workspaceRoot: string) => Promise<{ tools: Tool[]; reports: PluginReport[] }>;
+  /** MCP servers the host was handed (an editor's session/new), besides the configured ones. */
+  mcpServers?: ServerSpec[];
 }
 
 export interface Session {
@@ -46,6 +50,8 @@ export interface Session {
   /** Warnings for the user (stderr): unusable sandbox, plugin failures. */
   warnings: string[];
   plugins: PluginReport[];
+  /** Each MCP server: started or why not, and its tools. */
+  mcp: ServerReport[];
   /** A run (a prompt) is over: its placeholders go once its last command has ended. */
   endRun(): void;
   dispose(): Promise<void>;
@@ -95,6 +101,15 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     logDir: join(runDir, 'logs'),
   });
 
+  // Started now, so the servers come up while plugins load and the prompt is assembled.
+  const mcp = await startMcp(config, options.mcpServers, {
+    workspace: workspace.root,
+    tmpDir,
+    sandbox,
+    unrestricted: config.unrestricted && !policyPinsSandbox,
+    placeholders,
+  });
+
   const catalog = new Catalog();
   const kernel: Tool[] = [
     createBashTool({ exec: executor, limits: config.limits }),
@@ -118,9 +133,11 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     for (const r of plugins) if (r.status !== 'loaded') warnings.push(`plugin ${r.path} ${r.status}: ${r.reason ?? 'not loaded'}`);
   }
 
+  const mcpReports = await mcp.register(catalog, warnings);
   try {
     narrowCatalog(catalog, config);
   } catch (error) {
+    await mcp.stop();
     await removeRunDir();
     throw error;
   }
@@ -171,12 +188,14 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     header: { mode: config.unrestricted ? 'unrestricted' : 'restricted', sandbox: sandboxLabel },
     warnings,
     plugins,
+    mcp: mcpReports,
     endRun: () => placeholders.close(),
     async dispose() {
       for (const tool of catalog.tools()) {
         const dispose = (tool as { dispose?: () => unknown }).dispose;
         if (typeof dispose === 'function') await Promise.resolve(dispose.call(tool)).catch(() => {});
       }
+      await mcp.stop();
       placeholders.close();
       await removeRunDir();
     },

@@ -18,6 +18,7 @@ const GLOBAL: FlagSpec[] = [
   { usage: '--allow-home-writes', description: 'Let a run in (or above) your home directory write; ~/.ssh, shell start-up files stay protected' },
   { usage: '--tools <list>', description: 'Exactly these tools, comma-separated' },
   { usage: '--no-plugins', description: 'Load no plugins' },
+  { usage: '--no-mcp', description: 'Start no MCP servers (config.json mcpServers, .mcp.json)' },
   { usage: '--tools-dir <dir>', description: 'Also load plugins from DIR (repeatable)', repeatable: true },
   { usage: '--plugin <name>', description: 'Enable a first-party plugin from plugins/ (repeatable)', repeatable: true },
   { usage: '--project-tools', description: "Load this workspace's .conch/tools without `conch trust`" },
@@ -62,6 +63,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
     usage: 'tools [action] [name]',
     description: 'List the tool catalog as the model sees it; `tools new NAME` writes a starter plugin',
     flags: [...GLOBAL, { usage: '--json', description: 'Print the catalog as JSON' }],
+  },
+  mcp: {
+    usage: 'mcp',
+    description: 'List the MCP servers: whether each started, its tools, why a failed one failed',
+    flags: [...GLOBAL, { usage: '--json', description: 'Print the servers as JSON' }],
   },
   skills: {
     usage: 'skills',
@@ -142,6 +148,7 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
     shell: off('no-shell'),
     filesystem: off('no-filesystem'),
     plugins: off('no-plugins'),
+    mcp: off('no-mcp'),
     readOnly: on('read-only'),
     allowHomeWrites: on('allow-home-writes'),
     tools: one('tools'),

@@ -36,6 +36,12 @@ async function main(): Promise<void> {
       process.exitCode = await toolsCommand(args[0], args[1], flags(), json);
       return;
     }
+    case 'mcp': {
+      if (args.length) throw new UsageError(`'conch mcp' takes no arguments, got: ${args.join(' ')}`);
+      const { mcpCommand } = await import('./mcp-command.ts');
+      process.exitCode = await mcpCommand(flags(), json);
+      return;
+    }
     case 'skills': {
       if (args.length) throw new UsageError(`'conch skills' takes no arguments, got: ${args.join(' ')}`);
       const { skillsCommand } = await import('./commands.ts');

@@ -114,6 +114,9 @@ function checkFile({ kind, file, value }: ConfigFile): void {
       fail(file, `providers.${name}.baseUrl`, `is not allowed in a project config unless it is on this machine (localhost, 127.0.0.1, [::1]), got "${p.baseUrl}": the server a repository names would drive the tools. Define the provider in your user config (~/.config/conch/config.json).`);
     }
   }
+  if (kind === 'project' && value.mcpServers !== undefined) {
+    fail(file, 'mcpServers', "is not read from a project's .conch/config.json: put the project's servers in .mcp.json at the workspace root (started after `conch trust`), or yours in your user config.");
+  }
   if (kind === 'project' && !Array.isArray(value.plugins) && value.plugins?.dirs) {
     fail(file, 'plugins.dirs', 'is not allowed in a project config: a repository cannot load code into conch. Use --tools-dir, --project-tools or your user config.');
   }

@@ -263,10 +263,16 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     plugins: { enabled: pluginsEnabled, dirs, firstParty: [...firstParty], projectTools: flags.projectTools === true, allowOverride },
     shellRules,
     policy: { stopOnDeny, file: flags.policy ? resolve(cwd, flags.policy) : null, denied: policy.denied },
+    mcp: { enabled: flags.mcp !== false, user: userMcp(files) },
     env: env_,
     sessions: { dir: sessionsDir, keep: sessionsKeep },
     warnings: [...warnings, ...policy.warnings],
   };
+}
+
+function userMcp(files: ConfigFile[]): Config['mcp']['user'] {
+  const user = files.find((f) => f.kind === 'user' && f.value.mcpServers !== undefined);
+  return user ? { file: user.file, value: user.value.mcpServers } : null;
 }
 
 /**

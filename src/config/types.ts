@@ -30,6 +30,7 @@ export interface CliFlags {
   profile?: string; // sandbox profile
   limit?: string[]; // --limit NAME=VALUE (repeatable), any limit in src/core/limits.ts
   stopOnDeny?: boolean; // --stop-on-deny: a policy denial ends the run as policy_denied
+  mcp?: boolean; // --no-mcp sets false
 }
 
 export interface ToolsPolicy {
@@ -92,6 +93,8 @@ export interface Config {
      */
     denied?: PathDenial[];
   };
+  /** MCP servers: off with --no-mcp; the user config's "mcpServers" (the project's .mcp.json is read by mcp/sources.ts). */
+  mcp: { enabled: boolean; user: { file: string; value: unknown } | null };
   /** CONCH_TASK_* variables passed to commands. */
   env: Record<string, string>;
   /** The session store: its directory and how many sessions are kept (0 = no cap). */

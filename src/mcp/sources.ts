@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import { ConfigError } from '../core/errors.ts';
 import { parseJsonText } from '../config/json-text.ts';
 import { parseServers, type ServerSpec } from './config.ts';
+import { PROJECT_FILE } from './gate.ts';
 
-export const PROJECT_FILE = '.mcp.json';
 
 export interface SourcesInput {
   /** The user config's "mcpServers" value and its file. */

@@ -1,0 +1,41 @@
+// The session's MCP servers: started as the session opens, their tools registered before the
+// catalog is narrowed (so --tools and policy rules apply to them), stopped when it is disposed.
+// The MCP modules (and the SDK) are imported only when a server may be configured.
+import type { Config } from '../config/types.ts';
+import type { ServerReport, ServerSpec } from '../mcp/index.ts';
+import type { PlaceholderScope, SandboxSettings } from '../sandbox/index.ts';
+import type { Catalog } from '../tools/catalog.ts';
+
+export interface SessionMcp {
+  /** Wait for every server, register its tools; problems become warnings. */
+  register(catalog: Catalog, warnings: string[]): Promise<ServerReport[]>;
+  stop(): Promise<void>;
+}
+
+const NONE: SessionMcp = { register: async () => [], stop: async () => {} };
+
+export async function startMcp(
+  config: Config,
+  extra: ServerSpec[] | undefined,
+  settings: { workspace: string; tmpDir: string; sandbox: SandboxSettings; unrestricted: boolean; placeholders: PlaceholderScope },
+): Promise<SessionMcp> {
+  const { mayHaveServers } = await import('../mcp/gate.ts');
+  if (!mayHaveServers(config, settings.workspace, extra)) return NONE;
+  const { openMcp } = await import('../mcp/host.ts');
+  const opened = await openMcp(config, extra ?? [], { ...settings, parentEnv: process.env });
+  const servers = opened.servers;
+  return {
+    async register(catalog, warnings) {
+      if (opened.skipped) warnings.push(opened.skipped);
+      if (!servers) return [];
+      const started = await servers.ready;
+      for (const tool of started.tools) {
+        const problem = catalog.register(tool);
+        if (problem) warnings.push(problem);
+      }
+      warnings.push(...started.warnings);
+      return started.reports;
+    },
+    stop: () => servers?.stop() ?? Promise.resolve(),
+  };
+}

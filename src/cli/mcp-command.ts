@@ -1,0 +1,44 @@
+// `conch mcp [--json]`: the configured MCP servers, started as a run would start them: whether each
+// started, its tools as the model sees them, and why a failed one failed.
+import type { CliFlags } from '../config/types.ts';
+import type { ServerReport } from '../mcp/index.ts';
+import { openSession } from '../agent/session.ts';
+import { stdout } from '../core/stdio.ts';
+import { loadCliConfig, setupFailure } from './setup.ts';
+
+export async function mcpCommand(flags: CliFlags, json: boolean): Promise<number> {
+  try {
+    const config = await loadCliConfig(flags);
+    const session = await openSession(config, { cwd: process.cwd() });
+    try {
+      const offered = new Set(session.catalog.names());
+      if (json) {
+        const servers = session.mcp.map((s) => ({ ...s, tools: s.tools.map((t) => ({ ...t, offered: offered.has(t.name) })) }));
+        stdout.write(`${JSON.stringify({ servers, warnings: session.warnings }, null, 2)}\n`);
+      } else stdout.write(render(session.mcp, offered, session.warnings, config.mcp.enabled));
+      return 0;
+    } finally {
+      await session.dispose();
+    }
+  } catch (error) {
+    return setupFailure(error, json, 'mcp');
+  }
+}
+
+function render(reports: ServerReport[], offered: Set<string>, warnings: string[], enabled: boolean): string {
+  if (!enabled) return 'MCP servers are off (--no-mcp).\n';
+  const lines: string[] = [];
+  // A skipped project file is a warning, not a report: show it here too.
+  for (const w of warnings) if (w.includes('MCP server') && w.includes('not started')) lines.push(w, '');
+  if (reports.length === 0 && lines.length === 0) {
+    return 'No MCP servers configured: add "mcpServers" to ~/.config/conch/config.json, or a .mcp.json to the workspace.\n';
+  }
+  for (const r of reports) {
+    const head = `${r.name} (${r.transport}, ${r.source}): ${r.status === 'started' ? `started in ${r.startMs} ms, ${r.tools.length} tool${r.tools.length === 1 ? '' : 's'}` : 'failed'}`;
+    lines.push(head);
+    if (r.reason) lines.push(`  ${r.status === 'failed' ? 'why' : 'note'}: ${r.reason.replace(/\n/g, '\n  ')}`);
+    for (const t of r.tools) lines.push(`  ${t.name}${offered.has(t.name) ? '' : ' (not offered in this configuration)'}  ${t.description.split('\n')[0]}`);
+    lines.push('');
+  }
+  return `${lines.join('\n')}`;
+}

@@ -1,0 +1,48 @@
+// `conch acp`: the MCP servers an editor passes in session/new become the session's tools, and a
+// tool's progress notifications reach the editor as tool_call_update.
+import { afterEach, describe, expect, test } from 'bun:test';
+import { randomUUID } from 'node:crypto';
+import { anthropicEnv, BUN, useHarness } from '../support/cli.ts';
+import { startAgent, type AgentProcess } from '../support/acp-client.ts';
+import { EVERYTHING, processesWith } from './harness.ts';
+
+const harness = useHarness();
+let agents: AgentProcess[] = [];
+afterEach(async () => {
+  await Promise.all(agents.map((a) => a.close()));
+  agents = [];
+});
+
+describe('MCP servers under conch acp', () => {
+  test('session/new mcpServers give the model those tools; progress arrives as tool_call_update', async () => {
+    const marker = `mcp-acp-${randomUUID()}`;
+    const agent = startAgent({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    agents.push(agent);
+    const init = await agent.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    expect(init.agentCapabilities?.mcpCapabilities?.http).toBe(true);
+    const { sessionId } = await agent.conn.agent.request('session/new', {
+      cwd: harness.dirs.workspace,
+      mcpServers: [{ name: 'Everything Server', command: BUN, args: [EVERYTHING, 'stdio', marker], env: [{ name: 'GREETING', value: 'from-the-editor' }] }],
+    });
+    harness.server.script([
+      { toolCalls: [
+        { name: 'mcp__Everything_Server__get-env', arguments: {} },
+        { name: 'mcp__Everything_Server__trigger-long-running-operation', arguments: { duration: 0.6, steps: 3 } },
+      ] },
+      { text: 'done' },
+    ]);
+    const answer = await agent.conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'go' }] });
+    expect(answer.stopReason).toBe('end_turn');
+    const tools = (harness.server.requests[0]!.body.tools as { name: string }[]).map((t) => t.name);
+    expect(tools).toContain('mcp__Everything_Server__echo');
+    const results = harness.server.requests[1]!.body.messages.at(-1).content as any[];
+    expect(JSON.stringify(results[0].content)).toContain('from-the-editor');
+    const progress = agent.updates
+      .map((u) => u.update as any)
+      .filter((u) => u.sessionUpdate === 'tool_call_update' && JSON.stringify(u.content ?? '').includes('/3)'));
+    expect(progress.length).toBeGreaterThan(0);
+    await agent.close();
+    agents = [];
+    expect(await processesWith(marker)).toEqual([]);
+  });
+});

@@ -1,0 +1,176 @@
+// MCP servers as tools, through the real CLI, the real Anthropic SDK and the local model server,
+// against server-everything (not ours) and a writer server of our own, in the real sandbox.
+import { describe, expect, test } from 'bun:test';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { anthropicEnv, BUN, CONCH, conchEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
+import { eventually, everything, processesWith, WRITER } from './harness.ts';
+
+const harness = useHarness();
+const run = (args: string[], env: Record<string, string> = {}) =>
+  runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', ...args], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), ...env } });
+/** The tool_result blocks of the i-th request's last message. */
+const results = (i: number) => harness.server.requests[i]!.body.messages.at(-1).content as any[];
+const offered = (i = 0) => (harness.server.requests[i]!.body.tools as { name: string }[]).map((t) => t.name);
+
+describe('MCP servers through the CLI', () => {
+  test('the model calls mcp__everything__echo and gets its text; the tools carry their schemas', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { everything: everything(randomUUID()) } });
+    harness.server.script([{ toolCalls: [{ name: 'mcp__everything__echo', arguments: { message: 'hello from conch' } }] }, { text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const echo = harness.server.requests[0]!.body.tools.find((t: any) => t.name === 'mcp__everything__echo');
+    expect(echo.input_schema.properties.message.type).toBe('string');
+    expect(offered()).toContain('mcp__everything__get-sum');
+    expect(results(1)[0].is_error).toBeFalsy();
+    expect(JSON.stringify(results(1)[0].content)).toContain('Echo: hello from conch');
+  });
+
+  test('an image result arrives as an image block in the next request', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { everything: everything(randomUUID()) } });
+    harness.server.script([{ toolCalls: [{ name: 'mcp__everything__get-tiny-image', arguments: {} }] }, { text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    const blocks = results(1)[0].content as any[];
+    const image = blocks.find((b) => b.type === 'image');
+    expect(image.source.media_type).toBe('image/png');
+    expect(image.source.data.startsWith('iVBORw0KGgo')).toBe(true);
+  });
+
+  test('the server sees a clean environment: no parent secret, only the variables its config names', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { everything: everything(randomUUID(), { env: { GREETING: '${MY_GREETING}' } }) } });
+    harness.server.script([{ toolCalls: [{ name: 'mcp__everything__get-env', arguments: {} }] }, { text: 'done' }]);
+    const r = await run(['go'], { MY_GREETING: 'hi-there', PARENT_SECRET: 'do-not-leak-me' });
+    expect(r.code).toBe(0);
+    const text = JSON.stringify(results(1)[0].content);
+    expect(text).toContain('GREETING');
+    expect(text).toContain('hi-there');
+    expect(text).not.toContain('ANTHROPIC_API_KEY');
+    expect(text).not.toContain('test-key');
+    expect(text).not.toContain('do-not-leak-me');
+  });
+
+  test('a server that does not exist is reported and the run completes with the others', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { ghost: { command: 'no-such-mcp-server-here' }, everything: everything(randomUUID()) } });
+    harness.server.script([{ text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('MCP server ghost did not start');
+    expect(r.stderr).toContain('command not found: no-such-mcp-server-here');
+    expect(offered()).toContain('mcp__everything__echo');
+  });
+
+  test('a call past toolTimeoutMs is a tool error the model sees; progress does not hide it', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { everything: everything(randomUUID(), { toolTimeoutMs: 500 }) } });
+    harness.server.script([
+      { toolCalls: [{ name: 'mcp__everything__trigger-long-running-operation', arguments: { duration: 20, steps: 20 } }] },
+      { text: 'done' },
+    ]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(results(1)[0].is_error).toBe(true);
+    expect(JSON.stringify(results(1)[0].content)).toContain('500 ms');
+  });
+
+  test('--no-mcp starts no server; --tools narrows MCP tools like any other', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { everything: everything(randomUUID()) } });
+    harness.server.script([{ text: 'done' }, { text: 'done' }]);
+    expect((await run(['--no-mcp', 'go'])).code).toBe(0);
+    expect(offered(0).some((n) => n.startsWith('mcp__'))).toBe(false);
+    expect((await run(['--tools', 'read,mcp__everything__echo', 'go'])).code).toBe(0);
+    expect(offered(1).sort()).toEqual(['mcp__everything__echo', 'read']);
+  });
+
+  test("an untrusted project's .mcp.json is not started, in one line; after conch trust it is", async () => {
+    await writeFile(join(harness.dirs.workspace, '.mcp.json'), JSON.stringify({ mcpServers: { proj: everything(randomUUID()) } }));
+    harness.server.script([{ text: 'done' }, { text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('MCP server proj not started: this workspace is not trusted. Run `conch trust` here');
+    expect(offered(0).some((n) => n.startsWith('mcp__proj__'))).toBe(false);
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    expect((await run(['go'])).code).toBe(0);
+    expect(offered(1)).toContain('mcp__proj__echo');
+  });
+
+  test('a stdio server cannot write the workspace unless its config says "workspace": "write"', async () => {
+    await writeConfig(harness.dirs, {
+      mcpServers: { ro: { command: BUN, args: [WRITER] }, rw: { command: BUN, args: [WRITER], workspace: 'write' } },
+    });
+    harness.server.script([{ toolCalls: [{ name: 'mcp__ro__write_file', arguments: {} }] }, { text: 'done' }]);
+    expect((await run(['go'])).code).toBe(0);
+    expect(results(1)[0].is_error).toBe(true);
+    expect(JSON.stringify(results(1)[0].content)).toContain('could not write');
+    expect(existsSync(join(harness.dirs.workspace, 'pwned.txt'))).toBe(false);
+    // The same server granted the workspace writes it: the check above is the sandbox's doing.
+    harness.server.script([{ toolCalls: [{ name: 'mcp__rw__write_file', arguments: {} }] }, { text: 'done' }]);
+    expect((await run(['go'])).code).toBe(0);
+    expect(existsSync(join(harness.dirs.workspace, 'pwned.txt'))).toBe(true);
+  });
+});
+
+describe('no MCP server outlives conch', () => {
+  for (const exit of ['run end', 'SIGINT', 'SIGTERM'] as const) {
+    test(`after ${exit}`, async () => {
+      const marker = `mcp-exit-${randomUUID()}`;
+      await writeConfig(harness.dirs, { mcpServers: { everything: everything(marker) } });
+      harness.server.script(
+        exit === 'run end'
+          ? [{ text: 'done' }]
+          : [{ toolCalls: [{ name: 'mcp__everything__trigger-long-running-operation', arguments: { duration: 60, steps: 60 } }] }, { text: 'done' }],
+      );
+      const child = Bun.spawn([CONCH, '--model', 'anthropic/test-model', 'go'], {
+        cwd: harness.dirs.workspace,
+        env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+        stdin: 'ignore',
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
+      if (exit !== 'run end') {
+        // The tool call is under way once the model server has been asked once.
+        expect(await eventually(async () => harness.server.requests.length >= 1 && (await processesWith(marker)).length > 0)).toBe(true);
+        await Bun.sleep(200);
+        child.kill(exit);
+      }
+      await child.exited;
+      expect(await processesWith(marker)).toEqual([]);
+    });
+  }
+});
+
+describe('conch mcp', () => {
+  test('lists each server: started with its tools, or failed and why (stderr lines of a crash)', async () => {
+    await writeConfig(harness.dirs, {
+      mcpServers: {
+        everything: everything(randomUUID(), { disabledTools: ['get-env'] }),
+        ghost: { command: 'no-such-mcp-server-here' },
+        crash: { command: '/bin/sh', args: ['-c', 'echo "boom: no config" >&2; exit 3'] },
+        slow: { command: '/bin/sh', args: ['-c', 'sleep 30'], startupTimeoutMs: 300 },
+      },
+    });
+    const text = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(text.code).toBe(0);
+    expect(text.stdout).toContain('mcp__everything__echo');
+    expect(text.stdout).not.toContain('mcp__everything__get-env');
+    expect(text.stdout).toContain('command not found: no-such-mcp-server-here');
+    expect(text.stdout).toContain('crashed during start-up (exit code 3)');
+    expect(text.stdout).toContain('boom: no config');
+    expect(text.stdout).toContain('timed out: no answer within 300 ms');
+    const json = JSON.parse((await runConch({ dirs: harness.dirs, args: ['mcp', '--json'] })).stdout);
+    const byName = Object.fromEntries(json.servers.map((s: any) => [s.name, s]));
+    expect(byName.everything.status).toBe('started');
+    expect(byName.ghost.status).toBe('failed');
+    expect(byName.slow.reason).toContain('startupTimeoutMs');
+  });
+
+  test('a malformed entry is a setup error naming the file and key', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { bad: { command: 'x', arg: ['y'] } } });
+    const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('config.json: "mcpServers.bad.arg" is not a known key');
+    expect(r.stderr).toContain('Did you mean "args"?');
+  });
+});
