@@ -84,7 +84,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
       // Plugin code can block the main thread; from its first line on, a watchdog thread keeps the deadline.
       loadPlugins: buildPluginLoader(config, async () => {
         const { startWatchdog } = await import('./watchdog.ts');
-        watchdog ??= startWatchdog(runId, out.json);
+        watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms);
       }),
     });
     recording = openRecording(plan, config, narrowed);

@@ -23,8 +23,8 @@ export const SIGNALS: ReadonlyArray<readonly [number, 'SIGINT' | 'SIGTERM' | 'SI
 ];
 
 export type ToWatchdog =
-  | { type: 'start'; state: SharedArrayBuffer }
-  | { type: 'arm'; startedAt: number; deadlineAt: number; json: boolean }
+  | { type: 'start'; state: SharedArrayBuffer; startedAt: number; deadlineAt: number; json: boolean }
+  | { type: 'arm'; deadlineAt: number }
   | { type: 'groups'; groups: number[] }
   | { type: 'dirs'; dirs: string[] }
   | { type: 'envelope'; doc: Record<string, unknown> }

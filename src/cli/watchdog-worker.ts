@@ -37,14 +37,16 @@ self.onmessage = (event: MessageEvent<ToWatchdog>) => {
   switch (m.type) {
     case 'start':
       state = new Int32Array(m.state);
-      ticker = setInterval(tick, TICK_MS);
-      break;
-    case 'arm':
+      json = m.json;
       startedAt = m.startedAt;
       deadlineAt = m.deadlineAt;
-      json = m.json;
-      native ??= loadNative();
-      for (const [sig] of SIGNALS) if (native && native.catchSignal(sig) === 0) seen.set(sig, native.taken(sig));
+      ticker = setInterval(tick, TICK_MS);
+      catchSignals();
+      break;
+    case 'arm':
+      deadlineAt = m.deadlineAt;
+      // The main thread's own listeners made Bun take the signals back: take them again.
+      catchSignals();
       break;
     case 'groups':
       groups = m.groups;
@@ -61,6 +63,11 @@ self.onmessage = (event: MessageEvent<ToWatchdog>) => {
       break;
   }
 };
+
+function catchSignals(): void {
+  native ??= loadNative();
+  for (const [sig] of SIGNALS) if (native && native.catchSignal(sig) === 0 && !seen.has(sig)) seen.set(sig, native.taken(sig));
+}
 
 function loadNative(): Native | null {
   try {
@@ -121,7 +128,7 @@ function end(status: 'timed_out' | 'cancelled', why: string): void {
   }
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   const exitCode = EXIT_CODES[status];
-  const message = `${why} (a plugin's execute that never yields?); the watchdog ended the run and killed its commands`;
+  const message = `${why} (plugin code that never yields?); the watchdog ended the run and killed its commands`;
   stderr.write(`conch: ${message}\n`);
   if (json) stdout.write(`${JSON.stringify({ ...doc, status, message, partial: true, durationMs: Date.now() - startedAt, exitCode })}\n`);
   if (native) native.exitNow(exitCode);

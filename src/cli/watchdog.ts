@@ -6,6 +6,7 @@
 //
 // It costs a thread, so it starts only when plugins are about to be imported: a run with only the
 // kernel tools, whose code never blocks the loop, does without.
+import { constants } from 'node:os';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import { addUsage, emptyUsage, EXIT_CODES, type Outcome } from '../agent/outcome.ts';
 import { watchExitRemovals } from '../process/exit-cleanup.ts';
@@ -23,28 +24,34 @@ export interface Watchdog {
   stop(): void;
 }
 
-export function startWatchdog(runId: string, json: boolean): Watchdog {
+/**
+ * Start before the first plugin code runs. Until `arm`, the deadline counts from here, and a signal
+ * ends the process as Bun's default would (conch has no listener yet), with the exit hooks' cleanup.
+ */
+export function startWatchdog(runId: string, json: boolean, deadlineMs: number): Watchdog {
   const shared = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
   const state = new Int32Array(shared);
   const url = new URL(import.meta.url.endsWith('.ts') ? './watchdog-worker.ts' : './watchdog-worker.js', import.meta.url);
   const worker = new Worker(url.href, { smol: true } as WorkerOptions);
   worker.unref();
   const send = (message: ToWatchdog) => worker.postMessage(message);
-  send({ type: 'start', state: shared });
+  const startedAt = Date.now();
+  send({ type: 'start', state: shared, startedAt, deadlineAt: startedAt + deadlineMs, json });
+  worker.onmessage = (event: MessageEvent<FromWatchdog>) => process.exit(128 + (constants.signals[event.data.name] ?? 0));
   const beat = setInterval(() => Atomics.add(state, BEAT, 1), BEAT_MS);
   beat.unref();
   watchLiveGroups((groups) => send({ type: 'groups', groups }));
   watchExitRemovals((dirs) => send({ type: 'dirs', dirs }));
 
-  const started = Date.now();
   let facts: EnvelopeFacts | null = null;
   let output = '';
   let usage = emptyUsage();
   const counts = { modelCalls: 0, toolCalls: 0, toolErrors: 0 };
   const post = () => {
-    const partial: Outcome = { status: 'timed_out', output, stopReason: null, usage, counts, durationMs: Date.now() - started };
+    const partial: Outcome = { status: 'timed_out', output, stopReason: null, usage, counts, durationMs: Date.now() - startedAt };
     send({ type: 'envelope', doc: envelope(runId, partial, facts, EXIT_CODES.timed_out) });
   };
+  post();
   // Only before a tool runs can the main thread get stuck, so that is when the copy must be fresh.
   const sink: EventSink = {
     emit(event: RunEvent) {
@@ -75,7 +82,7 @@ export function startWatchdog(runId: string, json: boolean): Watchdog {
   return {
     arm(deadlineMs, onSignal) {
       worker.onmessage = (event: MessageEvent<FromWatchdog>) => onSignal(event.data.name);
-      send({ type: 'arm', startedAt: Date.now(), deadlineAt: Date.now() + deadlineMs, json });
+      send({ type: 'arm', deadlineAt: Date.now() + deadlineMs });
     },
     sink,
     finishing: () => Atomics.compareExchange(state, PHASE, 0, 1) !== 2,

@@ -77,6 +77,18 @@ describe('the watchdog', () => {
     });
   });
 
+  test('a plugin that spins while it loads cannot outlast --timeout either', async () => {
+    await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'load-spin.ts'), 'for (;;) {}\nexport default {};\n');
+    harness.server.script([{ text: 'unreachable' }]);
+    await withTmp(async (tmp) => {
+      const r = await run(['--json', '--timeout', '2s', 'go'], tmp);
+      expect(r.code).toBe(124);
+      expect(JSON.parse(r.stdout)).toMatchObject({ version: 1, status: 'timed_out', exitCode: 124 });
+      expect(harness.server.requests).toHaveLength(0);
+      expect(leftovers(tmp)).toEqual([]);
+    });
+  });
+
   test('without --json the answer stream stays empty and the reason is on stderr', async () => {
     await spinningPlugin(marker());
     await withTmp(async (tmp) => {
