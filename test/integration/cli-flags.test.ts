@@ -46,6 +46,7 @@ describe('flags are reported as typed', () => {
   test('values keep the text typed: numeric-looking strings are not turned into numbers', async () => {
     expect(await usageError(['--tools', '1e3', 'go'], '1e3')).not.toContain('1000');
     expect(await usageError(['--policy', '0x10', 'go'], '0x10')).not.toContain('/16');
+    expect(await usageError(['--resume', '802e16', 'go'], "'802e16'")).not.toContain('8020000000000000000');
   });
 });
 
