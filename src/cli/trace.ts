@@ -29,6 +29,9 @@ export function redact(event: RunEvent): Record<string, unknown> {
       return { ...event, text: undefined };
     case 'tool.finished':
       return { ...event, output: undefined, details: undefined, outputChars: event.output.length };
+    case 'run.started':
+      // What resuming narrowed can name writable roots: paths of the user's machine.
+      return event.session ? { ...event, session: { ...event.session, narrowed: event.session.narrowed.length } } : { ...event };
     case 'run.finished':
       return { ...event, outcome: { ...event.outcome, output: undefined, message: undefined, outputChars: event.outcome.output.length } };
     default:

@@ -116,6 +116,16 @@ describe('policy on resume', () => {
     expect(toolNames(1)).not.toContain('edit');
     expect(existsSync(join(harness.dirs.workspace, 'new.txt'))).toBe(false);
     expect(r.stderr).toContain('under the policy now ∩ the recorded one: read-only');
+    // The trace names the session but not what was narrowed (that can name paths) without --trace-content.
+    const trace = join(harness.dirs.home, 'trace.jsonl');
+    harness.server.script([{ text: 'ok' }]);
+    const extra = join(harness.dirs.home, 'extra-root');
+    mkdirSync(extra);
+    const again = await conch(['-c', '--allow-write', extra, '--trace', trace, 'again']);
+    expect(again.stderr).toContain(`not writable: ${extra}`);
+    const started = JSON.parse(readFileSync(trace, 'utf8').split('\n')[0]!);
+    expect(started.session).toMatchObject({ resumed: true, narrowed: 2 });
+    expect(readFileSync(trace, 'utf8')).not.toContain(extra);
   });
 
   test('--unrestricted is not carried over: the resumed run is restricted unless given again', async () => {
