@@ -89,8 +89,9 @@ export function openRecording(plan: SessionPlan, config: Config, narrowed: strin
     ...Object.entries(config.env).map(([name, value]) => ({ name: `--env ${name}`, value })),
   ];
   const sessionId = loaded && !choice.fork ? loaded.header.id : (id ?? newSessionId());
-  // The file appears with the first run: an editor thread opened and never used leaves nothing.
-  let writer: SessionWriter | null = null;
+  // A new file appears with the first run: an editor thread opened and never used leaves nothing.
+  // A continued session is opened (and locked) now, so a session busy in another conch is a setup error.
+  let writer: SessionWriter | null = loaded && !choice.fork ? store.continue(loaded, secrets) : null;
   const open = (): SessionWriter => {
     if (loaded && !choice.fork) return store.continue(loaded, secrets);
     const created = loaded ? store.fork(loaded, secrets, sessionId) : store.create(plan.cwd, secrets, null, sessionId);

@@ -2,7 +2,12 @@
 // descriptor, so a process killed at any moment leaves whole lines plus at most one torn last line,
 // which the loader skips and the next writer cuts off before appending. No fsync: a killed process
 // loses nothing the kernel already has, and a turn must cost well under a millisecond.
-import { closeSync, fchmodSync, fstatSync, ftruncateSync, openSync, writeSync } from 'node:fs';
+//
+// One writer per session at a time: an flock(2) on the file, which the kernel drops however its
+// holder dies, so two `conch -c` at once cannot interleave their turns and no stale lock remains.
+import { closeSync, fchmodSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { loadLibc } from '../process/libc.ts';
+import { SessionError } from './dir.ts';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
 import type { ContentBlock } from '../core/content.ts';
 import type { Outcome } from '../agent/outcome.ts';
@@ -15,6 +20,9 @@ import {
   type SessionRecord,
   type StoredMessage,
 } from './records.ts';
+
+const LOCK_EX = 2;
+const LOCK_NB = 4;
 
 export interface WriterOptions {
   /** Hashes of the images the file already holds. */
@@ -34,12 +42,32 @@ export class SessionWriter {
   failure: string | null = null;
 
   constructor(readonly id: string, readonly path: string, options: WriterOptions) {
-    this.fd = openSync(path, 'a', 0o600);
-    const info = fstatSync(this.fd);
-    if ((info.mode & 0o077) !== 0) fchmodSync(this.fd, 0o600);
-    if (options.validBytes !== undefined && info.size > options.validBytes) ftruncateSync(this.fd, options.validBytes);
+    this.fd = openSync(path, 'a+', 0o600);
+    try {
+      const libc = loadLibc();
+      if (libc && libc.flock(this.fd, LOCK_EX | LOCK_NB) !== 0) {
+        throw new SessionError(`session ${id} is being continued by another conch process right now; wait for it to end, or --fork it.`);
+      }
+      const info = fstatSync(this.fd);
+      if ((info.mode & 0o077) !== 0) fchmodSync(this.fd, 0o600);
+      if (options.validBytes !== undefined && info.size > options.validBytes) this.endTornLine(options.validBytes, info.size);
+    } catch (error) {
+      closeSync(this.fd);
+      throw error;
+    }
     this.blobs = new Set(options.blobs ?? []);
     this.redact = redactor(options.secrets ?? []);
+  }
+
+  /**
+   * Bytes past the last whole line the loader saw: a torn line (cut off), or whole lines another
+   * run appended after the load (kept; a torn line after them is ended so the next record is whole).
+   */
+  private endTornLine(validBytes: number, size: number): void {
+    const extra = Buffer.alloc(size - validBytes);
+    readSync(this.fd, extra, 0, extra.length, validBytes);
+    if (!extra.includes(10)) ftruncateSync(this.fd, validBytes);
+    else if (extra[extra.length - 1] !== 10) writeSync(this.fd, '\n');
   }
 
   write(record: SessionRecord): void {

@@ -102,6 +102,31 @@ describe('session store', () => {
     expect(loaded.runs.map((r) => r.task)).toEqual(['first', 'second']);
   });
 
+  test('one writer at a time: a session being continued elsewhere is refused until that writer closes', () => {
+    const w = store.create('/work/a');
+    writeRun(w, 'first');
+    w.close();
+    const loaded = loadSession(w.path);
+    const busy = store.continue(loaded);
+    expect(() => store.continue(loaded)).toThrow(`session ${w.id} is being continued by another conch process`);
+    busy.close();
+    store.continue(loaded).close();
+  });
+
+  test('whole lines another run appended after the load are kept, not cut off as a torn tail', () => {
+    const w = store.create('/work/a');
+    writeRun(w, 'first');
+    w.close();
+    const stale = loadSession(w.path);
+    const other = store.continue(stale);
+    writeRun(other, 'other');
+    other.close();
+    const again = store.continue(stale);
+    writeRun(again, 'mine');
+    again.close();
+    expect(loadSession(w.path).runs.map((r) => r.task)).toEqual(['first', 'other', 'mine']);
+  });
+
   test('a corrupt line in the middle is skipped with a warning naming it', () => {
     const w = store.create('/work/a');
     writeRun(w, 'first');
