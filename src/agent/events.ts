@@ -37,6 +37,8 @@ export type EventBody =
   /** Not an error: e.g. a server rejected an optional request field, which is then left out. */
   | { type: 'model.warning'; turn: number; text: string }
   | { type: 'text.delta'; text: string }
+  /** The model's visible reasoning as it streams (shown dimmed on a terminal; in a trace only with --trace-content). */
+  | { type: 'thinking.delta'; text: string }
   | { type: 'tool.started'; callId: string; name: string; args: unknown }
   | { type: 'tool.updated'; callId: string; name: string; text: string }
   | {

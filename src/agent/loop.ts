@@ -70,6 +70,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
   let output = '';
   let stopReason: string | null = null;
   let outputBytes = 0;
+  const thinking = { chars: 0, tokens: null as number | null };
 
   const { journal } = spec;
   emit({
@@ -92,6 +93,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       usage,
       counts: { ...counts },
       durationMs: Math.round(performance.now() - started),
+      thinking: { ...thinking },
       ...(message ? { message } : {}),
       ...extra,
     };
@@ -144,6 +146,10 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
               turnText += delta;
               emit({ type: 'text.delta', text: delta });
             },
+            onThinking: (delta) => {
+              thinking.chars += delta.length;
+              emit({ type: 'thinking.delta', text: delta });
+            },
             onToolArgumentDelta: (_index, delta) => countOutput(delta),
             onRetry: (info) => emit({ type: 'model.retry', turn, ...info }),
             onWarning: (text) => emit({ type: 'model.warning', turn, text }),
@@ -165,12 +171,22 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       usage = counts.modelCalls === 1 ? response.usage : addUsage(usage, response.usage);
       stopReason = response.stopReason;
       output = response.text;
-      const answer = { role: 'assistant' as const, text: response.text, toolCalls: response.toolCalls };
+      if (response.thinkingTokens !== null) thinking.tokens = (thinking.tokens ?? 0) + response.thinkingTokens;
+      // Signed thinking must go back with the tool results it led to (Anthropic checks).
+      const answer: Extract<Message, { role: 'assistant' }> = {
+        role: 'assistant',
+        text: response.text,
+        toolCalls: response.toolCalls,
+        ...(response.thinking.length > 0 ? { thinking: response.thinking } : {}),
+      };
       spec.conversation.push(answer);
       journal?.message(answer);
       emit({ type: 'model.finished', turn, stopReason: response.stopReason, usage: response.usage });
 
       if (response.toolCalls.length === 0) {
+        if (response.stopReason === 'max_tokens') {
+          emit({ type: 'model.warning', turn, text: "the answer was cut off at the model's output-token limit (raise it with --max-output-tokens)" });
+        }
         return finish('completed');
       }
       // Never start a tool whose result no model call is left to read.

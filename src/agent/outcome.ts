@@ -36,6 +36,8 @@ export interface Outcome {
   usage: Usage;
   counts: RunCounts;
   durationMs: number;
+  /** The model's visible reasoning, counted (its text is in the events, never in the outcome). */
+  thinking?: { chars: number; tokens: number | null };
   /** Human-readable reason for every status but `completed`. */
   message?: string;
   /** For `failed`. */

@@ -5,6 +5,9 @@ import { UsageError, type FlagSpec, type ParsedArgs } from './argv.ts';
 
 const GLOBAL: FlagSpec[] = [
   { usage: '-m, --model <provider/model>', description: 'Model to use, e.g. anthropic/claude-sonnet-5-5 or openai/gpt-5' },
+  { usage: '--max-output-tokens <n>', description: "Output-token limit of each model call (default: the model family's)" },
+  { usage: '--thinking <level>', description: 'Reasoning: off, low, medium or high (where the model supports it)' },
+  { usage: '--temperature <t>', description: 'Sampling temperature, 0 to 2 (where the model accepts one)' },
   { usage: '--base-url <url>', description: 'Base URL of the provider (a local OpenAI-compatible server: Ollama, vLLM, llama.cpp)' },
   { usage: '--max-turns <n>', description: 'Limit on model calls (0 = unlimited)' },
   { usage: '--max-tool-calls <n>', description: 'Limit on tool calls (0 = unlimited)' },
@@ -133,12 +136,30 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
     if (!/^\d+$/.test(v)) throw new UsageError(`--${name} takes a whole number (0 = unlimited), got '${v}'`);
     return Number(v);
   };
+  const number = (name: string, min: number, max: number, what: string) => {
+    const v = one(name);
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (v.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new UsageError(`--${name} takes ${what}, got '${v}'`);
+    return n;
+  };
+  const maxOutputTokens = count('max-output-tokens');
+  if (maxOutputTokens === 0) throw new UsageError("--max-output-tokens takes a whole number of tokens above 0, got '0'");
+  const thinking = one('thinking');
+  if (thinking !== undefined && !['off', 'low', 'medium', 'high'].includes(thinking)) {
+    throw new UsageError(`--thinking takes off, low, medium or high, got '${thinking}'`);
+  }
   const baseUrl = one('base-url');
   if (baseUrl !== undefined && !isHttpUrl(baseUrl)) {
     throw new UsageError(`--base-url takes an http:// or https:// URL, e.g. http://localhost:11434/v1; got '${baseUrl}'`);
   }
   return {
     model: one('model'),
+    fallbackModel: all('fallback-model'),
+    maxOutputTokens,
+    thinking: thinking as CliFlags['thinking'],
+    temperature: number('temperature', 0, 2, 'a number from 0 to 2'),
+    maxCost: number('max-cost', 0, Number.MAX_SAFE_INTEGER, 'US dollars, a number ≥ 0 such as 0.50 (0 = unlimited)'),
     baseUrl,
     maxTurns: count('max-turns'),
     maxToolCalls: count('max-tool-calls'),

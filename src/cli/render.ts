@@ -45,6 +45,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
   let label: string | null = null;
   let spinner: ReturnType<typeof setInterval> | null = null;
   let spinnerShown = false;
+  let thinkingOpen = false;
 
   const clearSpinner = () => {
     if (spinner) clearInterval(spinner);
@@ -87,7 +88,18 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
       if (label) startSpinner(label);
     },
     emit(event: RunEvent) {
+      if (thinkingOpen && event.type !== 'thinking.delta') {
+        thinkingOpen = false;
+        stderr.write('\n');
+      }
       switch (event.type) {
+        case 'thinking.delta':
+          // Reasoning streams dimmed on stderr, on a terminal only: it is not the answer.
+          if (!options.interactive) break;
+          stopSpinner();
+          thinkingOpen = true;
+          stderr.write(dim(terminalSafe(event.text)));
+          break;
         case 'run.started':
           if (options.interactive) {
             const mode = event.mode === 'unrestricted' ? paint(33, 'unrestricted: no workspace checks, no sandbox') : `restricted, sandbox ${event.sandbox}`;

@@ -92,7 +92,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     await session?.dispose();
     return setupFailure(error, out.json, runId);
   }
-  for (const warning of [...(config.warnings ?? []), ...session.warnings, ...recording.warnings.splice(0)]) stderr.write(`conch: ${warning}\n`);
+  for (const warning of [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings, ...recording.warnings.splice(0)]) stderr.write(`conch: ${warning}\n`);
 
   const sinks: EventSink[] = [];
   const facts = envelopeSink();

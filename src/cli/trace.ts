@@ -22,6 +22,7 @@ export function openTrace(file: string, withContent: boolean): EventSink {
 export function redact(event: RunEvent): Record<string, unknown> {
   switch (event.type) {
     case 'text.delta':
+    case 'thinking.delta':
       return { ...event, text: undefined, chars: event.text.length };
     case 'tool.started':
       return { ...event, args: undefined };

@@ -19,6 +19,7 @@ import type { SandboxProfileName } from '../sandbox/index.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { canonical, inside, mergePolicy, type PolicyLayer } from './layers.ts';
 import { homeGuard } from './home.ts';
+import { withModelOptions } from './model-options.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
 import type { ShellRules } from '../policy/command-rules.ts';
 import { type CliFlags, type Config } from './types.ts';
@@ -29,7 +30,7 @@ export { noModelMessage } from './model.ts';
 type Env = Record<string, string | undefined>;
 
 // model_calls and tool_calls use 0 for "unlimited", which is the highest value, not the lowest.
-const ZERO_IS_UNLIMITED = new Set<keyof Limits>(['model_calls', 'tool_calls']);
+const ZERO_IS_UNLIMITED = new Set<keyof Limits>(['model_calls', 'tool_calls', 'cost_usd']);
 
 function lower(key: keyof Limits, current: number, proposed: number): number {
   if (!ZERO_IS_UNLIMITED.has(key)) return Math.min(current, proposed);
@@ -170,6 +171,8 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const warnings: string[] = chooser ? [chooser.warning] : [];
   const named: PluginNames[] = [];
   let model: ModelChoice | undefined;
+  let route: ModelChoice[] = [];
+  const prices: Config['prices'] = {};
   let stopOnDeny = false;
   let sessionsKeep = DEFAULT_SESSIONS_KEEP;
   let pluginsEnabled = flags.plugins !== false;
@@ -183,7 +186,12 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     for (const [key, n] of Object.entries(value.retry ?? {}) as [keyof RetryPolicy, number | undefined][]) {
       if (n !== undefined) retry[key] = kind === 'project' ? Math.min(retry[key], n) : n;
     }
-    if (value.model && !(kind === 'project' && chooser)) model = { value: value.model, source: file, file };
+    if (value.model && !(kind === 'project' && chooser)) {
+      const [first, ...rest] = Array.isArray(value.model) ? value.model : [value.model];
+      model = { value: first!, source: file, file };
+      route = rest.map((m) => ({ value: m, source: file, file }));
+    }
+    Object.assign(prices, value.prices ?? {});
     if (value.policy?.stopOnDeny !== undefined) stopOnDeny = value.policy.stopOnDeny;
     if (value.sessions?.keep !== undefined) {
       // A cloned repository must not be able to delete the user's sessions of other projects.
@@ -218,10 +226,23 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   dirs.push(...(flags.toolsDir ?? []).map((d) => resolve(cwd, d)));
   if (flags.stopOnDeny !== undefined) stopOnDeny = flags.stopOnDeny;
 
-  if (set(env.CONCH_MODEL)) model = { value: env.CONCH_MODEL!, source: 'CONCH_MODEL' };
-  if (flags.model !== undefined) model = { value: flags.model, source: '--model' };
+  if (flags.maxCost !== undefined) limits.cost_usd = flags.maxCost;
+
+  // A model named in the environment or on the command line replaces the configured route.
+  if (set(env.CONCH_MODEL)) [model, route] = [{ value: env.CONCH_MODEL!, source: 'CONCH_MODEL' }, []];
+  if (flags.model !== undefined) [model, route] = [{ value: flags.model, source: '--model' }, []];
+  route.push(...(flags.fallbackModel ?? []).map((m) => ({ value: m, source: '--fallback-model' })));
   const baseUrl = flags.baseUrl === undefined || flags.baseUrl === '' ? undefined : flags.baseUrl;
-  const provider = resolveProvider({ providers: providersFrom(files, env, !chooser), model, baseUrl, env, retry });
+  const known = providersFrom(files, env, !chooser);
+  const resolved = resolveProvider({ providers: known, model, baseUrl, env, retry });
+  if (!resolved && route.length > 0) throw new ConfigError('--fallback-model needs a first model (--model or "model" in config.json) to fall back from.', undefined, '--fallback-model');
+  const fallbacks = resolved
+    ? route.map((choice) => {
+        if (!choice.value.includes('/')) throw new ConfigError(`${choice.source} "${choice.value}" must be "provider/model", e.g. "openai/gpt-5.4".`, choice.file, choice.file ? 'model' : choice.source);
+        return withModelOptions(resolveProvider({ providers: known, model: choice, baseUrl: undefined, env, retry })!, files, flags);
+      })
+    : [];
+  const provider = resolved && withModelOptions(resolved, files, flags);
 
   const layers = [...files.map(fileLayer), ...(policyLayer ? [policyLayer] : []), flagsLayer];
   const policy = mergePolicy(layers, cwd);
@@ -254,6 +275,8 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     configDir,
     // The provider bounds raw response bytes from the model-output limit.
     provider: provider && { ...provider, modelOutputBytes: limits.model_output_bytes },
+    fallbacks: fallbacks.map((p) => ({ ...p, modelOutputBytes: limits.model_output_bytes })),
+    prices,
     limits,
     unrestricted: flags.unrestricted === true,
     ...(homeRun?.readOnlyWhy && { readOnlyWhy: homeRun.readOnlyWhy }),
@@ -334,7 +357,7 @@ function limitOverrides(values: string[] | undefined): Partial<Limits> {
     if (eq < 1 || !(name in DEFAULT_LIMITS)) {
       throw new ConfigError(`--limit ${raw}: expected NAME=VALUE with NAME one of ${Object.keys(DEFAULT_LIMITS).join(', ')}.`, undefined, '--limit');
     }
-    if (!Number.isInteger(value) || value < 0) {
+    if (name === 'cost_usd' ? !Number.isFinite(value) || value < 0 || raw.slice(eq + 1).trim() === '' : !Number.isInteger(value) || value < 0) {
       throw new ConfigError(`--limit ${raw}: the value must be a whole number (bytes, milliseconds or a count).`, undefined, '--limit');
     }
     const duration = DURATION_LIMITS.includes(name) ? checkDurationMs(value) : null;

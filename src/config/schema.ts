@@ -43,7 +43,26 @@ const ProviderSchema = Type.Object(
     type: Type.Union([Type.Literal('anthropic'), Type.Literal('openai')]),
     baseUrl: Type.Optional(Type.String({ minLength: 1, description: 'a URL such as "http://localhost:11434/v1"' })),
     apiKey: Type.Optional(Type.String({ minLength: 1, description: 'a "${ENV_NAME}" reference (or a literal key)' })),
+    maxOutputTokens: Type.Optional(Type.Integer({ minimum: 1, description: 'a whole number of tokens above 0' })),
   },
+  closed,
+);
+
+const ModelRef = Type.String({ pattern: '^[^/\\s]+/\\S+$', description: 'a "provider/model" string such as "anthropic/claude-sonnet-5-5" or "local/qwen2.5-coder"' });
+const MaxOutputTokens = Type.Integer({ minimum: 1, description: 'a whole number of tokens above 0' });
+const ThinkingLevel = Type.Union([Type.Literal('off'), Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')]);
+const Temperature = Type.Number({ minimum: 0, maximum: 2, description: 'a number from 0 to 2' });
+const UsdPerMillion = Type.Number({ minimum: 0, description: 'US dollars per million tokens (a number ≥ 0)' });
+
+/** Per model ("provider/model"): the token and reasoning controls. */
+const ModelOptionsSchema = Type.Object(
+  { maxOutputTokens: Type.Optional(MaxOutputTokens), thinking: Type.Optional(ThinkingLevel), temperature: Type.Optional(Temperature) },
+  closed,
+);
+
+/** Per model ("provider/model" or the bare model id): list prices, overriding the shipped table. */
+export const PriceSchema = Type.Object(
+  { input: UsdPerMillion, output: UsdPerMillion, cacheRead: Type.Optional(UsdPerMillion), cacheWrite: Type.Optional(UsdPerMillion) },
   closed,
 );
 
@@ -56,11 +75,16 @@ const ProviderSchema = Type.Object(
 export const ConfigFileSchema = Type.Object(
   {
     $schema: Type.Optional(Type.String()),
+    // A list is a route: the first model, then the next when one is unavailable (providers/fallback.ts).
     model: Type.Optional(
-      Type.String({ pattern: '^[^/\\s]+/\\S+$', description: 'a "provider/model" string such as "anthropic/claude-sonnet-5-5" or "local/qwen2.5-coder"' }),
+      Type.Union([ModelRef, Type.Array(ModelRef, { minItems: 1 })], {
+        description: 'a "provider/model" string such as "anthropic/claude-sonnet-5-5" or "local/qwen2.5-coder", or a non-empty list of them (a fallback route)',
+      }),
     ),
     providers: Type.Optional(Type.Record(Type.String(), ProviderSchema)),
-    limits: Type.Optional(Type.Object(Object.fromEntries(LIMIT_NAMES.map((n) => [n, Type.Optional(Count)])), closed)),
+    limits: Type.Optional(
+      Type.Object(Object.fromEntries(LIMIT_NAMES.map((n) => [n, Type.Optional(n === 'cost_usd' ? Type.Number({ minimum: 0, description: 'US dollars (a number ≥ 0; 0 = unlimited)' }) : Count)])), closed),
+    ),
     retry: Type.Optional(
       Type.Object({ maxRetries: Type.Optional(Count), initialDelayMs: Type.Optional(Count), maxDelayMs: Type.Optional(Count) }, closed),
     ),
@@ -92,6 +116,11 @@ export const ConfigFileSchema = Type.Object(
     sessions: Type.Optional(Type.Object({ keep: Type.Optional(Count) }, closed)),
     // Checked entry by entry in mcp/config.ts, where the server shapes live (a bad one names its key).
     mcpServers: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'an object of MCP servers by name' })),
+    maxOutputTokens: Type.Optional(MaxOutputTokens),
+    thinking: Type.Optional(ThinkingLevel),
+    temperature: Type.Optional(Temperature),
+    models: Type.Optional(Type.Record(Type.String(), ModelOptionsSchema)),
+    prices: Type.Optional(Type.Record(Type.String(), PriceSchema)),
   },
   closed,
 );

@@ -31,6 +31,11 @@ export interface CliFlags {
   limit?: string[]; // --limit NAME=VALUE (repeatable), any limit in src/core/limits.ts
   stopOnDeny?: boolean; // --stop-on-deny: a policy denial ends the run as policy_denied
   mcp?: boolean; // --no-mcp sets false
+  fallbackModel?: string[]; // --fallback-model M (repeatable): the route after --model
+  maxOutputTokens?: number; // --max-output-tokens N
+  thinking?: 'off' | 'low' | 'medium' | 'high'; // --thinking LEVEL
+  temperature?: number; // --temperature T
+  maxCost?: number; // --max-cost USD (limit cost_usd)
 }
 
 export interface ToolsPolicy {
@@ -65,6 +70,10 @@ export interface Config {
   configDir: string;
   /** null when no model is configured; running a task then fails with a setup error. */
   provider: ProviderConfig | null;
+  /** The rest of the route (config "model" as a list, --fallback-model): tried in order when a model is unavailable. */
+  fallbacks: ProviderConfig[];
+  /** Per-million-token prices from config "prices", by "provider/model" or bare model id (over the shipped table). */
+  prices: Record<string, { input: number; output: number; cacheRead?: number; cacheWrite?: number }>;
   limits: Limits;
   unrestricted: boolean;
   /** Set when the run is read-only for a reason other than a flag or policy (config/home.ts); for the header. */

@@ -26,6 +26,8 @@ export interface Limits {
   skills_catalog_bytes: number;
   /** Bytes of piped stdin read into the task; 0 = unlimited. */
   stdin_bytes: number;
+  /** US dollars the run's model calls may cost (a fraction; 0 = unlimited). Flag --max-cost. */
+  cost_usd: number;
 }
 
 export const DEFAULT_LIMITS: Limits = {
@@ -41,6 +43,7 @@ export const DEFAULT_LIMITS: Limits = {
   shell_output_bytes: 50 * 1024,
   skills_catalog_bytes: 16 * 1024,
   stdin_bytes: 8 * 1024 * 1024,
+  cost_usd: 0,
 };
 
 export const LIMIT_NAMES = Object.keys(DEFAULT_LIMITS) as (keyof Limits)[];

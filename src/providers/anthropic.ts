@@ -3,6 +3,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
 import { addCacheBreakpoints } from './anthropic-cache.ts';
+import { controlsFor } from './families.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
 import {
   ProviderError,
@@ -12,6 +13,7 @@ import {
   type Provider,
   type ProviderConfig,
   type StreamHooks,
+  type ThinkingBlock,
   type ToolCall,
   type Usage,
 } from './types.ts';
@@ -37,6 +39,11 @@ export function toAnthropicMessages(messages: Message[]): Anthropic.MessageParam
       out.push({ role: 'user', content: m.content.map(block) });
     } else if (m.role === 'assistant') {
       const content: Anthropic.ContentBlockParam[] = [];
+      // Signed thinking goes back byte for byte, first, as the API requires in a tool-use turn.
+      for (const t of m.thinking ?? []) {
+        if (t.type === 'redacted_thinking') content.push({ type: 'redacted_thinking', data: t.data });
+        else if (t.signature) content.push({ type: 'thinking', thinking: t.text, signature: t.signature });
+      }
       // The API rejects empty text blocks.
       if (m.text !== '') content.push({ type: 'text', text: m.text });
       for (const c of m.toolCalls) {
@@ -65,10 +72,13 @@ export function toAnthropicParams(
   config: ProviderConfig,
   request: ModelRequest,
 ): Anthropic.MessageCreateParamsStreaming {
+  const controls = controlsFor(config);
   const params: Anthropic.MessageCreateParamsStreaming = {
     model: config.model,
-    max_tokens: request.maxOutputTokens ?? config.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
+    max_tokens: request.maxOutputTokens ?? controls.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
     stream: true,
+    ...(controls.thinkingBudget !== undefined ? { thinking: { type: 'enabled', budget_tokens: controls.thinkingBudget } } : {}),
+    ...(controls.temperature !== undefined ? { temperature: controls.temperature } : {}),
     messages: toAnthropicMessages(request.messages),
     ...(request.system !== '' ? { system: request.system } : {}),
     ...(request.tools.length > 0
@@ -113,6 +123,8 @@ export async function consumeAnthropicStream(
   let text = '';
   const calls: ToolCall[] = [];
   const callAt = new Map<number, number>(); // content-block index → position in calls
+  const thinking: ThinkingBlock[] = [];
+  const thinkingAt = new Map<number, Extract<ThinkingBlock, { type: 'thinking' }>>();
   const usage = emptyUsage();
   let stop: string | null = null;
   let started = false;
@@ -133,6 +145,13 @@ export async function consumeAnthropicStream(
         } else if (cb.type === 'text' && cb.text) {
           text += cb.text;
           hooks.onText(cb.text);
+        } else if (cb.type === 'thinking') {
+          const t = { type: 'thinking' as const, text: cb.thinking ?? '', signature: cb.signature || undefined };
+          thinking.push(t);
+          thinkingAt.set(ev.index, t);
+          if (t.text) hooks.onThinking?.(t.text);
+        } else if (cb.type === 'redacted_thinking') {
+          thinking.push({ type: 'redacted_thinking', data: cb.data });
         }
         break;
       }
@@ -147,8 +166,16 @@ export async function consumeAnthropicStream(
           if (pos === undefined || !call) throw protocolError(`input_json_delta for block ${ev.index}, which is not a tool_use block`);
           call.arguments += d.partial_json;
           hooks.onToolArgumentDelta?.(pos, d.partial_json);
+        } else if (d.type === 'thinking_delta' || d.type === 'signature_delta') {
+          const t = thinkingAt.get(ev.index);
+          if (!t) throw protocolError(`${d.type} for block ${ev.index}, which is not a thinking block`);
+          if (d.type === 'signature_delta') t.signature = (t.signature ?? '') + d.signature;
+          else {
+            t.text += d.thinking;
+            hooks.onThinking?.(d.thinking);
+          }
         }
-        // Thinking, signature and citation deltas carry nothing this interface exposes.
+        // Citation deltas carry nothing this interface exposes.
         break;
       }
       case 'message_delta':
@@ -167,7 +194,7 @@ export async function consumeAnthropicStream(
   if (signal.aborted) throw abortError(signal);
   if (!finished) throw new StreamInterruptedError('the Anthropic response stream ended before message_stop');
   for (const c of calls) if (c.arguments === '') c.arguments = '{}';
-  return { text, toolCalls: calls, stopReason: normaliseStop(stop, calls.length > 0), usage };
+  return { text, toolCalls: calls, stopReason: normaliseStop(stop, calls.length > 0), usage, thinking, thinkingTokens: null };
 }
 
 export async function createAnthropicProvider(config: ProviderConfig): Promise<Provider> {
@@ -179,6 +206,7 @@ export async function createAnthropicProvider(config: ProviderConfig): Promise<P
   return {
     name: config.name,
     model: config.model,
+    warnings: controlsFor(config).warnings,
     stream(request, hooks, signal) {
       const params = toAnthropicParams(config, request);
       return withRetry(config.retry, ctx, hooks, signal, async (attempt) => {

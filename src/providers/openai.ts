@@ -3,6 +3,7 @@
 // usage, finish_reason and tool-call ids may all be missing. The SDK is loaded on first use.
 import type OpenAI from 'openai';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
+import { controlsFor } from './families.ts';
 import { abortError, withRetry, type RetryContext } from './retry.ts';
 import {
   ProviderError,
@@ -12,6 +13,7 @@ import {
   type Provider,
   type ProviderConfig,
   type StreamHooks,
+  type ThinkingBlock,
   type ToolCall,
   type Usage,
 } from './types.ts';
@@ -86,7 +88,8 @@ export function toOpenAIParams(
   config: ProviderConfig,
   request: ModelRequest,
 ): OpenAI.Chat.ChatCompletionCreateParamsStreaming {
-  const maxTokens = request.maxOutputTokens ?? config.maxOutputTokens;
+  const controls = controlsFor(config);
+  const maxTokens = request.maxOutputTokens ?? controls.maxOutputTokens;
   return {
     model: config.model,
     stream: true,
@@ -101,6 +104,8 @@ export function toOpenAIParams(
         }
       : {}),
     ...(request.cacheKey ? { prompt_cache_key: request.cacheKey } : {}),
+    ...(controls.effort ? { reasoning_effort: controls.effort } : {}),
+    ...(controls.temperature !== undefined ? { temperature: controls.temperature } : {}),
     // OpenAI itself wants max_completion_tokens (reasoning models reject max_tokens); compatible servers know max_tokens.
     ...(maxTokens === undefined ? {} : config.baseUrl ? { max_tokens: maxTokens } : { max_completion_tokens: maxTokens }),
   };
@@ -143,15 +148,32 @@ export async function consumeOpenAIStream(
   const calls: ToolCall[] = [];
   const callAt = new Map<number, number>(); // delta index → position in calls
   let usage = emptyUsage();
+  let thinkingTokens: number | null = null;
+  let reasoning = '';
   let finish: string | null = null;
   let sawChunk = false;
 
   for await (const chunk of chunks) {
     sawChunk = true;
-    if (chunk.usage) usage = mapUsage(chunk.usage);
+    if (chunk.usage) {
+      usage = mapUsage(chunk.usage);
+      thinkingTokens = figure((chunk.usage.completion_tokens_details as Record<string, unknown> | undefined)?.reasoning_tokens);
+    }
     const choice = chunk.choices?.[0];
     if (!choice) continue;
-    const delta = (choice.delta ?? {}) as { content?: unknown; refusal?: unknown; tool_calls?: ToolCallDelta[] | null };
+    const delta = (choice.delta ?? {}) as {
+      content?: unknown;
+      refusal?: unknown;
+      tool_calls?: ToolCallDelta[] | null;
+      reasoning_content?: unknown;
+      reasoning?: unknown;
+    };
+    // Compatible servers (vLLM, DeepSeek, OpenRouter, Ollama) stream visible reasoning under one of these names.
+    const thought = typeof delta.reasoning_content === 'string' ? delta.reasoning_content : delta.reasoning;
+    if (typeof thought === 'string' && thought !== '') {
+      reasoning += thought;
+      hooks.onThinking?.(thought);
+    }
     for (const piece of [delta.content, delta.refusal]) {
       if (typeof piece === 'string' && piece !== '') {
         text += piece;
@@ -191,7 +213,8 @@ export async function consumeOpenAIStream(
     if (!c.id) c.id = `call_${crypto.randomUUID().replaceAll('-', '').slice(0, 24)}`;
     if (c.arguments === '') c.arguments = '{}';
   });
-  return { text, toolCalls: calls, stopReason: normaliseFinish(finish, calls.length > 0), usage };
+  const thinking: ThinkingBlock[] = reasoning ? [{ type: 'thinking', text: reasoning }] : [];
+  return { text, toolCalls: calls, stopReason: normaliseFinish(finish, calls.length > 0), usage, thinking, thinkingTokens };
 }
 
 export async function createOpenAIProvider(config: ProviderConfig): Promise<Provider> {
@@ -205,6 +228,7 @@ export async function createOpenAIProvider(config: ProviderConfig): Promise<Prov
   return {
     name: config.name,
     model: config.model,
+    warnings: controlsFor(config).warnings,
     stream(request, hooks, signal) {
       const params = toOpenAIParams(config, request);
       return withRetry(config.retry, ctx, hooks, signal, async (attempt) => {

@@ -186,6 +186,10 @@ function trackingHooks(hooks: StreamHooks): Attempt {
         state.delivered = true;
         hooks.onText(delta);
       },
+      onThinking(delta: string) {
+        state.delivered = true;
+        hooks.onThinking?.(delta);
+      },
       onToolArgumentDelta(index: number, delta: string) {
         state.delivered = true;
         hooks.onToolArgumentDelta?.(index, delta);

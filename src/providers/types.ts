@@ -18,9 +18,17 @@ export interface ToolResultMessage {
   isError: boolean;
 }
 
+/**
+ * Reasoning the model showed. Anthropic signs its thinking: a signed (or redacted) block must go
+ * back unchanged in a tool-use turn; unsigned reasoning (OpenAI-compatible servers) is never sent back.
+ */
+export type ThinkingBlock =
+  | { type: 'thinking'; text: string; signature?: string }
+  | { type: 'redacted_thinking'; data: string };
+
 export type Message =
   | { role: 'user'; content: ContentBlock[] }
-  | { role: 'assistant'; text: string; toolCalls: ToolCall[] }
+  | { role: 'assistant'; text: string; toolCalls: ToolCall[]; thinking?: ThinkingBlock[] }
   | { role: 'tool'; results: ToolResultMessage[] };
 
 export interface ModelRequest {
@@ -49,11 +57,17 @@ export interface ModelResponse {
   /** Normalised: 'end_turn' | 'tool_use' | 'max_tokens' | other provider string. */
   stopReason: string;
   usage: Usage;
+  /** In the order the model produced them; empty when it showed none. */
+  thinking: ThinkingBlock[];
+  /** Reasoning tokens as reported (OpenAI); null when not reported separately. */
+  thinkingTokens: number | null;
 }
 
 export interface StreamHooks {
   /** Called for every text delta as it arrives. */
   onText(delta: string): void;
+  /** Called for every delta of the model's visible reasoning. */
+  onThinking?(delta: string): void;
   /** Called as tool-call argument bytes arrive (for the model-output limit). */
   onToolArgumentDelta?(callIndex: number, delta: string): void;
   /** Called before a retry sleep. */
@@ -94,6 +108,9 @@ export interface ProviderConfig {
   /** Per-request timeout (ms) for the HTTP call; the run deadline applies on top. */
   requestTimeoutMs?: number;
   maxOutputTokens?: number;
+  /** Reasoning effort asked for (families.ts maps it to what the model takes). */
+  thinking?: 'off' | 'low' | 'medium' | 'high';
+  temperature?: number;
   /**
    * The run's limits.model_output_bytes. The raw bytes a model server may send are bounded from
    * it (one SSE event, one response); default 4 MiB, like the limit's own default.
@@ -104,6 +121,8 @@ export interface ProviderConfig {
 export interface Provider {
   readonly name: string;
   readonly model: string;
+  /** Controls asked for that this model cannot take (left out, never a failed run); for stderr. */
+  readonly warnings?: string[];
   /**
    * One streamed model call. Honours `signal` (abort stops the HTTP stream and rejects with an
    * AbortError-like error). Retries transient failures itself per the RetryPolicy, but never after

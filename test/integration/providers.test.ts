@@ -82,6 +82,9 @@ describe.each(['anthropic', 'openai'] as const)('%s provider', (type) => {
       toolCalls: [],
       stopReason: 'end_turn',
       usage: { inputTokens: 12, outputTokens: 4, cacheReadTokens: null, cacheWriteTokens: null },
+      // Issue 16: the response carries the model's reasoning (none here).
+      thinking: [],
+      thinkingTokens: null,
     });
     expect(server.requests).toHaveLength(1);
     const req = server.requests[0]!;

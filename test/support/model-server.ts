@@ -14,9 +14,14 @@ export interface ScriptedToolCall {
 export interface ScriptedTurn {
   /** A string is split into word-sized deltas; string[] gives the deltas explicitly. */
   text?: string | string[];
+  /**
+   * Reasoning before the answer. Anthropic: a signed thinking block (then a redacted one when
+   * `redacted` is set); OpenAI-compatible: `reasoning_content` deltas.
+   */
+  thinking?: { text: string; signature?: string; redacted?: string };
   toolCalls?: ScriptedToolCall[];
   /** null = report no usage at all; a missing figure is left out of the wire format. Default { input: 10, output: 5 }. */
-  usage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number } | null;
+  usage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; reasoning?: number } | null;
   /**
    * Neutral names (end_turn, tool_use, max_tokens) are translated to the protocol's own; anything
    * else is sent verbatim; null sends no stop/finish reason. Default: tool_use when there are tool calls.

@@ -124,6 +124,16 @@ export function anthropicResponse(turn: ScriptedTurn, opts: { stream: boolean; m
   const ev = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
   const frames = [ev('message_start', { message }), ev('ping', {})];
   let index = 0;
+  if (turn.thinking) {
+    frames.push(ev('content_block_start', { index, content_block: { type: 'thinking', thinking: '', signature: '' } }));
+    for (const t of textDeltas(turn.thinking.text)) frames.push(ev('content_block_delta', { index, delta: { type: 'thinking_delta', thinking: t } }));
+    frames.push(ev('content_block_delta', { index, delta: { type: 'signature_delta', signature: turn.thinking.signature ?? 'sig-scripted' } }));
+    frames.push(ev('content_block_stop', { index: index++ }));
+    if (turn.thinking.redacted !== undefined) {
+      frames.push(ev('content_block_start', { index, content_block: { type: 'redacted_thinking', data: turn.thinking.redacted } }));
+      frames.push(ev('content_block_stop', { index: index++ }));
+    }
+  }
   if (texts.length) {
     frames.push(ev('content_block_start', { index, content_block: { type: 'text', text: '' } }));
     const shown = turn.failMidStream || turn.malformedEvent ? texts.slice(0, 1) : texts;
@@ -169,6 +179,7 @@ export function openaiResponse(
       completion_tokens: usage.output,
       total_tokens: usage.input !== undefined && usage.output !== undefined ? usage.input + usage.output : undefined,
       prompt_tokens_details: usage.cacheRead === undefined ? undefined : { cached_tokens: usage.cacheRead },
+      completion_tokens_details: usage.reasoning === undefined ? undefined : { reasoning_tokens: usage.reasoning },
     });
   const calls = (turn.toolCalls ?? []).map((c) => ({ id: c.id ?? nextId('call_'), name: c.name, args: argumentText(c) }));
   const texts = textDeltas(turn.text);
@@ -186,6 +197,7 @@ export function openaiResponse(
     `data: ${JSON.stringify({ id, object: 'chat.completion.chunk', created, model: opts.model, choices, ...extra })}\n\n`;
   const delta = (d: object, finish_reason: string | null = null) => chunk([{ index: 0, delta: d, finish_reason }]);
   const frames = [delta({ role: 'assistant', content: '' })];
+  for (const t of textDeltas(turn.thinking?.text)) frames.push(delta({ reasoning_content: t }));
   const shown = turn.failMidStream || turn.malformedEvent ? texts.slice(0, 1) : texts;
   for (const t of shown) frames.push(delta({ content: t }));
   if (turn.failMidStream) {

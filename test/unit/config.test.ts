@@ -113,7 +113,7 @@ describe('errors name the file, the key and what is expected', () => {
   test('bad model string', async () => {
     put(userFile(), { model: 'claude' });
     expect((await refused()).message).toBe(
-      `${userFile()}: "model" must be a "provider/model" string such as "anthropic/claude-sonnet-5-5" or "local/qwen2.5-coder", got "claude".`,
+      `${userFile()}: "model" must be a "provider/model" string such as "anthropic/claude-sonnet-5-5" or "local/qwen2.5-coder", or a non-empty list of them (a fallback route), got "claude".`,
     );
   });
   test('model naming an unknown provider', async () => {

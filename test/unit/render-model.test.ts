@@ -1,0 +1,46 @@
+// The terminal display of the model layer: thinking dimmed on stderr (never on stdout, never off a
+// terminal), and warnings as one line.
+import { describe, expect, test } from 'bun:test';
+import { humanSink } from '../../src/cli/render.ts';
+import type { EventBody, RunEvent } from '../../src/agent/events.ts';
+
+function sink(interactive: boolean, color = true) {
+  const out = { stdout: '', stderr: '' };
+  const s = humanSink(
+    { stdout: { write: (t: string) => (out.stdout += t) }, stderr: { write: (t: string) => (out.stderr += t) } },
+    { color, interactive, streamText: interactive },
+  );
+  let seq = 0;
+  const emit = (body: EventBody) => s.emit({ ...body, runId: 'r', seq: seq++, time: '' } as RunEvent);
+  return { out, emit };
+}
+
+describe('thinking on a terminal', () => {
+  test('streams dimmed on stderr and ends its line before the answer', () => {
+    const { out, emit } = sink(true);
+    emit({ type: 'thinking.delta', text: 'let me ' });
+    emit({ type: 'thinking.delta', text: 'see' });
+    emit({ type: 'text.delta', text: 'answer' });
+    expect(out.stderr).toContain('\x1b[2mlet me \x1b[0m\x1b[2msee\x1b[0m\n');
+    expect(out.stdout).toBe('answer');
+  });
+
+  test('off a terminal it is not shown at all', () => {
+    const { out, emit } = sink(false, false);
+    emit({ type: 'thinking.delta', text: 'private' });
+    emit({ type: 'text.delta', text: 'x' });
+    expect(out.stderr + out.stdout).not.toContain('private');
+  });
+
+  test('control characters in thinking cannot reach the terminal', () => {
+    const { out, emit } = sink(true, false);
+    emit({ type: 'thinking.delta', text: 'a\x1b]52;c;AAAA\x07b' });
+    expect(out.stderr).toBe('a]52;c;AAAAb');
+  });
+});
+
+test('a model warning is one line on stderr, terminal or not', () => {
+  const { out, emit } = sink(false, false);
+  emit({ type: 'model.warning', turn: 1, text: 'server rejected "prompt_cache_key"' });
+  expect(out.stderr).toBe('conch: server rejected "prompt_cache_key"\n');
+});
