@@ -4,14 +4,14 @@
 // command, read-only on the workspace unless its config says "workspace": "write", with a clean
 // environment and the run's network unless its config grants its own.
 import { isAbsolute, resolve } from 'node:path';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+// The SDK is imported only after the servers were spawned, so they boot while it loads.
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { prepareSandboxed, type PlaceholderScope, type PreparedCommand, type SandboxSettings } from '../sandbox/index.ts';
 import { cleanEnv } from '../process/spawn.ts';
 import { spawnPiped, type PipedProcess } from '../process/piped.ts';
 import type { HttpSpec, ServerSpec, StdioSpec } from './config.ts';
-import { PipedTransport } from './transport.ts';
 
 export interface ConnectSettings {
   /** Canonical workspace root. */
@@ -46,10 +46,12 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
     const started = await startStdio(spec, settings);
     if (!started.ok) return started;
     ({ child, prepared } = started);
+    const { PipedTransport } = await import('./transport.ts');
     transport = new PipedTransport(child, settings.stopGraceMs);
   } else {
     transport = await httpTransport(spec);
   }
+  const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
   const client = new Client({ name: 'conch', version: settings.clientVersion }, { capabilities: {} });
   const close = async () => {
     await client.close().catch(() => {});

@@ -5,7 +5,6 @@ import { checkToolDefinition } from '../tools/catalog.ts';
 import type { Tool } from '../tools/define.ts';
 import type { ServerSpec } from './config.ts';
 import { connect, type Connection, type ConnectSettings } from './connect.ts';
-import { catalogTools } from './tools.ts';
 
 export interface ServerReport {
   name: string;
@@ -48,6 +47,7 @@ export function startServers(specs: ServerSpec[], settings: ConnectSettings): Mc
     // Stopped while starting (Ctrl-C during start-up): this one goes too.
     if (stopped) await result.connection.close();
     else connections.push(result.connection);
+    const { catalogTools } = await import('./tools.ts');
     const tools: Tool[] = [];
     const refused: string[] = [];
     for (const tool of catalogTools(spec, result.connection.client, result.connection.tools)) {
