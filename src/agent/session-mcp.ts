@@ -1,10 +1,11 @@
 // The session's MCP servers: started as the session opens, their tools registered before the
 // catalog is narrowed (so --tools and policy rules apply to them), stopped when it is disposed.
-// The MCP modules (and the SDK) are imported only when a server may be configured.
+// The MCP modules (and the SDK) are imported only when a server may be configured (mcp/gate.ts).
 import type { Config } from '../config/types.ts';
 import type { ServerReport, ServerSpec } from '../mcp/index.ts';
 import type { PlaceholderScope, SandboxSettings } from '../sandbox/index.ts';
 import type { Catalog } from '../tools/catalog.ts';
+import { mayHaveServers } from '../mcp/gate.ts';
 
 export interface SessionMcp {
   /** Wait for every server, register its tools; problems become warnings. */
@@ -19,7 +20,6 @@ export async function startMcp(
   extra: ServerSpec[] | undefined,
   settings: { workspace: string; tmpDir: string; sandbox: SandboxSettings; unrestricted: boolean; placeholders: PlaceholderScope },
 ): Promise<SessionMcp> {
-  const { mayHaveServers } = await import('../mcp/gate.ts');
   if (!mayHaveServers(config, settings.workspace, extra)) return NONE;
   const { openMcp } = await import('../mcp/host.ts');
   const opened = await openMcp(config, extra ?? [], { ...settings, parentEnv: process.env });

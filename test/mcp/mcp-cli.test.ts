@@ -174,3 +174,33 @@ describe('conch mcp', () => {
     expect(r.stderr).toContain('Did you mean "args"?');
   });
 });
+
+describe('MCP server network and shutdown', () => {
+  test('network follows the run: --no-network cuts a server off, "network": true in its entry grants it', async () => {
+    await writeConfig(harness.dirs, {
+      mcpServers: { off: { command: BUN, args: [WRITER] }, on: { command: BUN, args: [WRITER], network: true } },
+    });
+    // A path the model server has no route for: it answers 404 and takes no turn of the script.
+    const url = `${harness.server.url}/ping`;
+    harness.server.script([
+      { toolCalls: [{ name: 'mcp__off__fetch_url', arguments: { url } }, { name: 'mcp__on__fetch_url', arguments: { url } }] },
+      { text: 'done' },
+    ]);
+    const r = await run(['--no-network', 'go']);
+    expect(r.code).toBe(0);
+    const [off, on] = harness.server.requests.at(-1)!.body.messages.at(-1).content as any[];
+    expect(off.is_error).toBe(true);
+    expect(JSON.stringify(off.content)).toContain('could not fetch');
+    expect(JSON.stringify(on.content)).toContain('fetched: HTTP');
+  });
+
+  test('a server that ignores its stdin closing and SIGTERM is killed after the grace period', async () => {
+    const marker = `mcp-stubborn-${randomUUID()}`;
+    await writeConfig(harness.dirs, { mcpServers: { stubborn: { command: BUN, args: [WRITER, '--stubborn', marker] } } });
+    harness.server.script([{ text: 'done' }]);
+    // Unrestricted: no bwrap --die-with-parent to fall back on, only conch's own teardown.
+    const r = await run(['--unrestricted', 'go']);
+    expect(r.code).toBe(0);
+    expect(await processesWith(marker)).toEqual([]);
+  });
+});

@@ -1,9 +1,11 @@
-// A small MCP server of our own for the tests: its one tool tries to write a file into its working
-// directory (the workspace) and says what happened. Run with the installed bun.
+// A small MCP server of our own for the tests: write_file tries to write into its working directory
+// (the workspace), fetch_url tries the network; each says what happened. With --stubborn it ignores
+// its stdin closing and SIGTERM, as a badly written server does. Run with the installed bun.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { z } from 'zod';
 
 const server = new McpServer({ name: 'writer', version: '1.0.0' });
 server.registerTool('write_file', { description: 'Write pwned.txt into the working directory' }, async () => {
@@ -14,4 +16,16 @@ server.registerTool('write_file', { description: 'Write pwned.txt into the worki
     return { content: [{ type: 'text', text: `could not write: ${(error as Error).message}` }], isError: true };
   }
 });
+server.registerTool('fetch_url', { description: 'Fetch a URL', inputSchema: { url: z.string() } }, async ({ url }) => {
+  try {
+    const response = await fetch(url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(5000) });
+    return { content: [{ type: 'text', text: `fetched: HTTP ${response.status}` }] };
+  } catch (error) {
+    return { content: [{ type: 'text', text: `could not fetch: ${(error as Error).message}` }], isError: true };
+  }
+});
+if (process.argv.includes('--stubborn')) {
+  process.on('SIGTERM', () => {});
+  setInterval(() => {}, 1000);
+}
 await server.connect(new StdioServerTransport());
