@@ -311,11 +311,11 @@ describe('limits, env and flags', () => {
   });
   test('an unknown first-party plugin is a setup error naming the flag or the file and the available ones', async () => {
     const flag = await refused({ plugin: ['git', 'nope'] });
-    expect(flag.message).toStartWith('--plugin: "nope" is not a first-party plugin; available: git, jobs.');
+    expect(flag.message).toStartWith('--plugin: "nope" is not a first-party plugin; available: git, jobs, map.');
     expect(flag.key).toBe('--plugin');
     put(userFile(), { plugins: ['jobs', 'jbos'] });
     const file = await refused();
-    expect(file.message).toStartWith(`${userFile()}: "plugins[1]": "jbos" is not a first-party plugin; available: git, jobs.`);
+    expect(file.message).toStartWith(`${userFile()}: "plugins[1]": "jbos" is not a first-party plugin; available: git, jobs, map.`);
     expect(file).toMatchObject({ file: userFile(), key: 'plugins[1]' });
     put(userFile(), { plugins: { firstParty: ['nope'] } });
     expect((await refused()).key).toBe('plugins.firstParty[0]');
