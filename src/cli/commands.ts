@@ -3,10 +3,10 @@ import type { CliFlags } from '../config/types.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { openSession } from '../agent/session.ts';
+import { openSession } from '../host/session.ts';
 import { hiddenForCommands } from '../workspace/read-hidden.ts';
 import { stderr, stdout } from '../core/stdio.ts';
-import { buildPluginLoader, loadCliConfig, setupFailure } from './setup.ts';
+import { buildPluginLoader, loadCliConfig, setupFailure } from '../host/setup.ts';
 
 export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {
   const tools = await import('./tools-command.ts');

@@ -2,9 +2,9 @@
 // started, its tools as the model sees them, and why a failed one failed.
 import type { CliFlags } from '../config/types.ts';
 import type { ServerReport } from '../mcp/index.ts';
-import { openSession } from '../agent/session.ts';
+import { openSession } from '../host/session.ts';
 import { stdout } from '../core/stdio.ts';
-import { loadCliConfig, setupFailure } from './setup.ts';
+import { loadCliConfig, setupFailure } from '../host/setup.ts';
 
 export async function mcpCommand(flags: CliFlags, json: boolean): Promise<number> {
   try {

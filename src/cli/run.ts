@@ -5,7 +5,7 @@ import type { CliFlags, Config } from '../config/types.ts';
 import { emptyUsage, EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import { runTask } from '../agent/loop.ts';
-import { openSession, type Session } from '../agent/session.ts';
+import { openSession, type Session } from '../host/session.ts';
 import { SetupError } from '../core/errors.ts';
 import { describeOutcome, humanSink } from './render.ts';
 import { stderr, stdout } from '../core/stdio.ts';
@@ -16,7 +16,7 @@ import { openTrace } from './trace.ts';
 import type { Watchdog } from './watchdog.ts';
 import { ProviderError, type Provider } from '../providers/types.ts';
 import type { Approver } from '../policy/command-rules.ts';
-import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure, terminalApprover } from './setup.ts';
+import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure, terminalApprover } from '../host/setup.ts';
 import { sessionsDir } from '../sessions/dir.ts';
 import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionChoice } from '../sessions/open.ts';
 

@@ -10,7 +10,7 @@ import { createExecutor } from '../../src/shell/exec.ts';
 import { PolicyError } from '../../src/core/errors.ts';
 import { fileTools } from '../support/file-tools.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { openSession } from '../../src/agent/session.ts';
+import { openSession } from '../../src/host/session.ts';
 import { canRun, fixture, PYTHON, py, sandboxed, snapshot, type Fixture } from './harness.ts';
 
 const REPO = resolve(import.meta.dir, '../..');

@@ -18,10 +18,10 @@ import type { CommandDecision } from '../core/command-decision.ts';
 import { SetupError } from '../core/errors.ts';
 import { PlaceholderScope, probeSandbox } from '../sandbox/index.ts';
 import { removeAtExit } from '../process/exit-cleanup.ts';
-import { loadGuidance, systemPrompt } from './prompt.ts';
-import type { ContextFactory } from './dispatch.ts';
+import { loadGuidance, systemPrompt } from '../agent/prompt.ts';
+import type { ContextFactory } from '../agent/dispatch.ts';
 import type { ServerReport, ServerSpec } from '../mcp/index.ts';
-import { startMcp } from './session-mcp.ts';
+import { startMcp } from './mcp.ts';
 
 export interface PluginReport {
   path: string;

@@ -3,12 +3,12 @@
 import type { CliFlags, Config } from '../config/types.ts';
 import { ConfigError } from '../core/errors.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
-import { type SessionOptions } from '../agent/session.ts';
+import { type SessionOptions } from './session.ts';
 import { SetupError } from '../core/errors.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { SessionError } from '../sessions/dir.ts';
 import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
-import { setupEnvelope } from './envelope.ts';
+import { setupEnvelope } from '../cli/envelope.ts';
 
 export async function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
   const { loadConfig } = await import('../config/load.ts');
