@@ -2,16 +2,13 @@
 // plugins and provider, and one conversation that every prompt in the session continues.
 import { randomUUID } from 'node:crypto';
 import { RequestError, type AgentContext, type PromptResponse, type SessionUpdate } from '@agentclientprotocol/sdk';
-import type { CliFlags, Config } from '../config/types.ts';
-import type { Message, Provider } from '../providers/types.ts';
+import type { CliFlags } from '../config/types.ts';
+import type { Message } from '../providers/types.ts';
 import type { RunEvent } from '../agent/events.ts';
-import { runTask } from '../agent/loop.ts';
-import { openSession, type Session } from '../host/session.ts';
-import { SetupError } from '../core/errors.ts';
-import { buildGuard, buildPluginLoader, loadCliConfig } from '../host/setup.ts';
+import { planStart, startRun, type StartedRun, type StartPlan } from '../host/start.ts';
+import { setupProblem } from '../host/setup-error.ts';
 import { acpApprover } from './permission.ts';
-import { SessionError, sessionsDir } from '../sessions/dir.ts';
-import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionPlan } from '../sessions/open.ts';
+import { SessionError } from '../sessions/dir.ts';
 import { newSessionId } from '../sessions/store.ts';
 import { outcomeNotice, PromptContentError, promptContent, stopReasonFor, UpdateMapper } from './updates.ts';
 import type { ContentBlock as AcpContent, McpServer } from '@agentclientprotocol/sdk';
@@ -63,17 +60,14 @@ export class AcpSession {
 
   private constructor(
     readonly id: string,
-    private readonly config: Config,
-    private readonly session: Session,
-    private readonly provider: Provider,
+    private readonly host: StartedRun,
     private readonly notifier: Notifier,
     private readonly log: Log,
-    private readonly recording: Recording,
   ) {}
 
-  /** Every earlier exchange (a loaded session's too); runTask appends each prompt's messages in place. */
+  /** Every earlier exchange (a loaded session's too); each run appends its prompt's messages in place. */
   get conversation(): Message[] {
-    return this.recording.conversation;
+    return this.host.recording.conversation;
   }
 
   /** Send updates (the replayed history) before the response that ends the current request. */
@@ -84,25 +78,17 @@ export class AcpSession {
 
   /** Build a session for `cwd` (absolute, checked by the caller) with the flags `conch acp` was given. */
   static async open(cwd: string, flags: CliFlags, client: AgentContext, log: Log, options: OpenOptions = {}): Promise<AcpSession> {
-    let plan: SessionPlan;
-    let config: Config;
-    let narrowed: string[];
+    let planned: StartPlan;
     try {
-      plan = planSession(options.load ? { resume: options.load } : { ephemeral: options.ephemeral }, cwd, sessionsDir(process.env));
+      planned = await planStart(flags, cwd, { session: options.load ? { resume: options.load } : { ephemeral: options.ephemeral } });
       // A prefix is a convenience for people typing; an editor names a session exactly.
-      if (options.load && plan.loaded?.header.id !== options.load) throw new SessionError(`no session '${options.load}'`);
-      config = await loadCliConfig(policyFlags(plan, flags), cwd);
-      narrowed = narrowConfig(plan, config);
+      if (options.load && planned.plan.loaded?.header.id !== options.load) throw new SessionError(`no session '${options.load}'`);
     } catch (error) {
       throw setupError(error);
     }
     const id = options.load ?? (options.ephemeral ? randomUUID() : newSessionId());
     const notifier = new Notifier(client, id, log);
-    for (const note of narrowed) log(`session ${id}: the recorded policy keeps this run narrower: ${note}`);
-    if (!config.provider) {
-      const { noModelMessage } = await import('../config/load.ts');
-      throw new RequestError(-32602, noModelMessage(), { code: 'config_invalid' });
-    }
+    for (const note of planned.narrowed) log(`session ${id}: the recorded policy keeps this run narrower: ${note}`);
     // The approver reads the session's live state; it is bound before the session object exists.
     let self: AcpSession | null = null;
     const approver = acpApprover({
@@ -113,31 +99,20 @@ export class AcpSession {
       flush: () => notifier.flush(),
       log,
     });
-    let session: Session;
+    let host: StartedRun;
     try {
-      session = await openSession(config, {
-        cwd,
-        guard: await buildGuard(config, approver),
-        loadPlugins: buildPluginLoader(config),
+      host = await startRun(flags, cwd, {
+        approver,
+        planned,
+        sessionId: id,
         mcpServers: await editorServers(options.mcpServers ?? [], (m) => log(`session ${id}: ${m}`)),
       });
     } catch (error) {
       throw setupError(error);
     }
     // The config's own (a project config ignored in an untrusted workspace, a home workspace made read-only) first.
-    for (const warning of [...(config.warnings ?? []), ...session.warnings]) log(`session ${id}: ${warning}`);
-    let provider: Provider;
-    let recording: Recording;
-    try {
-      const { createProvider } = await import('../providers/index.ts');
-      provider = await createProvider(config.provider);
-      recording = openRecording(plan, config, narrowed, id);
-    } catch (error) {
-      await session.dispose();
-      throw setupError(error);
-    }
-    for (const warning of recording.warnings.splice(0)) log(`session ${id}: ${warning}`);
-    self = new AcpSession(id, config, session, provider, notifier, log, recording);
+    for (const warning of host.warnings) log(`session ${id}: ${warning}`);
+    self = new AcpSession(id, host, notifier, log);
     return self;
   }
 
@@ -160,7 +135,7 @@ export class AcpSession {
     // The client withdrawing the request ($/cancel_request) or hanging up cancels like session/cancel.
     const onRequestAbort = () => controller.abort(new Error('request cancelled'));
     requestSignal.addEventListener('abort', onRequestAbort, { once: true });
-    const mapper = new UpdateMapper(this.session.workspace.root);
+    const mapper = new UpdateMapper(this.host.session.workspace.root);
     const sink = {
       emit: (event: RunEvent) => {
         if (event.type === 'tool.started') this.activeCall = { id: event.callId, args: event.args };
@@ -169,29 +144,11 @@ export class AcpSession {
       },
     };
     const historyBefore = this.conversation.length;
-    const runId = randomUUID();
-    const run = runTask(
-      {
-        runId,
-        task,
-        conversation: this.conversation,
-        journal: this.recording.begin(runId, this.provider),
-        system: this.session.system,
-        catalog: this.session.catalog,
-        limits: this.config.limits,
-        makeContext: this.session.makeContext,
-        stopOnDeny: this.config.policy.stopOnDeny,
-        header: { ...this.session.header, session: this.recording.facts },
-      },
-      this.provider,
-      sink,
-      controller.signal,
-    );
+    const run = this.host.run(task, { sink, signal: controller.signal });
     this.turn = { controller, done: run };
     try {
       const outcome = await run;
-      this.recording.finish(outcome);
-      for (const warning of this.recording.warnings.splice(0)) this.log(`session ${this.id}: ${warning}`);
+      for (const warning of this.host.recording.warnings.splice(0)) this.log(`session ${this.id}: ${warning}`);
       // A failed turn leaves no trace in the history: a prompt the provider rejected (a bad image,
       // too long a message) would otherwise be sent again, and rejected again, on every later turn.
       if (outcome.status === 'failed') this.conversation.length = historyBefore;
@@ -207,7 +164,6 @@ export class AcpSession {
       requestSignal.removeEventListener('abort', onRequestAbort);
       this.activeCall = null;
       this.turn = null;
-      this.session.endRun();
     }
   }
 
@@ -222,17 +178,12 @@ export class AcpSession {
       turn.controller.abort(new Error('session closed'));
       await turn.done.catch(() => {});
     }
-    await this.session.dispose();
-    this.recording.close();
+    await this.host.dispose();
   }
 }
 
 /** A setup problem the user can fix becomes an invalid-params error naming it; anything else is a bug. */
 function setupError(error: unknown): unknown {
-  const name = (error as Error)?.name;
-  const code = (error as { code?: string })?.code;
-  if (error instanceof SetupError || error instanceof SessionError || name === 'ConfigError' || code === 'ENOENT' || code === 'ENOTDIR' || code === 'EACCES') {
-    return new RequestError(-32602, (error as Error).message, { code: 'config_invalid' });
-  }
-  return error;
+  const message = setupProblem(error);
+  return message === null ? error : new RequestError(-32602, message, { code: 'config_invalid' });
 }

@@ -6,7 +6,8 @@ import { homedir } from 'node:os';
 import { openSession } from '../host/session.ts';
 import { hiddenForCommands } from '../workspace/read-hidden.ts';
 import { stderr, stdout } from '../core/stdio.ts';
-import { buildPluginLoader, loadCliConfig, setupFailure } from '../host/setup.ts';
+import { buildPluginLoader } from '../host/setup.ts';
+import { loadCliConfig, setupFailure } from './setup.ts';
 
 export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {
   const tools = await import('./tools-command.ts');

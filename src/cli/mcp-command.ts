@@ -4,7 +4,7 @@ import type { CliFlags } from '../config/types.ts';
 import type { ServerReport } from '../mcp/index.ts';
 import { openSession } from '../host/session.ts';
 import { stdout } from '../core/stdio.ts';
-import { loadCliConfig, setupFailure } from '../host/setup.ts';
+import { loadCliConfig, setupFailure } from './setup.ts';
 
 export async function mcpCommand(flags: CliFlags, json: boolean): Promise<number> {
   try {

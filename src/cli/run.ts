@@ -1,12 +1,10 @@
-// `conch "task"`: config → session → provider → runTask → output and exit code.
+// `conch "task"`: the host start (host/start.ts) → one run → output and exit code.
 import { randomUUID } from 'node:crypto';
-import { join } from 'node:path';
-import type { CliFlags, Config } from '../config/types.ts';
+import type { CliFlags } from '../config/types.ts';
 import { emptyUsage, EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
-import { runTask } from '../agent/loop.ts';
-import { openSession, type Session } from '../host/session.ts';
 import { SetupError } from '../core/errors.ts';
+import { planStart, startRun, type StartedRun, type StartPlan } from '../host/start.ts';
 import { describeOutcome, humanSink } from './render.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { composeTask, readPipedStdin } from './stdin.ts';
@@ -14,11 +12,9 @@ import { killAllNow } from '../process/spawn.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { openTrace } from './trace.ts';
 import type { Watchdog } from './watchdog.ts';
-import { ProviderError, type Provider } from '../providers/types.ts';
 import type { Approver } from '../policy/command-rules.ts';
-import { buildGuard, buildPluginLoader, loadCliConfig, setupFailure, terminalApprover } from '../host/setup.ts';
-import { sessionsDir } from '../sessions/dir.ts';
-import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionChoice } from '../sessions/open.ts';
+import { setupFailure, terminalApprover } from './setup.ts';
+import type { SessionChoice } from '../sessions/open.ts';
 
 export interface RunOutput {
   json: boolean;
@@ -29,18 +25,14 @@ export interface RunOutput {
 
 export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): Promise<number> {
   const runId = randomUUID();
-  let config: Config;
-  let plan: ReturnType<typeof planSession>;
-  let narrowed: string[];
-  let recording: Recording;
+  let planned: StartPlan;
   try {
-    plan = planSession(out.session ?? {}, process.cwd(), sessionsDir(process.env));
-    config = await loadCliConfig(policyFlags(plan, flags));
-    narrowed = narrowConfig(plan, config);
+    planned = await planStart(flags, process.cwd(), { session: out.session });
   } catch (error) {
     return setupFailure(error, out.json, runId);
   }
   // Read after the config: its limits bound stdin.
+  const { config } = planned;
   const input = await readPipedStdin(config.limits.stdin_bytes);
   if ('tooLarge' in input) return stdinTooLarge(runId, input.maxBytes, out.json);
   const task = composeTask(taskArg, input.text);
@@ -52,22 +44,12 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     { stdout, stderr },
     { color: interactive && !process.env.NO_COLOR, interactive, streamText: Boolean(stdout.isTTY) },
   );
-  let session: Session | undefined;
-  let provider: Provider;
+  let host: StartedRun;
   let trace: EventSink | undefined;
   let watchdog: Watchdog | undefined;
   try {
     if (out.traceContent && !out.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
     trace = out.trace ? openTrace(out.trace, out.traceContent) : undefined;
-    if (!config.provider) {
-      const { noModelMessage } = await import('../config/load.ts');
-      throw new SetupError(noModelMessage(join(config.configDir, 'config.json')));
-    }
-    const { createProvider } = await import('../providers/index.ts');
-    provider = await createProvider(config.provider).catch((error) => {
-      // A key that is missing is a setup problem, reported before any run starts.
-      throw error instanceof ProviderError ? new SetupError(error.message) : error;
-    });
     // `ask` rules prompt only on a terminal and never under --json; elsewhere they deny, saying so.
     const ask = out.json ? undefined : await terminalApprover(controller.signal);
     const approver: Approver | undefined = ask && (async (command, rule) => {
@@ -78,21 +60,19 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
         human.release();
       }
     });
-    session = await openSession(config, {
-      cwd: process.cwd(),
-      guard: await buildGuard(config, approver),
+    host = await startRun(flags, process.cwd(), {
+      approver,
+      planned,
       // Plugin code can block the main thread; from its first line on, a watchdog thread keeps the deadline.
-      loadPlugins: buildPluginLoader(config, async () => {
+      beforePluginImport: async () => {
         const { startWatchdog } = await import('./watchdog.ts');
         watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms);
-      }),
+      },
     });
-    recording = openRecording(plan, config, narrowed);
   } catch (error) {
-    await session?.dispose();
     return setupFailure(error, out.json, runId);
   }
-  for (const warning of [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings, ...recording.warnings.splice(0)]) stderr.write(`conch: ${warning}\n`);
+  for (const warning of host.warnings) stderr.write(`conch: ${warning}\n`);
 
   const sinks: EventSink[] = [];
   const facts = envelopeSink();
@@ -122,34 +102,15 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
 
   let outcome: Outcome;
   try {
-    outcome = await runTask(
-      {
-        runId,
-        task: [{ type: 'text', text: task }],
-        conversation: recording.conversation,
-        journal: recording.begin(runId, provider),
-        system: session.system,
-        catalog: session.catalog,
-        limits: config.limits,
-        makeContext: session.makeContext,
-        stopOnDeny: config.policy.stopOnDeny,
-        header: { ...session.header, session: recording.facts },
-        // One prompt cache per session: a continued session reads what its earlier runs wrote.
-        ...(recording.facts ? { cacheKey: recording.facts.id } : {}),
-      },
-      provider,
-      teeSinks(...sinks),
-      controller.signal,
-    );
+    outcome = await host.run(task, { runId, sink: teeSinks(...sinks), signal: controller.signal });
   } finally {
     for (const s of signals) process.off(s, onSigint);
-    await session.dispose();
+    await host.dispose();
   }
   // The watchdog ended the run already (the main thread was stuck until now): it exits the process.
   if (watchdog && !watchdog.finishing()) await new Promise(() => {});
   watchdog?.stop();
-  recording.finish(outcome);
-  recording.close();
+  const { recording } = host;
   for (const warning of recording.warnings) stderr.write(`conch: ${warning}\n`);
   const code = exitCodeFor(outcome.status);
   if (out.json) stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);

@@ -1,0 +1,31 @@
+// The CLI's side of a host start: the terminal approver, and a setup failure in one paragraph (or one
+// JSON document) with exit code 2.
+import { EXIT_CODES } from '../agent/outcome.ts';
+import type { CliFlags, Config } from '../config/types.ts';
+import { loadHostConfig } from '../host/setup.ts';
+import { setupProblem } from '../host/setup-error.ts';
+import type { Approver } from '../policy/command-rules.ts';
+import { setupEnvelope } from './envelope.ts';
+import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
+
+/** Config for a `conch` subcommand run in the current directory. */
+export function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
+  return loadHostConfig(flags, cwd);
+}
+
+/** An approver that asks on the terminal, only when both stdin and stderr are TTYs. */
+export async function terminalApprover(signal: AbortSignal): Promise<Approver | undefined> {
+  if (!stdinIsTTY() || !stderr.isTTY) return undefined;
+  const { ttyApprover } = await import('../policy/approve.ts');
+  return ttyApprover(process.stdin, process.stderr, signal);
+}
+
+/** Report a user-caused setup problem and return exit code 2; a bug is rethrown. */
+export function setupFailure(error: unknown, json: boolean, runId: string): number {
+  const message = setupProblem(error);
+  if (message === null) throw error;
+  if (json) {
+    stdout.write(`${JSON.stringify(setupEnvelope(runId, message))}\n`);
+  } else stderr.write(`conch: ${message}\n`);
+  return EXIT_CODES.setup_error;
+}

@@ -1,0 +1,55 @@
+// The session's catalog: the four kernel tools, then plugin tools, then what flags and policy take
+// out. Registered here, above tools/, so the tool framework never imports the tools it hosts.
+import type { Config } from '../config/types.ts';
+import { SetupError } from '../core/errors.ts';
+import type { PluginReport } from '../plugins/load.ts';
+import type { Executor } from '../shell/exec.ts';
+import { Catalog, KERNEL_TOOLS } from '../tools/catalog.ts';
+import type { Tool } from '../tools/define.ts';
+import { createBashTool } from '../tools/kernel/bash.ts';
+import { createEditTool } from '../tools/kernel/edit.ts';
+import { createReadTool } from '../tools/kernel/read.ts';
+import { createWriteTool } from '../tools/kernel/write.ts';
+import type { Workspace } from '../workspace/paths.ts';
+import type { RevisionTracker } from '../workspace/revision.ts';
+
+export type PluginLoader = (reserved: Map<string, string>, workspaceRoot: string) => Promise<{ tools: Tool[]; reports: PluginReport[] }>;
+
+export function kernelCatalog(config: Config, executor: Executor, workspace: Workspace, revisions: RevisionTracker): Catalog {
+  const catalog = new Catalog();
+  catalog.register(createBashTool({ exec: executor, limits: config.limits }));
+  catalog.register(createReadTool({ workspace, revisions }));
+  catalog.register(createWriteTool({ workspace, revisions }));
+  catalog.register(createEditTool({ workspace, revisions }));
+  return catalog;
+}
+
+/** Load and register plugin tools; each problem (a collision, a failed file) becomes a warning. */
+export async function addPlugins(catalog: Catalog, config: Config, load: PluginLoader | undefined, workspaceRoot: string, warnings: string[]): Promise<PluginReport[]> {
+  if (!load || !config.plugins.enabled) return [];
+  const reserved = new Map(catalog.tools().map((t) => [t.name, t.source] as [string, string]));
+  const loaded = await load(reserved, workspaceRoot);
+  for (const tool of loaded.tools) {
+    const problem = catalog.register(tool, { override: config.plugins.allowOverride.includes(tool.name) });
+    if (problem) warnings.push(problem);
+  }
+  for (const r of loaded.reports) if (r.status !== 'loaded') warnings.push(`plugin ${r.path} ${r.status}: ${r.reason ?? 'not loaded'}`);
+  return loaded.reports;
+}
+
+/** Flags and policy take tools out; they never add one that is not registered. */
+export function narrowCatalog(catalog: Catalog, config: Config): void {
+  const t = config.tools;
+  if (!t.filesystem) for (const name of ['read', 'write', 'edit']) catalog.remove(name, 'filesystem tools are off (--no-filesystem)');
+  const why = config.readOnlyWhy ? `${config.readOnlyWhy} (--allow-home-writes)` : '--read-only';
+  if (t.readOnly) for (const name of ['write', 'edit']) catalog.remove(name, `the run is read-only (${why})`);
+  if (!t.shell) catalog.remove('bash', 'the shell is off (--no-shell)');
+  for (const { name, rule } of t.denied) catalog.remove(name, `denied by policy rule '${rule}'`);
+  if (t.only) {
+    const unknown = t.only.filter((name) => !catalog.has(name) && !KERNEL_TOOLS.includes(name as never));
+    if (unknown.length) {
+      throw new SetupError(`--tools names tools that are not registered: ${unknown.join(', ')}. Available: ${catalog.names().join(', ')}`);
+    }
+    for (const name of catalog.names()) if (!t.only.includes(name)) catalog.remove(name, 'not in --tools');
+  }
+}

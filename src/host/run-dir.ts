@@ -1,0 +1,28 @@
+// One private directory per session: tmp/ is the sandbox's /tmp, logs/ (full output of truncated
+// commands) stays out of the sandbox's reach.
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { removeAtExit } from '../process/exit-cleanup.ts';
+
+export interface RunDir {
+  tmpDir: string;
+  logDir: string;
+  remove(): Promise<void>;
+}
+
+export async function openRunDir(): Promise<RunDir> {
+  const root = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  // Removed by remove(), or at exit on any path that never reaches it (a setup error, a second Ctrl-C).
+  const keep = removeAtExit(root);
+  const tmpDir = join(root, 'tmp');
+  await mkdir(tmpDir, { mode: 0o700 });
+  return {
+    tmpDir,
+    logDir: join(root, 'logs'),
+    async remove() {
+      await rm(root, { recursive: true, force: true });
+      keep();
+    },
+  };
+}

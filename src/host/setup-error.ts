@@ -1,0 +1,14 @@
+// The one classifier of setup failures, for every host: an error the user can fix (bad config, no
+// model, a missing key, an unknown session, a working directory that is gone) is reported as its
+// message; anything else is a bug and keeps its stack.
+import { ConfigError, SetupError } from '../core/errors.ts';
+import { SessionError } from '../sessions/dir.ts';
+
+/** The message to show the user, or null when the error is a bug. */
+export function setupProblem(error: unknown): string | null {
+  if (error instanceof ConfigError || error instanceof SetupError || error instanceof SessionError) return error.message;
+  // A missing or unreadable working directory is the user's situation, not a bug.
+  const code = (error as { code?: string } | null)?.code;
+  if (error instanceof Error && (code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR')) return error.message;
+  return null;
+}

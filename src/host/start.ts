@@ -1,0 +1,145 @@
+// The one start every host shares (the CLI, `conch acp`, embedders), in this order:
+//   planStart  the stored session to continue → its recorded policy → config → the recorded narrowing
+//   startRun   a model → the provider → the command guard → the session (workspace, sandbox, tools,
+//              system prompt) → the session recording
+// What differs between hosts comes in as arguments: who answers `ask` rules, where events go. A
+// failure the user can fix is a ConfigError, SetupError or SessionError (setup-error.ts classifies
+// them); each host reports it its own way.
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import type { ContentBlock } from '../core/content.ts';
+import { SetupError } from '../core/errors.ts';
+import type { EventSink } from '../agent/events.ts';
+import { runTask } from '../agent/loop.ts';
+import type { Outcome } from '../agent/outcome.ts';
+import type { CliFlags, Config } from '../config/types.ts';
+import type { Approver } from '../policy/command-rules.ts';
+import type { ServerSpec } from '../mcp/index.ts';
+import { ProviderError, type Provider } from '../providers/types.ts';
+import { sessionsDir } from '../sessions/dir.ts';
+import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionChoice, type SessionPlan } from '../sessions/open.ts';
+import { openSession, type Session } from './session.ts';
+import { buildGuard, buildPluginLoader, loadHostConfig, type Env } from './setup.ts';
+
+export interface PlanOptions {
+  /** Which stored session to continue (-c, --resume, --fork, --ephemeral); a new one when absent. */
+  session?: SessionChoice;
+  /** What config reads (API keys, XDG dirs, CONCH_*); process.env when absent. */
+  env?: Env;
+}
+
+/** The first half of a start: enough to know the limits (the CLI bounds stdin by them). */
+export interface StartPlan {
+  plan: SessionPlan;
+  config: Config;
+  /** What the recorded policy of a continued session took away from this config, for the user. */
+  narrowed: string[];
+}
+
+export interface StartOptions extends PlanOptions {
+  /** Answers `ask` command rules (a terminal prompt, an editor's permission dialog); absent, they deny. */
+  approver?: Approver;
+  /** planStart's result, when the host needed the config first. */
+  planned?: StartPlan;
+  /** The id a new session gets (ACP names it before it exists); the store picks one when absent. */
+  sessionId?: string;
+  /** Called before the first plugin file is imported (the CLI starts its watchdog there). */
+  beforePluginImport?: () => Promise<void> | void;
+  /** MCP servers besides the configured ones (an editor's session/new). */
+  mcpServers?: ServerSpec[];
+}
+
+export interface RunOptions {
+  /** Where the run's events go; nowhere when absent. */
+  sink?: EventSink;
+  /** Cancels the run (Ctrl-C, session/cancel). */
+  signal?: AbortSignal;
+  runId?: string;
+}
+
+export interface StartedRun {
+  readonly config: Config;
+  readonly session: Session;
+  readonly provider: Provider;
+  /** The stored session: its id, the conversation runs continue, write failures (`warnings`). */
+  readonly recording: Recording;
+  /** What the user should know that is not an error (config notes, no sandbox, plugin failures). */
+  readonly warnings: string[];
+  /** Run one task to its outcome, continuing the session's conversation and recording it. */
+  run(task: string | ContentBlock[], options?: RunOptions): Promise<Outcome>;
+  /** Stop plugins, release placeholders, remove the run's private directory, close the recording. */
+  dispose(): Promise<void>;
+}
+
+export async function planStart(flags: CliFlags, cwd: string, options: PlanOptions = {}): Promise<StartPlan> {
+  const env = options.env ?? process.env;
+  const plan = planSession(options.session ?? {}, cwd, sessionsDir(env));
+  const config = await loadHostConfig(policyFlags(plan, flags), cwd, env);
+  return { plan, config, narrowed: narrowConfig(plan, config) };
+}
+
+export async function startRun(flags: CliFlags, cwd: string, options: StartOptions = {}): Promise<StartedRun> {
+  const { plan, config, narrowed } = options.planned ?? (await planStart(flags, cwd, options));
+  if (!config.provider) {
+    const { noModelMessage } = await import('../config/load.ts');
+    throw new SetupError(noModelMessage(join(config.configDir, 'config.json')));
+  }
+  const { createProvider } = await import('../providers/index.ts');
+  // Before the session: a missing key is reported before any plugin is loaded or sandbox probed.
+  const provider = await createProvider(config.provider).catch((error) => {
+    throw error instanceof ProviderError ? new SetupError(error.message) : error;
+  });
+  const session = await openSession(config, {
+    cwd,
+    guard: await buildGuard(config, options.approver),
+    loadPlugins: buildPluginLoader(config, options.beforePluginImport),
+    mcpServers: options.mcpServers,
+  });
+  let recording: Recording;
+  try {
+    recording = openRecording(plan, config, narrowed, options.sessionId);
+  } catch (error) {
+    await session.dispose();
+    throw error;
+  }
+  return {
+    config,
+    session,
+    provider,
+    recording,
+    warnings: [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings, ...recording.warnings.splice(0)],
+    async run(task, run = {}) {
+      const runId = run.runId ?? randomUUID();
+      try {
+        const outcome = await runTask(
+          {
+            runId,
+            task: typeof task === 'string' ? [{ type: 'text', text: task }] : task,
+            conversation: recording.conversation,
+            journal: recording.begin(runId, provider),
+            system: session.system,
+            catalog: session.catalog,
+            limits: config.limits,
+            makeContext: session.makeContext,
+            stopOnDeny: config.policy.stopOnDeny,
+            header: { ...session.header, session: recording.facts },
+            // One prompt cache per session: a continued session reads what its earlier runs wrote.
+            ...(recording.facts ? { cacheKey: recording.facts.id } : {}),
+          },
+          provider,
+          run.sink ?? { emit: () => {} },
+          run.signal ?? new AbortController().signal,
+        );
+        recording.finish(outcome);
+        return outcome;
+      } finally {
+        // The run is over: its placeholders go once its last command has ended.
+        session.endRun();
+      }
+    },
+    async dispose() {
+      await session.dispose();
+      recording.close();
+    },
+  };
+}
