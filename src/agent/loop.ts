@@ -11,6 +11,7 @@ import { dispatchCall, type ContextFactory } from './dispatch.ts';
 import { resultText } from '../tools/truncate.ts';
 import { fitContext } from './context.ts';
 import { startTimer } from '../core/duration.ts';
+import { CostMeter } from './budget.ts';
 
 /** Where a host keeps the conversation as it grows (the session store); each call gets one whole message. */
 export interface Journal {
@@ -71,6 +72,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
   let stopReason: string | null = null;
   let outputBytes = 0;
   const thinking = { chars: 0, tokens: null as number | null };
+  const meter = new CostMeter();
 
   const { journal } = spec;
   emit({
@@ -94,6 +96,8 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       counts: { ...counts },
       durationMs: Math.round(performance.now() - started),
       thinking: { ...thinking },
+      cost: meter.total(),
+      promptTokens: meter.promptTokens(),
       ...(message ? { message } : {}),
       ...extra,
     };
@@ -118,6 +122,11 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       if (elided) emit({ type: 'context.elided', results: elided.results, bytes: elided.bytes });
       if (contextBytes > limits.context_bytes) {
         throw new Stop('limit_exceeded', `the request context grew to ${contextBytes} bytes, over the limit of ${limits.context_bytes} (limit context_bytes)`, { limit: 'context_bytes' });
+      }
+
+      if (limits.cost_usd > 0) {
+        const refusal = meter.refuse(limits.cost_usd, provider, contextBytes);
+        if (refusal) throw new Stop('limit_exceeded', refusal, { limit: 'cost_usd' });
       }
 
       emit({ type: 'model.started', turn });
@@ -169,6 +178,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       }
 
       usage = counts.modelCalls === 1 ? response.usage : addUsage(usage, response.usage);
+      meter.add(provider, response);
       stopReason = response.stopReason;
       output = response.text;
       if (response.thinkingTokens !== null) thinking.tokens = (thinking.tokens ?? 0) + response.thinkingTokens;

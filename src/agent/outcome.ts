@@ -38,6 +38,10 @@ export interface Outcome {
   durationMs: number;
   /** The model's visible reasoning, counted (its text is in the events, never in the outcome). */
   thinking?: { chars: number; tokens: number | null };
+  /** What the model calls cost; null when any figure (a token count, a price) is unknown. */
+  cost?: { usd: number; estimated: boolean } | null;
+  /** Prompt tokens over the run, cached ones included (for the cache hit ratio); null when not reported. */
+  promptTokens?: number | null;
   /** Human-readable reason for every status but `completed`. */
   message?: string;
   /** For `failed`. */

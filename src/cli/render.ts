@@ -179,10 +179,28 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           }
           if (wroteText) endTextLine();
           if (event.outcome.status !== 'completed') stderr.write(`${terminalSafe(describeOutcome(event.outcome))}\n`);
+          if (options.interactive) stderr.write(`${dim(closingLine(event.outcome))}\n`);
           break;
       }
     },
   };
+}
+
+/** One line on a terminal when the run ends: duration, turns, tokens with the cache hit ratio, cost when known. */
+export function closingLine(outcome: Outcome): string {
+  const n = (v: number) => v.toLocaleString('en-US');
+  // Hosts may hand in an outcome built by hand (an embedder, the watchdog): every figure is optional here.
+  const turns = outcome.counts?.modelCalls ?? 0;
+  const parts = [`conch · ${((outcome.durationMs ?? 0) / 1000).toFixed(1)} s`, `${turns} turn${turns === 1 ? '' : 's'}`];
+  const prompt = outcome.promptTokens ?? null;
+  const read = outcome.usage?.cacheReadTokens ?? null;
+  if (prompt !== null) {
+    const ratio = read !== null && prompt > 0 ? ` (${Math.round((100 * read) / prompt)}% from cache)` : '';
+    const out = outcome.usage?.outputTokens ?? null;
+    parts.push(`${n(prompt)} tokens in${ratio}${out !== null ? `, ${n(out)} out` : ''}`);
+  }
+  if (outcome.cost) parts.push(`$${outcome.cost.usd.toFixed(4)}${outcome.cost.estimated ? ' (list prices)' : ''}`);
+  return parts.join(' · ');
 }
 
 export function describeOutcome(outcome: Outcome): string {

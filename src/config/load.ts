@@ -191,7 +191,9 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
       model = { value: first!, source: file, file };
       route = rest.map((m) => ({ value: m, source: file, file }));
     }
-    Object.assign(prices, value.prices ?? {});
+    // A cloned repository must not be able to price your models at 0 and so lift --max-cost.
+    if (kind === 'project' && value.prices) warnings.push(`${file}: "prices" ignored: only your user config sets model prices.`);
+    else Object.assign(prices, value.prices ?? {});
     if (value.policy?.stopOnDeny !== undefined) stopOnDeny = value.policy.stopOnDeny;
     if (value.sessions?.keep !== undefined) {
       // A cloned repository must not be able to delete the user's sessions of other projects.
@@ -274,8 +276,8 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     files: [...files.map((f) => f.file), ...(flags.policy ? [resolve(cwd, flags.policy)] : [])],
     configDir,
     // The provider bounds raw response bytes from the model-output limit.
-    provider: provider && { ...provider, modelOutputBytes: limits.model_output_bytes },
-    fallbacks: fallbacks.map((p) => ({ ...p, modelOutputBytes: limits.model_output_bytes })),
+    provider: provider && { ...provider, modelOutputBytes: limits.model_output_bytes, prices },
+    fallbacks: fallbacks.map((p) => ({ ...p, modelOutputBytes: limits.model_output_bytes, prices })),
     prices,
     limits,
     unrestricted: flags.unrestricted === true,

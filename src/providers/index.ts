@@ -1,13 +1,16 @@
 // The one entry point for getting a Provider. Each provider module (and through it its SDK) is
 // imported only when a run asks for it: `conch --help` and a run on the other provider never load it.
 import type { Provider, ProviderConfig } from './types.ts';
+import { priceFor } from './cost.ts';
+import { outputLimit } from './families.ts';
 
 export async function createProvider(config: ProviderConfig): Promise<Provider> {
+  const facts = { price: priceFor(config, config.prices), outputLimit: outputLimit(config), protocol: config.type };
   switch (config.type) {
     case 'anthropic':
-      return (await import('./anthropic.ts')).createAnthropicProvider(config);
+      return Object.assign(await (await import('./anthropic.ts')).createAnthropicProvider(config), facts);
     case 'openai':
-      return (await import('./openai.ts')).createOpenAIProvider(config);
+      return Object.assign(await (await import('./openai.ts')).createOpenAIProvider(config), facts);
     default: {
       const unknown: never = config.type;
       throw new Error(`unknown provider type ${String(unknown)}`);

@@ -3,6 +3,7 @@
  * model call through an official SDK and returns the assistant turn. It never runs tools.
  */
 import type { ContentBlock, ToolSpec } from '../core/content.ts';
+import type { Price, PriceInfo } from './cost.ts';
 
 export interface ToolCall {
   id: string;
@@ -111,6 +112,8 @@ export interface ProviderConfig {
   /** Reasoning effort asked for (families.ts maps it to what the model takes). */
   thinking?: 'off' | 'low' | 'medium' | 'high';
   temperature?: number;
+  /** Prices from config "prices" (by "provider/model" or model id), over the shipped table. */
+  prices?: Record<string, Price>;
   /**
    * The run's limits.model_output_bytes. The raw bytes a model server may send are bounded from
    * it (one SSE event, one response); default 4 MiB, like the limit's own default.
@@ -123,6 +126,12 @@ export interface Provider {
   readonly model: string;
   /** Controls asked for that this model cannot take (left out, never a failed run); for stderr. */
   readonly warnings?: string[];
+  /** What this model's tokens cost (null: not known); for a route, the model now in use. */
+  readonly price?: PriceInfo | null;
+  /** The output-token limit its calls are sent with (undefined: the server decides). */
+  readonly outputLimit?: number;
+  /** Which wire protocol's usage figures it reports (Anthropic input excludes cached tokens, OpenAI's includes them). */
+  readonly protocol?: ProviderConfig['type'];
   /**
    * One streamed model call. Honours `signal` (abort stops the HTTP stream and rejects with an
    * AbortError-like error). Retries transient failures itself per the RetryPolicy, but never after

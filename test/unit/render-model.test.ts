@@ -44,3 +44,31 @@ test('a model warning is one line on stderr, terminal or not', () => {
   emit({ type: 'model.warning', turn: 1, text: 'server rejected "prompt_cache_key"' });
   expect(out.stderr).toBe('conch: server rejected "prompt_cache_key"\n');
 });
+
+describe('the closing line', () => {
+  const outcome = {
+    status: 'completed' as const,
+    output: 'x',
+    stopReason: 'end_turn',
+    usage: { inputTokens: 500, outputTokens: 1204, cacheReadTokens: 7500, cacheWriteTokens: 2000 },
+    counts: { modelCalls: 3, toolCalls: 2, toolErrors: 0 },
+    durationMs: 12_345,
+    promptTokens: 10_000,
+    cost: { usd: 0.01234, estimated: true },
+  };
+
+  test('on a terminal: duration, turns, tokens with the cache hit ratio, cost', () => {
+    const { out, emit } = sink(true, false);
+    emit({ type: 'run.finished', outcome });
+    expect(out.stderr).toBe('conch · 12.3 s · 3 turns · 10,000 tokens in (75% from cache), 1,204 out · $0.0123 (list prices)\n');
+  });
+
+  test('unknown figures are left out, never shown as 0; off a terminal there is no closing line', () => {
+    const { out, emit } = sink(true, false);
+    emit({ type: 'run.finished', outcome: { ...outcome, promptTokens: null, cost: null, counts: { ...outcome.counts, modelCalls: 1 } } });
+    expect(out.stderr).toBe('conch · 12.3 s · 1 turn\n');
+    const piped = sink(false, false);
+    piped.emit({ type: 'run.finished', outcome });
+    expect(piped.out.stderr).toBe('');
+  });
+});
