@@ -156,7 +156,7 @@ function runInfo(record: RunRecord): RunInfo {
 
 function restoreMessage(m: StoredMessage, blobs: Map<string, string>): Message {
   if (m.role === 'user') return { role: 'user', content: restoreBlocks(m.content, blobs) };
-  return { role: 'assistant', text: m.text, toolCalls: m.toolCalls ?? [] };
+  return { ...m, toolCalls: m.toolCalls ?? [] };
 }
 
 function taskText(m: Extract<Message, { role: 'user' }>): string {

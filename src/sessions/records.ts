@@ -59,7 +59,8 @@ export type StoredBlock = { type: 'text'; text: string } | { type: 'image'; medi
 
 export type StoredMessage =
   | { role: 'user'; content: StoredBlock[] }
-  | { role: 'assistant'; text: string; toolCalls: Extract<Message, { role: 'assistant' }>['toolCalls'] };
+  /** As the provider returned it, signed thinking included (it must go back unchanged). */
+  | Extract<Message, { role: 'assistant' }>;
 
 export interface StoredResult extends Omit<ToolResultMessage, 'content'> {
   content: StoredBlock[];

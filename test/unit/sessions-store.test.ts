@@ -71,6 +71,16 @@ describe('session store', () => {
     expect(loaded.warnings).toEqual([]);
   });
 
+  test('signed thinking comes back unchanged (the provider needs it so)', () => {
+    const w = store.create('/work/a');
+    w.startRun({ runId: 'r1', provider: 'anthropic', model: 'm', policy });
+    w.message({ role: 'user', content: [{ type: 'text', text: 'think' }] });
+    const thinking = [{ type: 'thinking' as const, text: 'hmm', signature: 'sig==' }, { type: 'redacted_thinking' as const, data: 'opaque' }];
+    w.message({ role: 'assistant', text: 'done', toolCalls: [], thinking });
+    w.close();
+    expect(loadSession(w.path).conversation[1]).toEqual({ role: 'assistant', text: 'done', toolCalls: [], thinking });
+  });
+
   test('the directory is 0700 and each file 0600; a wider existing directory is made private', () => {
     mkdirSync(store.dir, { recursive: true, mode: 0o755 });
     chmodSync(store.dir, 0o755);
