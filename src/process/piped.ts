@@ -2,6 +2,7 @@
 // command whose output is collected (spawn.ts). Same discipline: its own session and process group,
 // only the environment it is given, a group kill proven at the end, and the group known to the exit
 // hook, so a second Ctrl-C or an abandoned exit takes it down too.
+import { constants } from 'node:os';
 import { killGroup } from './group.ts';
 import { trackGroup } from './spawn.ts';
 
@@ -40,7 +41,12 @@ export function spawnPiped(options: PipedOptions): PipedProcess {
     stdio: ['pipe', 'pipe', 'pipe', ...(options.extraFds ?? [])],
   });
   const pgid = proc.pid;
-  const forget = trackGroup(pgid);
+  const untrack = trackGroup(pgid);
+  const unguard = guardSignals();
+  const forget = () => {
+    untrack();
+    unguard();
+  };
   const maxTail = options.stderrTailBytes ?? 4096;
   let tail = '';
   const decoder = new TextDecoder();
@@ -79,6 +85,27 @@ export function spawnPiped(options: PipedOptions): PipedProcess {
       })();
       return stopping;
     },
+  };
+}
+
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+let guarded = 0;
+const onSignal = (name: (typeof SIGNALS)[number]) => {
+  // A host listening for this signal cancels the run and disposes the servers itself.
+  if (process.listenerCount(name) > 1) return;
+  // Nobody is (a server still starting, before the run's own listeners): without a listener Bun
+  // would end conch at once, skipping the exit hook that kills every group, and leave the children.
+  process.exit(128 + (constants.signals[name] ?? 0));
+};
+
+/** While a piped child lives, a signal nobody else handles still ends conch through its exit hook. */
+function guardSignals(): () => void {
+  if (guarded++ === 0) for (const name of SIGNALS) process.on(name, onSignal);
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    if (--guarded === 0) for (const name of SIGNALS) process.off(name, onSignal);
   };
 }
 

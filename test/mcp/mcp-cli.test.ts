@@ -176,6 +176,24 @@ describe('conch mcp', () => {
 });
 
 describe('MCP server network and shutdown', () => {
+  test('Ctrl-C while a server is still starting leaves no process (unrestricted: no bwrap to fall back on)', async () => {
+    const marker = `mcp-slowstart-${randomUUID()}`;
+    await writeConfig(harness.dirs, { mcpServers: { slow: { command: '/bin/sh', args: ['-c', `sleep 60 # ${marker}`], startupTimeoutMs: 60_000 } } });
+    harness.server.script([{ text: 'done' }]);
+    const child = Bun.spawn([CONCH, '--model', 'anthropic/test-model', '--unrestricted', 'go'], {
+      cwd: harness.dirs.workspace,
+      env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+      stdin: 'ignore',
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    expect(await eventually(async () => (await processesWith(marker)).length > 0)).toBe(true);
+    child.kill('SIGINT');
+    await child.exited;
+    expect(await processesWith(marker)).toEqual([]);
+    expect(harness.server.requests.length).toBe(0);
+  });
+
   test('network follows the run: --no-network cuts a server off, "network": true in its entry grants it', async () => {
     await writeConfig(harness.dirs, {
       mcpServers: { off: { command: BUN, args: [WRITER] }, on: { command: BUN, args: [WRITER], network: true } },
