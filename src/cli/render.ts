@@ -1,20 +1,30 @@
-// Human output. On a terminal the answer streams to stdout as it arrives, with tool activity and a
-// spinner on stderr. When stdout is a pipe or a file, it gets only the final answer, so that
-// `conch "…" > answer.md` holds the result and not the model's thinking aloud between tool calls.
+// Human output. On a terminal the answer streams to stdout as it arrives (as terminal Markdown when
+// a renderer is given), with tool activity and a spinner on stderr. When stdout is a pipe or a file,
+// it gets only the final answer, raw, so that `conch "…" > answer.md` holds the result and not the
+// model's thinking aloud between tool calls.
+import { homedir } from 'node:os';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import type { Outcome } from '../agent/outcome.ts';
+import type { MarkdownStream } from './markdown.ts';
+import { finishedLines, fit, showsAtFinish, startedLine, terminalSafe, type LineContext, type Paint } from './tool-lines.ts';
+
+export { terminalSafe } from './tool-lines.ts';
 
 export interface Streams {
-  stdout: { write(text: string): unknown };
+  stdout: { write(text: string): unknown; columns?: number };
   stderr: { write(text: string): unknown; columns?: number };
 }
 
 export interface HumanOptions {
   color: boolean;
-  /** stderr is a terminal: tool lines and a spinner. */
+  /** stderr is a terminal: header, tool lines, a spinner and a closing line. */
   interactive: boolean;
   /** stdout is a terminal: stream every turn's text live; otherwise print only the final answer. */
   streamText: boolean;
+  /** Draws the streamed text (whole blocks as they complete); raw text when absent. */
+  markdown?: MarkdownStream;
+  /** The working directory, for the header and for the paths tool lines show. */
+  cwd?: string;
 }
 
 export interface HumanSink extends EventSink {
@@ -25,19 +35,17 @@ export interface HumanSink extends EventSink {
 
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
-/**
- * Text from the model or a tool, made safe for a terminal: control characters other than newline
- * and tab are dropped (C0, DEL and C1), so escape sequences cannot set the clipboard (OSC 52), the
- * window title, move the cursor to forge lines, or clear the screen.
- */
-export function terminalSafe(text: string): string {
-  return text.replace(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/g, '');
-}
-
 export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
   const { stdout, stderr } = streams;
-  const paint = (code: number, text: string) => (options.color ? `\x1b[${code}m${text}\x1b[0m` : text);
-  const dim = (t: string) => paint(2, t);
+  const code = (n: number) => (t: string) => (options.color ? `\x1b[${n}m${t}\x1b[0m` : t);
+  const paint: Paint = { bold: code(1), dim: code(2), red: code(31), green: code(32), yellow: code(33), cyan: code(36) };
+  const { dim } = paint;
+  // Asked at every line, so a resized terminal gets lines of its new width.
+  const width = () => Math.max(20, (stderr.columns ?? 100) - 1);
+  const cwd = options.cwd ?? process.cwd();
+  const lineContext = (): LineContext => ({ paint, width: width(), cwd });
+  const md = options.streamText ? options.markdown : undefined;
+  const toolArgs = new Map<string, unknown>();
   let atLineStart = true;
   let wroteText = false;
   let turnHasText = false;
@@ -65,17 +73,28 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
     const started = Date.now();
     let i = 0;
     spinner = setInterval(() => {
-      const seconds = Math.floor((Date.now() - started) / 1000);
-      stderr.write(`\r\x1b[2K${dim(`${FRAMES[i++ % FRAMES.length]} ${text}${seconds >= 2 ? ` ${seconds}s` : ''}`)}`);
+      const secs = Math.floor((Date.now() - started) / 1000);
+      stderr.write(`\r\x1b[2K${dim(fit(`${FRAMES[i++ % FRAMES.length]} ${text}${secs >= 2 ? ` ${secs}s` : ''}`, width()))}`);
       spinnerShown = true;
     }, 80);
     spinner.unref?.();
+  };
+  const writeText = (text: string) => {
+    if (!text) return;
+    stdout.write(text);
+    wroteText = true;
+    atLineStart = text.endsWith('\n');
   };
   const endTextLine = () => {
     if (!atLineStart) {
       stdout.write('\n');
       atLineStart = true;
     }
+  };
+  /** Text held back for a block to complete goes out before anything else is printed. */
+  const flushText = () => {
+    if (md) writeText(md.end());
+    if (options.streamText) endTextLine();
   };
 
   return {
@@ -102,9 +121,9 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           break;
         case 'run.started':
           if (options.interactive) {
-            const mode = event.mode === 'unrestricted' ? paint(33, 'unrestricted: no workspace checks, no sandbox') : `restricted, sandbox ${event.sandbox}`;
+            const mode = event.mode === 'unrestricted' ? paint.yellow('unrestricted: no workspace checks, no sandbox') : `restricted, sandbox ${event.sandbox}`;
             const session = event.session?.resumed ? ` · session ${event.session.id}${event.session.parent ? ` (forked from ${event.session.parent})` : ' (continued)'}` : '';
-            stderr.write(dim(`conch · ${event.provider}/${event.model} · ${mode}${session}\n`));
+            stderr.write(`${dim(`conch · ${event.provider}/${event.model} · `)}${mode}${dim(`${session} · ${tildePath(cwd)}`)}\n`);
           } else if (event.mode === 'unrestricted') {
             stderr.write('conch: running unrestricted (no workspace checks, no sandbox)\n');
           }
@@ -128,58 +147,56 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           clearSpinner();
           stderr.write(`conch: ${terminalSafe(event.text)}\n`);
           break;
-        case 'text.delta':
+        case 'text.delta': {
           if (!options.streamText) break;
-          stopSpinner();
           // Text of a new turn starts on a fresh paragraph, not glued to the previous turn's.
-          if (!turnHasText && wroteText) {
+          if (!turnHasText && wroteText && !md) {
             endTextLine();
             stdout.write('\n');
           }
           turnHasText = true;
-          stdout.write(terminalSafe(event.text));
-          wroteText = true;
-          atLineStart = event.text.endsWith('\n');
+          const text = terminalSafe(event.text);
+          const ready = md ? md.push(text) : text;
+          if (ready) {
+            stopSpinner();
+            writeText(ready);
+          } else if (label !== 'writing') startSpinner('writing');
           break;
+        }
         case 'tool.started':
           stopSpinner();
-          if (options.interactive) {
-            if (options.streamText) endTextLine();
-            stderr.write(`${paint(36, '›')} ${paint(1, terminalSafe(event.name))} ${dim(summarizeArgs(event.args))}\n`);
-          }
+          flushText();
+          toolArgs.set(event.callId, event.args);
+          if (options.interactive && !showsAtFinish(event.name)) stderr.write(`${startedLine(event, lineContext())}\n`);
           startSpinner(terminalSafe(event.name));
           break;
         case 'tool.updated':
           if (options.interactive) {
             // The latest line of progress (a command's output arrives in chunks).
             const line = event.text.split('\n').filter((l) => l.trim()).at(-1) ?? '';
-            startSpinner(terminalSafe(`${event.name}: ${line.slice(0, 60)}`));
+            startSpinner(terminalSafe(`${event.name}: ${line}`));
           }
           break;
         case 'tool.finished': {
           stopSpinner();
+          const args = toolArgs.get(event.callId);
+          toolArgs.delete(event.callId);
           if (!options.interactive) break;
-          const exitCode = event.details?.exitCode;
-          // One screen line: the model reads the whole error; the user needs only its gist.
-          const width = Math.max(40, (stderr.columns ?? 160) - 5);
-          if (event.isError) stderr.write(`  ${paint(31, '✗')} ${dim(terminalSafe(firstLine(event.output)).slice(0, width))}\n`);
-          else if (typeof exitCode === 'number' && exitCode !== 0) stderr.write(`  ${paint(33, '!')} ${dim(`exit ${exitCode}`)}\n`);
+          for (const line of finishedLines(event, args, lineContext())) stderr.write(`${line}\n`);
           break;
         }
         case 'model.finished':
           stopSpinner();
+          flushText();
           break;
         case 'run.finished':
           stopSpinner();
+          flushText();
           // Only a completed run has an answer; a stopped run's last text ("Let me look…") is not one.
-          if (!options.streamText && event.outcome.status === 'completed' && event.outcome.output) {
-            stdout.write(event.outcome.output);
-            wroteText = true;
-            atLineStart = event.outcome.output.endsWith('\n');
-          }
+          if (!options.streamText && event.outcome.status === 'completed' && event.outcome.output) writeText(event.outcome.output);
           if (wroteText) endTextLine();
           if (event.outcome.status !== 'completed') stderr.write(`${terminalSafe(describeOutcome(event.outcome))}\n`);
-          if (options.interactive) stderr.write(`${dim(closingLine(event.outcome))}\n`);
+          if (options.interactive) stderr.write(`${dim(fit(closingLine(event.outcome), width()))}\n`);
           break;
       }
     },
@@ -208,20 +225,7 @@ export function describeOutcome(outcome: Outcome): string {
   return `conch: ${detail}${outcome.message ? `: ${outcome.message}` : ''}`;
 }
 
-function summarizeArgs(args: unknown): string {
-  if (!args || typeof args !== 'object') return typeof args === 'string' ? oneLine(args) : '';
-  const a = args as Record<string, unknown>;
-  const main = a.command ?? a.path ?? Object.values(a).find((v) => typeof v === 'string');
-  return typeof main === 'string' ? oneLine(main) : oneLine(JSON.stringify(args));
-}
-
-/** The first line, marked when there was more, cut to fit a line. */
-function oneLine(text: string): string {
-  const first = terminalSafe(firstLine(text));
-  const more = first.length < text.length || first.length > 100;
-  return `${first.slice(0, 100)}${more ? '…' : ''}`;
-}
-
-function firstLine(text: string): string {
-  return text.split('\n', 1)[0] ?? '';
+function tildePath(path: string): string {
+  const home = process.env.HOME ?? homedir();
+  return home && home !== '/' && (path === home || path.startsWith(`${home}/`)) ? `~${path.slice(home.length)}` : path;
 }

@@ -6,6 +6,7 @@ import { teeSinks, type EventSink } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
 import { planStart, startRun, type StartedRun, type StartPlan } from '../host/start.ts';
 import { describeOutcome, humanSink } from './render.ts';
+import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { composeTask, readPipedStdin } from './stdin.ts';
 import { killAllNow } from '../process/spawn.ts';
@@ -39,11 +40,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   if (!task) return setupFailure(new SetupError('no task given. Usage: conch "what to do"  (or pipe text in: git diff | conch "review this")'), out.json, runId);
 
   const controller = new AbortController();
-  const interactive = Boolean(stderr.isTTY) && !out.json;
-  const human = humanSink(
-    { stdout, stderr },
-    { color: interactive && !process.env.NO_COLOR, interactive, streamText: Boolean(stdout.isTTY) },
-  );
+  const human = humanSink({ stdout, stderr }, await terminalOptions(out.json, process.cwd()));
   let host: StartedRun;
   let trace: EventSink | undefined;
   let watchdog: Watchdog | undefined;

@@ -1,0 +1,189 @@
+// The model's Markdown as a terminal shows it. marked (18.x: the most used Markdown lexer, fast,
+// CommonMark + GFM tables, no dependencies) splits the text into blocks; each block is drawn here
+// with chalk. Streaming: text arrives in deltas, and a block is drawn once the next one has begun
+// (so it cannot change any more); the last block waits for more text or for the end.
+// Paragraphs are not hard-wrapped: the terminal wraps them, and re-wraps them when it is resized.
+// Tables and rules are drawn to the width at the time they complete.
+import { Chalk, type ChalkInstance } from 'chalk';
+import { Lexer, type Token, type Tokens } from 'marked';
+import { highlightCode } from './highlight.ts';
+import { cutVisible, visible } from './tool-lines.ts';
+
+export interface MarkdownOptions {
+  /** ANSI styles; without them the layout stays and the markup characters go. */
+  color: boolean;
+  /** The terminal's width now (asked for every block, so a resize applies to what follows). */
+  width: () => number;
+}
+
+export interface MarkdownStream {
+  /** More text; returns what can be drawn now (whole blocks). */
+  push(text: string): string;
+  /** The text is over: draw whatever is left. */
+  end(): string;
+}
+
+export function markdownStream(options: MarkdownOptions): MarkdownStream {
+  const c = new Chalk({ level: options.color ? 2 : 0 });
+  let pending = '';
+  let blocks = 0;
+  const draw = (tokens: Token[]) => {
+    let out = '';
+    for (const token of tokens) {
+      if (token.type === 'space') continue;
+      // One blank line between blocks, as the Markdown meant.
+      out += `${blocks++ ? '\n' : ''}${block(token, c, options.width())}\n`;
+    }
+    return out;
+  };
+  return {
+    push(text) {
+      pending += text;
+      const tokens = new Lexer().lex(pending);
+      let last = tokens.length - 1;
+      while (last >= 0 && tokens[last]!.type === 'space') last--;
+      if (last <= 0) return '';
+      const done = tokens.slice(0, last);
+      pending = tokens.slice(last).map((t) => t.raw).join('');
+      return draw(done);
+    },
+    end() {
+      const out = pending.trim() ? draw(new Lexer().lex(pending)) : '';
+      pending = '';
+      return out;
+    },
+  };
+}
+
+/** A whole text at once (tests, and a non-streamed answer). */
+export function renderMarkdown(text: string, options: MarkdownOptions): string {
+  const stream = markdownStream(options);
+  return stream.push(text) + stream.end();
+}
+
+function block(token: Token, c: ChalkInstance, width: number): string {
+  switch (token.type) {
+    case 'heading': {
+      const t = token as Tokens.Heading;
+      const text = inline(t.tokens, c);
+      // Without styles the level stays visible as Markdown writes it.
+      if (!c.level) return `${'#'.repeat(t.depth)} ${text}`;
+      return t.depth === 1 ? c.bold.underline(text) : t.depth === 2 ? c.bold(text) : c.bold.dim(text);
+    }
+    case 'paragraph':
+      return inline((token as Tokens.Paragraph).tokens, c);
+    case 'text': {
+      const t = token as Tokens.Text;
+      return t.tokens ? inline(t.tokens, c) : t.text;
+    }
+    case 'code': {
+      const t = token as Tokens.Code;
+      const lang = (t.lang ?? '').split(/\s/)[0] ?? '';
+      const body = c.level ? highlightCode(t.text, lang, c) : t.text;
+      const rule = c.dim(`─── ${lang}${lang ? ' ' : ''}`.padEnd(Math.min(width, 40), '─').slice(0, width));
+      return `${rule}\n${body.split('\n').map((l) => `  ${l}`).join('\n')}\n${c.dim('─'.repeat(Math.min(width, 40)))}`;
+    }
+    case 'blockquote': {
+      const inner = (token as Tokens.Blockquote).tokens.filter((t) => t.type !== 'space').map((t) => block(t, c, width - 2)).join('\n\n');
+      return inner.split('\n').map((l) => `${c.dim('│')} ${c.italic(l)}`).join('\n');
+    }
+    case 'list':
+      return list(token as Tokens.List, c, width);
+    case 'table':
+      return table(token as Tokens.Table, c, width);
+    case 'hr':
+      return c.dim('─'.repeat(Math.max(1, Math.min(width, 80))));
+    case 'html':
+      return (token as Tokens.HTML).text.replace(/\n+$/, '');
+    default:
+      return 'tokens' in token && Array.isArray(token.tokens) ? inline(token.tokens, c) : token.raw.replace(/\n+$/, '');
+  }
+}
+
+function list(t: Tokens.List, c: ChalkInstance, width: number): string {
+  const start = typeof t.start === 'number' ? t.start : 1;
+  return t.items
+    .map((item, i) => {
+      const mark = item.task ? (item.checked ? '☑' : '☐') : t.ordered ? `${start + i}.` : '•';
+      const body = item.tokens
+        .filter((x) => x.type !== 'space')
+        .map((x) => block(x, c, width - mark.length - 1))
+        .join(item.loose ? '\n\n' : '\n');
+      const pad = ' '.repeat(mark.length + 1);
+      return body.split('\n').map((l, n) => (n === 0 ? `${c.cyan(mark)} ${l}` : l ? `${pad}${l}` : l)).join('\n');
+    })
+    .join(t.loose ? '\n\n' : '\n');
+}
+
+function table(t: Tokens.Table, c: ChalkInstance, width: number): string {
+  const head = t.header.map((cell) => inline(cell.tokens, c));
+  const rows = t.rows.map((r) => r.map((cell) => inline(cell.tokens, c)));
+  const cols = head.length;
+  const widths = head.map((h, i) => Math.max(visible(h), ...rows.map((r) => visible(r[i] ?? ''))));
+  // Too wide for the terminal: the widest columns give way, cells are cut with an ellipsis.
+  const budget = Math.max(cols * 4, width - (cols * 3 + 1));
+  while (widths.reduce((a, b) => a + b, 0) > budget) {
+    const widest = widths.indexOf(Math.max(...widths));
+    if (widths[widest]! <= 3) break;
+    widths[widest]!--;
+  }
+  const cell = (text: string, i: number) => {
+    const w = widths[i]!;
+    const fitted = visible(text) > w ? `${cutVisible(text, w - 1)}…` : text;
+    const gap = ' '.repeat(Math.max(0, w - visible(fitted)));
+    const align = t.align[i];
+    if (align === 'right') return gap + fitted;
+    if (align === 'center') return gap.slice(0, gap.length >> 1) + fitted + gap.slice(gap.length >> 1);
+    return fitted + gap;
+  };
+  const line = (cells: string[]) => `${c.dim('│')} ${cells.map(cell).join(` ${c.dim('│')} `)} ${c.dim('│')}`;
+  const rule = (l: string, m: string, r: string) => c.dim(`${l}${widths.map((w) => '─'.repeat(w + 2)).join(m)}${r}`);
+  return [rule('┌', '┬', '┐'), line(head.map((h) => c.bold(h))), rule('├', '┼', '┤'), ...rows.map(line), rule('└', '┴', '┘')].join('\n');
+}
+
+function inline(tokens: Token[] | undefined, c: ChalkInstance): string {
+  let out = '';
+  for (const token of tokens ?? []) {
+    switch (token.type) {
+      case 'strong':
+        out += c.bold(inline((token as Tokens.Strong).tokens, c));
+        break;
+      case 'em':
+        out += c.italic(inline((token as Tokens.Em).tokens, c));
+        break;
+      case 'del':
+        out += c.strikethrough(inline((token as Tokens.Del).tokens, c));
+        break;
+      case 'codespan':
+        out += c.level ? c.yellow((token as Tokens.Codespan).text) : `\`${(token as Tokens.Codespan).text}\``;
+        break;
+      case 'link': {
+        const t = token as Tokens.Link;
+        const text = inline(t.tokens, c);
+        // The address is shown unless the text already is it (autolinks, bare URLs).
+        out += t.text === t.href || `mailto:${t.text}` === t.href ? c.blue.underline(text) : `${c.blue.underline(text)} ${c.dim(`(${t.href})`)}`;
+        break;
+      }
+      case 'image': {
+        const t = token as Tokens.Image;
+        out += `${c.dim('[image:')} ${t.text} ${c.dim(`(${t.href})]`)}`;
+        break;
+      }
+      case 'br':
+        out += '\n';
+        break;
+      case 'text':
+        out += 'tokens' in token && token.tokens ? inline(token.tokens, c) : unescapeHtml((token as Tokens.Text).text);
+        break;
+      case 'escape':
+        out += (token as Tokens.Escape).text;
+        break;
+      default:
+        out += unescapeHtml(token.raw);
+    }
+  }
+  return out;
+}
+
+const unescapeHtml = (text: string) =>
+  text.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
