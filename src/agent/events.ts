@@ -52,7 +52,10 @@ export type EventBody =
       output: string;
       details?: Record<string, unknown>;
     }
-  | { type: 'model.finished'; turn: number; stopReason: string; usage: Usage }
+  /** The model that answered the turn ("provider/model"): with a fallback route, not always the first. */
+  | { type: 'model.finished'; turn: number; stopReason: string; usage: Usage; model: string }
+  /** The turn moved to the next model of the route; `reason` is why the previous one failed. */
+  | { type: 'model.fallback'; turn: number; from: string; to: string; reason: string }
   | { type: 'run.finished'; outcome: Outcome };
 
 export type RunEvent = Base & EventBody;

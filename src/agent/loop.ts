@@ -73,6 +73,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
   let outputBytes = 0;
   const thinking = { chars: 0, tokens: null as number | null };
   const meter = new CostMeter();
+  const answeredBy: string[] = [];
 
   const { journal } = spec;
   emit({
@@ -98,6 +99,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       thinking: { ...thinking },
       cost: meter.total(),
       promptTokens: meter.promptTokens(),
+      answeredBy: [...answeredBy],
       ...(message ? { message } : {}),
       ...extra,
     };
@@ -162,6 +164,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
             onToolArgumentDelta: (_index, delta) => countOutput(delta),
             onRetry: (info) => emit({ type: 'model.retry', turn, ...info }),
             onWarning: (text) => emit({ type: 'model.warning', turn, text }),
+            onFallback: (info) => emit({ type: 'model.fallback', turn, ...info }),
           },
           streamAbort.signal,
         );
@@ -191,7 +194,8 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       };
       spec.conversation.push(answer);
       journal?.message(answer);
-      emit({ type: 'model.finished', turn, stopReason: response.stopReason, usage: response.usage });
+      answeredBy.push(`${provider.name}/${provider.model}`);
+      emit({ type: 'model.finished', turn, stopReason: response.stopReason, usage: response.usage, model: answeredBy[answeredBy.length - 1]! });
 
       if (response.toolCalls.length === 0) {
         if (response.stopReason === 'max_tokens') {

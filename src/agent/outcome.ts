@@ -40,6 +40,8 @@ export interface Outcome {
   thinking?: { chars: number; tokens: number | null };
   /** What the model calls cost; null when any figure (a token count, a price) is unknown. */
   cost?: { usd: number; estimated: boolean } | null;
+  /** The model ("provider/model") that answered each turn, in turn order. */
+  answeredBy?: string[];
   /** Prompt tokens over the run, cached ones included (for the cache hit ratio); null when not reported. */
   promptTokens?: number | null;
   /** Human-readable reason for every status but `completed`. */

@@ -8,6 +8,7 @@ const GLOBAL: FlagSpec[] = [
   { usage: '--max-output-tokens <n>', description: "Output-token limit of each model call (default: the model family's)" },
   { usage: '--thinking <level>', description: 'Reasoning: off, low, medium or high (where the model supports it)' },
   { usage: '--temperature <t>', description: 'Sampling temperature, 0 to 2 (where the model accepts one)' },
+  { usage: '--fallback-model <provider/model>', description: 'Next model of the route when the current one is unavailable (repeatable)', repeatable: true },
   { usage: '--max-cost <usd>', description: 'End the run before a model call the remaining budget may not cover (limit cost_usd)' },
   { usage: '--base-url <url>', description: 'Base URL of the provider (a local OpenAI-compatible server: Ollama, vLLM, llama.cpp)' },
   { usage: '--max-turns <n>', description: 'Limit on model calls (0 = unlimited)' },

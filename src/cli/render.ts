@@ -143,6 +143,10 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           stopSpinner();
           if (options.interactive) stderr.write(dim(`  retrying the model call in ${(event.delayMs / 1000).toFixed(1)} s (${event.reason})\n`));
           break;
+        case 'model.fallback':
+          clearSpinner();
+          stderr.write(`conch: ${terminalSafe(event.from)} failed (${terminalSafe(event.reason)}); turn ${event.turn} goes to ${terminalSafe(event.to)}\n`);
+          break;
         case 'model.warning':
           clearSpinner();
           stderr.write(`conch: ${terminalSafe(event.text)}\n`);

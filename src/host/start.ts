@@ -84,9 +84,9 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
     const { noModelMessage } = await import('../config/load.ts');
     throw new SetupError(noModelMessage(join(config.configDir, 'config.json')));
   }
-  const { createProvider } = await import('../providers/index.ts');
+  const { createRouteProvider } = await import('../providers/index.ts');
   // Before the session: a missing key is reported before any plugin is loaded or sandbox probed.
-  const provider = await createProvider(config.provider).catch((error) => {
+  const provider = await createRouteProvider(config.provider, config.fallbacks).catch((error) => {
     throw error instanceof ProviderError ? new SetupError(error.message) : error;
   });
   const session = await openSession(config, {

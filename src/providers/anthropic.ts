@@ -31,6 +31,11 @@ function block(b: ContentBlock): UserBlock {
     : { type: 'image', source: { type: 'base64', media_type: b.mediaType as ImageMediaType, data: b.data } };
 }
 
+/** Anthropic ids match ^[a-zA-Z0-9_-]+$; a call made by another provider (a fallback route) may not. */
+function toolUseId(id: string): string {
+  return id.replace(/[^a-zA-Z0-9_-]/g, '_') || 'call';
+}
+
 /** Neutral conversation → Anthropic messages. Tool results travel as a user turn of tool_result blocks. */
 export function toAnthropicMessages(messages: Message[]): Anthropic.MessageParam[] {
   const out: Anthropic.MessageParam[] = [];
@@ -47,7 +52,7 @@ export function toAnthropicMessages(messages: Message[]): Anthropic.MessageParam
       // The API rejects empty text blocks.
       if (m.text !== '') content.push({ type: 'text', text: m.text });
       for (const c of m.toolCalls) {
-        content.push({ type: 'tool_use', id: c.id, name: c.name, input: historyArguments(c.arguments) });
+        content.push({ type: 'tool_use', id: toolUseId(c.id), name: c.name, input: historyArguments(c.arguments) });
       }
       if (content.length > 0) out.push({ role: 'assistant', content });
     } else {
@@ -57,7 +62,7 @@ export function toAnthropicMessages(messages: Message[]): Anthropic.MessageParam
           const content = r.content.filter((b) => b.type !== 'text' || b.text !== '').map(block);
           return {
             type: 'tool_result',
-            tool_use_id: r.callId,
+            tool_use_id: toolUseId(r.callId),
             ...(content.length > 0 ? { content } : {}),
             is_error: r.isError,
           };

@@ -19,3 +19,11 @@ export async function createProvider(config: ProviderConfig): Promise<Provider> 
 }
 
 export { isAbortError } from './retry.ts';
+
+/** The first model, with the rest of the route behind it (fallback.ts); without a rest, just the first. */
+export async function createRouteProvider(first: ProviderConfig, rest: ProviderConfig[]): Promise<Provider> {
+  const provider = await createProvider(first);
+  if (rest.length === 0) return provider;
+  const { createRoute } = await import('./fallback.ts');
+  return createRoute([first, ...rest], createProvider, provider);
+}

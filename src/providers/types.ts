@@ -75,6 +75,8 @@ export interface StreamHooks {
   onRetry?(info: { attempt: number; delayMs: number; reason: string }): void;
   /** Something the user should know that does not stop the call (a dropped request field, say). */
   onWarning?(text: string): void;
+  /** A fallback route (fallback.ts) moved the call to its next model. */
+  onFallback?(info: { from: string; to: string; reason: string }): void;
 }
 
 export type ProviderErrorCode = 'provider_auth' | 'provider_unavailable' | 'provider_protocol' | 'provider_rejected';
