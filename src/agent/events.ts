@@ -53,7 +53,7 @@ export type EventBody =
       details?: Record<string, unknown>;
     }
   /** The model that answered the turn ("provider/model"): with a fallback route, not always the first. */
-  | { type: 'model.finished'; turn: number; stopReason: string; usage: Usage; model: string }
+  | { type: 'model.finished'; turn: number; stopReason: string; usage: Usage; model?: string }
   /** The turn moved to the next model of the route; `reason` is why the previous one failed. */
   | { type: 'model.fallback'; turn: number; from: string; to: string; reason: string }
   | { type: 'run.finished'; outcome: Outcome };
