@@ -32,6 +32,7 @@ const GLOBAL: FlagSpec[] = [
   { usage: '--allow-write <dir>', description: 'Extra writable root outside the workspace (repeatable)', repeatable: true },
   { usage: '--profile <name>', description: 'Sandbox profile: workspace-write (default) or read-only' },
   { usage: '--env <NAME=VALUE>', description: 'Pass a CONCH_TASK_* variable to shell commands (repeatable)', repeatable: true },
+  { usage: '--skill <name>', description: "Put this skill's instructions into the task up front (repeatable; see `conch skills`)", repeatable: true },
 ];
 
 const EPHEMERAL: FlagSpec = { usage: '--ephemeral', description: 'Store nothing: no session file for this run' };
@@ -184,6 +185,7 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
     allowWrite: all('allow-write'),
     profile: one('profile'),
     env: all('env'),
+    skill: all('skill'),
   };
 }
 

@@ -115,7 +115,6 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   return code;
 }
 
-
 /** More piped input than stdin_bytes allows: the run does not start, and says which limit. */
 function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
   const outcome: Outcome = {

@@ -291,6 +291,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     mcp: { enabled: flags.mcp !== false, user: userMcp(files) },
     env: env_,
     sessions: { dir: sessionsDir, keep: sessionsKeep },
+    ...(flags.skill?.length && { invokeSkills: [...new Set(flags.skill)] }),
     warnings: [...warnings, ...policy.warnings],
   };
 }

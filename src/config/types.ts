@@ -36,6 +36,7 @@ export interface CliFlags {
   thinking?: 'off' | 'low' | 'medium' | 'high'; // --thinking LEVEL
   temperature?: number; // --temperature T
   maxCost?: number; // --max-cost USD (limit cost_usd)
+  skill?: string[]; // --skill NAME (repeatable): that skill's body goes into the task up front
 }
 
 export interface ToolsPolicy {
@@ -104,6 +105,8 @@ export interface Config {
   };
   /** MCP servers: off with --no-mcp; the user config's "mcpServers" (the project's .mcp.json is read by mcp/sources.ts). */
   mcp: { enabled: boolean; user: { file: string; value: unknown } | null };
+  /** --skill NAME: skills whose instructions go into the task up front (absent = none). */
+  invokeSkills?: string[];
   /** CONCH_TASK_* variables passed to commands. */
   env: Record<string, string>;
   /** The session store: its directory and how many sessions are kept (0 = no cap). */

@@ -1,6 +1,6 @@
 // Assemble what runs need from a resolved Config, one job per step: the workspace, the private run
 // dir, the sandbox settings, the executor, the MCP servers, the catalog (kernel, plugins, MCP tools,
-// narrowing), the sandbox check and the system prompt. host/start.ts calls it for every host.
+// narrowing), the skills (host/skills.ts), the sandbox check and the system prompt. host/start.ts calls it for every host.
 import type { Config } from '../config/types.ts';
 import type { CommandDecision } from '../core/command-decision.ts';
 import type { ContextFactory } from '../agent/dispatch.ts';
@@ -17,6 +17,8 @@ import { checkSandbox, sessionSandbox } from './sandbox.ts';
 import { contextFactory } from './tool-context.ts';
 import { startMcp } from './mcp.ts';
 import type { ServerReport, ServerSpec } from '../mcp/index.ts';
+import { SetupError } from '../core/errors.ts';
+import { prepareSkills, type RunSkills } from './skills.ts';
 
 export interface SessionOptions {
   cwd: string;
@@ -40,6 +42,8 @@ export interface Session {
   plugins: PluginReport[];
   /** Each MCP server: started or why not, and its tools. */
   mcp: ServerReport[];
+  /** The skills found, the catalog in the system prompt, and --skill bodies for the first task. */
+  skills: RunSkills;
   /** A run (a prompt) is over: its placeholders go once its last command has ended. */
   endRun(): void;
   dispose(): Promise<void>;
@@ -86,8 +90,15 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   if (sandbox.pinned) warnings.push('the policy denies paths, so shell commands stay sandboxed despite --unrestricted');
   const plugins = await addPlugins(catalog, config, options.loadPlugins, workspace.root, warnings);
   const mcpReports = await mcp.register(catalog, warnings);
+  let skills: RunSkills;
   try {
     narrowCatalog(catalog, config);
+    // After flags and policy: a skill's allowed-tools narrow what they left, and the catalog of
+    // skills needs to know whether `read` survived.
+    const prepared = await prepareSkills(config, workspace, catalog);
+    if (!prepared.ok) throw new SetupError(prepared.message);
+    skills = prepared.value;
+    warnings.push(...skills.warnings);
   } catch (error) {
     await mcp.stop();
     await runDir.remove();
@@ -104,6 +115,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     network: config.sandbox.network,
     readOnly: config.tools.readOnly,
     guidance,
+    skills: skills.catalog,
   });
 
   return {
@@ -116,6 +128,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     warnings,
     plugins,
     mcp: mcpReports,
+    skills,
     endRun: () => placeholders.close(),
     async dispose() {
       for (const tool of catalog.tools()) {

@@ -19,6 +19,7 @@ import { ProviderError, type Provider } from '../providers/types.ts';
 import { sessionsDir } from '../sessions/dir.ts';
 import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionChoice, type SessionPlan } from '../sessions/open.ts';
 import { openSession, type Session } from './session.ts';
+import { prependText } from './skills.ts';
 import { buildGuard, buildPluginLoader, loadHostConfig, type Env } from './setup.ts';
 
 export interface PlanOptions {
@@ -102,6 +103,8 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
     await session.dispose();
     throw error;
   }
+  // --skill bodies go in front of the first task only: later prompts of an editor's session follow it.
+  let preface = session.skills.preface;
   return {
     config,
     session,
@@ -110,11 +113,14 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
     warnings: [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings, ...recording.warnings.splice(0)],
     async run(task, run = {}) {
       const runId = run.runId ?? randomUUID();
+      let content: ContentBlock[] = typeof task === 'string' ? [{ type: 'text', text: task }] : task;
+      if (preface.length) content = prependText(content, preface.join('\n\n'));
+      preface = [];
       try {
         const outcome = await runTask(
           {
             runId,
-            task: typeof task === 'string' ? [{ type: 'text', text: task }] : task,
+            task: content,
             conversation: recording.conversation,
             journal: recording.begin(runId, provider),
             system: session.system,
