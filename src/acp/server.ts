@@ -112,6 +112,8 @@ export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean }
       await checkCwd(params.cwd);
       const session = await AcpSession.open(params.cwd, flags, client, log, { ephemeral: options.ephemeral, mcpServers: params.mcpServers });
       sessions.set(session.id, session);
+      // After the response: the editor learns of the session before its commands.
+      setTimeout(() => session.announceCommands(), 0);
       return { sessionId: session.id };
     }))
     .onRequest('session/load', tracked(async ({ params, client }) => {
@@ -123,6 +125,7 @@ export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean }
       sessions.set(session.id, session);
       // The whole history goes out as session/update notifications before the response.
       await session.send(replayUpdates(session.conversation));
+      setTimeout(() => session.announceCommands(), 0);
       return {};
     }))
     .onRequest('session/list', tracked(({ params }) => ({ sessions: listStored(params.cwd ?? null) })))

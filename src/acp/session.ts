@@ -13,6 +13,9 @@ import { newSessionId } from '../sessions/store.ts';
 import { outcomeNotice, PromptContentError, promptContent, stopReasonFor, UpdateMapper } from './updates.ts';
 import type { ContentBlock as AcpContent, McpServer } from '@agentclientprotocol/sdk';
 import { editorServers } from './mcp-servers.ts';
+import type { ContentBlock } from '../core/content.ts';
+import { invokeSkill } from '../host/skills.ts';
+import { skillCommands, slashSkill, withSkillText } from './skill-commands.ts';
 
 /** JSON-RPC code for a run that failed; `data.code` carries conch's failure code. */
 export const RUN_FAILED = -32603;
@@ -116,6 +119,23 @@ export class AcpSession {
     return self;
   }
 
+  /** Offer the session's skills as slash commands; call once the session/new response is out. */
+  announceCommands(): void {
+    const skills = this.host.session.skills.set.skills;
+    if (skills.length) this.notifier.send({ sessionUpdate: 'available_commands_update', availableCommands: skillCommands(skills) });
+  }
+
+  /** A prompt starting with `/skill-name` gets that skill's body in front, as --skill does. */
+  private async expandSkills(task: ContentBlock[]): Promise<ContentBlock[]> {
+    const slash = slashSkill(task, this.host.session.skills.set.skills);
+    if (slash) {
+      const invoked = await invokeSkill(this.host.session.skills.set, slash.name, this.host.session.workspace);
+      if (!invoked.ok) throw RequestError.invalidParams({ sessionId: this.id }, `/${invoked.message}`);
+      task = withSkillText(task, invoked.text, slash.rest);
+    }
+    return task;
+  }
+
   get running(): boolean {
     return this.turn !== null;
   }
@@ -144,7 +164,8 @@ export class AcpSession {
       },
     };
     const historyBefore = this.conversation.length;
-    const run = this.host.run(task, { sink, signal: controller.signal });
+    // Expanded inside the turn, so that a second prompt meanwhile is refused as already running.
+    const run = this.expandSkills(task).then((expanded) => this.host.run(expanded, { sink, signal: controller.signal }));
     this.turn = { controller, done: run };
     try {
       const outcome = await run;

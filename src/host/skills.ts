@@ -39,17 +39,11 @@ export async function prepareSkills(config: Config, workspace: Workspace, catalo
   const warnings = [...set.warnings];
   const show = (file: string) => displayPath(file, root);
 
-  const invoked: { skill: Skill; body: string }[] = [];
+  const invoked: Invoked[] = [];
   for (const name of config.invokeSkills ?? []) {
-    const skill = set.skills.find((s) => s.name === name);
-    if (!skill) return { ok: false, message: missingSkill(name, set, show) };
-    const denied = await readDenial(workspace, skill.file);
-    if (denied) return { ok: false, message: `--skill ${name}: ${show(skill.file)} may not be read: ${denied}` };
-    try {
-      invoked.push({ skill, body: await readSkillBody(skill) });
-    } catch (error) {
-      return { ok: false, message: `--skill ${name}: ${(error as Error).message}` };
-    }
+    const result = await invokeSkill(set, name, workspace);
+    if (!result.ok) return { ok: false, message: `--skill ${result.message}` };
+    invoked.push(result);
   }
   for (const { skill } of invoked) {
     if (!skill.allowedTools) continue;
@@ -69,11 +63,30 @@ export async function prepareSkills(config: Config, workspace: Workspace, catalo
     }
     text = renderCatalog(readable, { maxBytes: config.limits.skills_catalog_bytes, path: show });
   }
-  const preface = invoked.map(({ skill, body }) => inlineSkill(skill, body, show(skill.file)));
+  const preface = invoked.map((i) => i.text);
   return { ok: true, value: { set, catalog: text, preface, warnings } };
 }
 
 export const NO_RUN_SKILLS: RunSkills = { set: NO_SKILLS, catalog: null, preface: [], warnings: [] };
+
+type Invoked = { ok: true; skill: Skill; text: string };
+
+/**
+ * A skill the user named (--skill, or a slash command in an editor): its body, ready to go in front
+ * of the task, or why not. The SKILL.md must pass the read policy like any file the model reads.
+ */
+export async function invokeSkill(set: SkillSet, name: string, workspace: Workspace): Promise<Invoked | { ok: false; message: string }> {
+  const show = (file: string) => displayPath(file, workspace.root);
+  const skill = set.skills.find((s) => s.name === name);
+  if (!skill) return { ok: false, message: missingSkill(name, set, show) };
+  const denied = await readDenial(workspace, skill.file);
+  if (denied) return { ok: false, message: `${name}: ${show(skill.file)} may not be read: ${denied}` };
+  try {
+    return { ok: true, skill, text: inlineSkill(skill, await readSkillBody(skill), show(skill.file)) };
+  } catch (error) {
+    return { ok: false, message: `${name}: ${(error as Error).message}` };
+  }
+}
 
 /** The read policy's refusal of a path, or null when `read` may open it. */
 async function readDenial(workspace: Workspace, file: string): Promise<string | null> {
@@ -88,13 +101,13 @@ async function readDenial(workspace: Workspace, file: string): Promise<string | 
 function missingSkill(name: string, set: SkillSet, show: (file: string) => string): string {
   const report = [...set.reports].reverse().find((r) => r.name === name);
   if (report?.status === 'untrusted') {
-    return `--skill ${name}: ${show(report.file)} is a project skill and this workspace is not trusted; run \`conch trust\` to load its skills`;
+    return `${name}: ${show(report.file)} is a project skill and this workspace is not trusted; run \`conch trust\` to load its skills`;
   }
   if (report?.status === 'skipped') {
-    return `--skill ${name}: ${show(report.file)} was skipped: ${report.diagnostics.map((d) => d.message).join('; ')}. Fix it (see \`conch skills\`)`;
+    return `${name}: ${show(report.file)} was skipped: ${report.diagnostics.map((d) => d.message).join('; ')}. Fix it (see \`conch skills\`)`;
   }
   const names = set.skills.map((s) => s.name);
-  return `--skill ${name}: no skill of that name; ${names.length ? `found: ${names.join(', ')}` : 'none found in ~/.agents/skills, ~/.config/conch/skills or .agents/skills'} (see \`conch skills\`)`;
+  return `${name}: no skill of that name; ${names.length ? `found: ${names.join(', ')}` : 'none found in ~/.agents/skills, ~/.config/conch/skills or .agents/skills'} (see \`conch skills\`)`;
 }
 
 /** `text` in front of a task, in its first text block (some local servers take only a string). */
