@@ -120,7 +120,7 @@ describe('skills in a run', () => {
 
   test('allowed-tools narrows the catalog under --skill and never widens it', async () => {
     await skill(userRoot(harness.dirs), 'inspect', 'name: inspect\ndescription: Look around.\nallowed-tools: Read Bash(git status:*) WebFetch');
-    harness.server.script([{ text: 'ok' }, { text: 'ok' }, { text: 'ok' }]);
+    harness.server.script([{ text: 'ok' }, { text: 'ok' }, { text: 'ok' }, { text: 'ok' }]);
     expect((await run('go')).code).toBe(0);
     expect(toolNames().sort()).toEqual(['bash', 'edit', 'read', 'write']);
 
@@ -133,6 +133,12 @@ describe('skills in a run', () => {
     harness.server.requests.length = 0;
     const narrow = await run('--no-shell', '--skill', 'inspect', 'go');
     expect(narrow.code).toBe(0);
+    expect(toolNames()).toEqual(['read']);
+
+    // Two skills: each narrows what the other left.
+    await skill(userRoot(harness.dirs), 'editor', 'name: editor\ndescription: Edit.\nallowed-tools: read, edit');
+    harness.server.requests.length = 0;
+    expect((await run('--skill', 'inspect', '--skill', 'editor', 'go')).code).toBe(0);
     expect(toolNames()).toEqual(['read']);
   });
 
