@@ -84,6 +84,19 @@ describe('MCP servers through the CLI', () => {
     expect(offered(1).sort()).toEqual(['mcp__everything__echo', 'read']);
   });
 
+  test('a policy file tools rule takes an MCP tool out, and a call to it is refused naming the rule', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { everything: everything(randomUUID()) } });
+    const policy = join(harness.dirs.home, 'policy.json');
+    await writeFile(policy, JSON.stringify({ version: 1, tools: { deny: [{ id: 'team.no-env', name: 'mcp__everything__get-env' }] } }));
+    harness.server.script([{ toolCalls: [{ name: 'mcp__everything__get-env', arguments: {} }] }, { text: 'done' }]);
+    const r = await run(['--policy', policy, 'go']);
+    expect(r.code).toBe(0);
+    expect(offered()).not.toContain('mcp__everything__get-env');
+    expect(offered()).toContain('mcp__everything__echo');
+    expect(results(1)[0].is_error).toBe(true);
+    expect(JSON.stringify(results(1)[0].content)).toContain("team.no-env");
+  });
+
   test("an untrusted project's .mcp.json is not started, in one line; after conch trust it is", async () => {
     await writeFile(join(harness.dirs.workspace, '.mcp.json'), JSON.stringify({ mcpServers: { proj: everything(randomUUID()) } }));
     harness.server.script([{ text: 'done' }, { text: 'done' }]);
