@@ -1,9 +1,12 @@
-// The public API: what plugin authors (`import { defineTool, Type } from 'conch'`) and embedders use.
-export { Type } from 'typebox';
-export type { Static, TSchema } from 'typebox';
-export { defineTool } from './tools/define.ts';
-export { PolicyError } from './core/errors.ts';
-export type { ToolDefinition, ToolContext, ToolReturn, JsonSchema, JsonValue } from './tools/define.ts';
-export type { ContentBlock, ToolResult } from './core/content.ts';
-export type { ExecOptions, ExecResult } from './shell/exec.ts';
-export type { WorkspaceAccess } from './workspace/paths.ts';
+// The public API. Plugin authors: defineTool, Type, the result helpers (tools/api.ts, which is also
+// what a plugin's `import 'conch'` gets). Embedders: startRun (the start the CLI and `conch acp`
+// use) and runTask (the loop itself, for a host that brings its own catalog and provider).
+export * from './tools/api.ts';
+export { planStart, startRun } from './host/start.ts';
+export type { PlanOptions, RunOptions, StartOptions, StartPlan, StartedRun } from './host/start.ts';
+export { runTask } from './agent/loop.ts';
+export type { RunSpec } from './agent/loop.ts';
+export type { EventSink, RunEvent } from './agent/events.ts';
+export type { Outcome, OutcomeStatus } from './agent/outcome.ts';
+export type { CliFlags } from './config/types.ts';
+export type { Message, Provider } from './providers/types.ts';

@@ -1,7 +1,7 @@
 // First-party plugin: git for the model, through ctx.exec so the run's policy and sandbox apply.
 // Written only against the public API, like any user plugin.
-import { defineTool, Type } from 'conch';
-import { checkPaths, collect, errorResult, failure, shargs, shq, textResult } from './shell.ts';
+import { defineTool, errorResult, placeholderNames, textResult, Type } from 'conch';
+import { checkPaths, collect, failure, shargs, shq } from './shell.ts';
 
 // --literal-pathspecs: a path like ':(top)' or ':!x' is a file name, not git pathspec magic.
 // -c core.quotepath=off: non-ASCII names come back readable instead of octal-escaped.
@@ -17,10 +17,11 @@ const gitStatus = defineTool({
   parameters: Type.Object({}),
   async execute(_args, ctx) {
     // conch's sandbox holds absent protected names (.env.local, HEAD, …) with empty read-only
-    // placeholders while a run lasts; they are not the user's files, so they are left out.
+    // placeholders while a run lasts; they are not the user's files, so empty ones are left out.
+    const untracked = placeholderNames().map((name) => shq(`?? ${name}`)).join('|');
     const result = await ctx.exec(
       `out=$(${GIT} status --short --branch --untracked-files=all) || exit $?; printf '%s\\n' "$out" | ` +
-        `while IFS= read -r line; do case "$line" in '?? .env'|'?? .env.'*|'?? HEAD') [ -s "\${line#?? }" ] || continue;; esac; ` +
+        `while IFS= read -r line; do case "$line" in ${untracked}) [ -s "\${line#?? }" ] || continue;; esac; ` +
         `printf '%s\\n' "$line"; done`,
     );
     const failed = failure(result, 'git status');

@@ -1,5 +1,5 @@
 // Small helpers for building /bin/sh command lines and shaping results, using only the public API.
-import type { ExecResult, ToolContext, ToolResult } from 'conch';
+import type { ExecResult, ToolContext } from 'conch';
 
 /** Quote one argument for /bin/sh: single quotes, with embedded single quotes closed and escaped. */
 export function shq(value: string): string {
@@ -11,13 +11,6 @@ export function shargs(values: string[]): string {
   return values.map(shq).join(' ');
 }
 
-export function errorResult(text: string): ToolResult {
-  return { content: [{ type: 'text', text }], isError: true };
-}
-
-export function textResult(text: string): ToolResult {
-  return { content: [{ type: 'text', text }] };
-}
 
 /** Why a command did not succeed, in one message the model can act on; null when it exited 0. */
 export function failure(result: ExecResult, what: string): string | null {

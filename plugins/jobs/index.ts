@@ -1,7 +1,7 @@
 // First-party plugin: background commands. Each job is one ctx.exec call that is not awaited by the
 // tool call that started it, so it runs under the same policy and sandbox as bash. Its own abort
 // signal (ExecOptions.signal) lets it outlive that call; the run's end (ctx.runSignal) stops it.
-import { defineTool, Type, type ExecResult, type ToolContext, type ToolResult } from 'conch';
+import { defineTool, errorResult, textResult, Type, type ExecResult, type ToolContext, type ToolResult } from 'conch';
 import { OutputBuffer } from './buffer.ts';
 
 const MAX_RUNNING = 8;
@@ -79,7 +79,7 @@ function describeState(job: Job): string {
 }
 
 function text(body: string, isError = false): ToolResult {
-  return { content: [{ type: 'text', text: body }], isError };
+  return isError ? errorResult(body) : textResult(body);
 }
 
 function find(ctx: ToolContext, id: string): Job | ToolResult {

@@ -4,7 +4,7 @@
 // the directory holding .conch, which is where people think of them from.
 import { isAbsolute, resolve } from 'node:path';
 import type { Static } from 'typebox';
-import type { CommandLayer, CommandRule } from '../policy/command-rules.ts';
+import type { CommandLayer, CommandRule } from './command-layer.ts';
 import type { PathRule, PolicyLayer } from './layers.ts';
 import type { ConfigFileSchema } from './schema.ts';
 import { ConfigError } from '../core/errors.ts';

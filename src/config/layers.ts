@@ -9,9 +9,9 @@
 //   command rules stay separate layers (see policy/command-rules.ts) so that each one must agree.
 import { realpathSync } from 'node:fs';
 import { basename, dirname, relative, sep } from 'node:path';
-import type { CommandLayer } from '../policy/command-rules.ts';
+import type { CommandLayer } from './command-layer.ts';
 import type { SandboxProfileName, SandboxSettings } from '../sandbox/index.ts';
-import { type Config, type ToolsPolicy } from './types.ts';
+import { type Config, type PathDenial, type ToolsPolicy } from './types.ts';
 import { ConfigError } from '../core/errors.ts';
 
 export type LayerKind = 'user' | 'project' | 'policy' | 'flags';
@@ -43,13 +43,6 @@ export interface PolicyLayer {
 }
 
 /** A path a layer denied, kept with its rule id so that it can be named and enforced even under --unrestricted. */
-export interface PathDenial {
-  mode: 'read' | 'write';
-  rule: string;
-  root?: string;
-  glob?: string;
-}
-
 export interface MergedPolicy {
   tools: ToolsPolicy;
   sandbox: SandboxSettings;

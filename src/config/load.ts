@@ -14,14 +14,14 @@ import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DEFAULT_LIMITS, DURATION_LIMITS, type Limits } from '../core/limits.ts';
 import { checkDurationMs, parseDuration as parseDurationText } from '../core/duration.ts';
-import type { RetryPolicy } from '../providers/types.ts';
+import type { RetryPolicy } from './provider-config.ts';
 import type { SandboxProfileName } from '../sandbox/index.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { canonical, inside, mergePolicy, type PolicyLayer } from './layers.ts';
 import { homeGuard } from './home.ts';
 import { withModelOptions } from './model-options.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
-import type { ShellRules } from '../policy/command-rules.ts';
+import type { ShellRules } from './command-layer.ts';
 import { type CliFlags, type Config } from './types.ts';
 import { ConfigError } from '../core/errors.ts';
 
@@ -154,7 +154,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     await readConfigFile('project', join(cwd, '.conch', 'config.json'), cwd),
   ].filter((f): f is ConfigFile => f !== null);
   const chooser = await untrustedModelChoice(files, configDir, cwd, input.isTrusted);
-  const policyLayer = flags.policy ? await (await import('../policy/policy-file.ts')).loadPolicyFile(flags.policy, cwd) : undefined;
+  const policyLayer = flags.policy ? await (await import('./policy-file.ts')).loadPolicyFile(flags.policy, cwd) : undefined;
 
   // Flags are checked before anything that depends on them, so a typo is reported as itself.
   const env_ = taskEnv(flags.env);
@@ -332,7 +332,7 @@ interface PluginNames {
 
 /** Unknown first-party plugin names are setup errors, named where they were written. */
 async function checkPluginNames(lists: PluginNames[]): Promise<void> {
-  const { availableFirstParty } = await import('../plugins/discover.ts');
+  const { availableFirstParty } = await import('./first-party.ts');
   const available = await availableFirstParty();
   for (const { names, where } of lists) {
     const i = names.findIndex((n) => !available.includes(n));

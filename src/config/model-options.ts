@@ -1,7 +1,7 @@
 // The token, reasoning and sampling controls of each model of the route. Precedence, later wins:
 // top-level keys → providers.<name>.maxOutputTokens → models["provider/model"] (user, then project
 // config) → flags. What the model family cannot take is decided later (providers/families.ts).
-import type { ProviderConfig } from '../providers/types.ts';
+import type { ProviderConfig } from './provider-config.ts';
 import type { CliFlags } from './types.ts';
 import type { ConfigFile } from './file.ts';
 

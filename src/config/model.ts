@@ -2,7 +2,7 @@
 // (project over user). Without any, the first built-in provider with a key in the environment
 // (anthropic, then openai) gets its default model; --base-url without a known provider prefix means
 // an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter). No key and no base URL → null.
-import type { ProviderConfig, RetryPolicy } from '../providers/types.ts';
+import type { ProviderConfig, RetryPolicy } from './provider-config.ts';
 import { ConfigError } from '../core/errors.ts';
 
 export const DEFAULT_MODELS = { anthropic: 'claude-sonnet-5-5', openai: 'gpt-5.4' } as const;

@@ -2,11 +2,17 @@
 // Produced by config/load.ts from: defaults → ~/.config/conch/config.json → ./.conch/config.json
 // → policy file (--policy) → environment → flags. Later layers narrow policy, never widen it.
 import type { Limits } from '../core/limits.ts';
-import type { ProviderConfig } from '../providers/types.ts';
+import type { ProviderConfig } from './provider-config.ts';
 import type { SandboxSettings } from '../sandbox/index.ts';
-import type { PathDenial } from './layers.ts';
 
 /** Flags as the CLI parsed them; every field optional. Names match the long flags. */
+export interface PathDenial {
+  mode: 'read' | 'write';
+  rule: string;
+  root?: string;
+  glob?: string;
+}
+
 export interface CliFlags {
   model?: string;
   baseUrl?: string;

@@ -20,3 +20,13 @@ export interface ToolResult {
   /** Extra data for hosts (diffs, revisions); not sent to the model. */
   details?: Record<string, unknown>;
 }
+
+/** A tool result the model reads as text. */
+export function textResult(text: string, details?: Record<string, unknown>): ToolResult {
+  return { content: [{ type: 'text', text }], ...(details ? { details } : {}) };
+}
+
+/** A tool error: the model reads it and the run goes on (it never ends the run by itself). */
+export function errorResult(text: string, details?: Record<string, unknown>): ToolResult {
+  return { content: [{ type: 'text', text }], isError: true, ...(details ? { details } : {}) };
+}

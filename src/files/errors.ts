@@ -2,16 +2,12 @@
 // look instead), directories, permissions. Anything else is a bug and is rethrown by the caller.
 import { readdir, stat } from 'node:fs/promises';
 import { basename, dirname, extname, join } from 'node:path';
-import type { ToolResult } from '../core/content.ts';
 import type { Workspace } from '../workspace/paths.ts';
 
 export function errorCode(error: unknown): string | undefined {
   return (error as { code?: string } | null)?.code;
 }
 
-export function toolError(text: string, details?: Record<string, unknown>): ToolResult {
-  return { content: [{ type: 'text', text }], isError: true, ...(details ? { details } : {}) };
-}
 
 /** Small edit distance, bounded: enough to spot a typo without scoring whole directories. */
 function closeEnough(a: string, b: string): boolean {

@@ -1,6 +1,6 @@
 // Finding plugin files. Nothing here imports or evaluates anything: discovery must be safe to run on
 // an untrusted checkout.
-import { PACKAGE_ROOT } from '../core/package-root.ts';
+import { availableFirstParty } from '../config/first-party.ts';
 import { readdir, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
@@ -63,14 +63,6 @@ async function kindOf(path: string): Promise<'file' | 'dir' | null> {
   } catch {
     return null;
   }
-}
-
-/** The first-party plugins shipped in this repository's plugins/ folder. */
-export const FIRST_PARTY_DIR = join(PACKAGE_ROOT, 'plugins');
-
-export async function availableFirstParty(): Promise<string[]> {
-  const files = (await listPluginFiles(FIRST_PARTY_DIR)) ?? [];
-  return files.filter((f) => f.endsWith('/index.ts')).map((f) => f.slice(FIRST_PARTY_DIR.length + 1, -'/index.ts'.length));
 }
 
 /**

@@ -41,7 +41,7 @@ export function getImporter(cacheDir: string | false, confine?: string): Promise
 }
 
 async function createImporter(cacheDir: string | false, confine: string | undefined): Promise<Jiti> {
-  const conch = await import('../index.ts');
+  const conch = await import('../tools/api.ts');
   const require = createRequire(import.meta.url);
   // Virtual modules rather than path aliases: the plugin gets the very module instances conch uses
   // (one TypeBox, one PolicyError class), resolved from conch's node_modules, not the plugin's folder.

@@ -5,15 +5,8 @@ import { join, relative } from 'node:path';
 import type { PluginSettings } from '../config/types.ts';
 import type { Tool } from '../tools/define.ts';
 import { checkToolDefinition } from '../tools/catalog.ts';
-import {
-  availableFirstParty,
-  checkFirstParty,
-  FIRST_PARTY_DIR,
-  listPluginFiles,
-  projectToolsDir,
-  userToolsDir,
-  type PluginCandidate,
-} from './discover.ts';
+import { checkFirstParty, listPluginFiles, projectToolsDir, userToolsDir, type PluginCandidate } from './discover.ts';
+import { availableFirstParty, FIRST_PARTY_DIR } from '../config/first-party.ts';
 import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from './importer.ts';
 import { materialize, readFolder, snapshotRoot, type FolderContent } from './snapshot.ts';
 import { CHANGED_REASON, trustedHash } from './trust.ts';

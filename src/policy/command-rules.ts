@@ -25,39 +25,14 @@
 // allowed by every layer that has an allow list.
 import { delimiter, isAbsolute, join, normalize, resolve } from 'node:path';
 import type { CommandDecision } from '../core/command-decision.ts';
+import type { CommandLayer, CommandRule, ShellRules } from '../config/command-layer.ts';
 import { parseCommand } from './command-parse.ts';
 import { changeableAt, findOnPath, realDir, sameProgram } from './executable.ts';
 
 export { findOnPath };
 
-export interface CommandRule {
-  /** Stable id, named in every decision this rule makes. */
-  id: string;
-  /** Absolute path, or a bare name resolved through the sandbox PATH like the command's own. */
-  executable: string;
-  args: string[];
-  /** prefix: the command's arguments start with `args`; exact: they equal `args`. */
-  match: 'prefix' | 'exact';
-  /** Allow and ask rules: variable names a matching command may set (`NAME=… cmd`, `env NAME=… cmd`). */
-  env?: string[];
-}
 
-export type CommandDefault = 'allow' | 'deny' | 'ask';
 
-export interface CommandLayer {
-  /** Where the rules came from, for messages: 'user config', 'project config', 'policy file'. */
-  source: string;
-  /** Prefix of the ids of implicit rules ("<prefix>.default", "<prefix>.allow"). */
-  idPrefix: string;
-  /**
-   * What an unmatched command gets. Absent: deny when the layer has allow rules, else allow. A
-   * non-empty allow list denies the unmatched even under "allow"; "ask" and "deny" apply as said.
-   */
-  default?: CommandDefault;
-  allow: CommandRule[];
-  deny: CommandRule[];
-  ask: CommandRule[];
-}
 
 export type ApprovalAnswer = 'once' | 'always' | 'deny';
 export type Approver = (command: string, rule: string) => Promise<ApprovalAnswer>;
@@ -75,11 +50,6 @@ export interface GuardOptions {
 
 export type CommandGuard = (command: string, cwd: string) => Promise<CommandDecision>;
 
-/** What loadConfig puts in Config.shellRules: the layers, and the roots the run can change. */
-export interface ShellRules {
-  layers: CommandLayer[];
-  mutableRoots: string[];
-}
 
 /** The layers of Config.shellRules (typed `unknown` in the fixed Config interface). */
 export function shellRuleLayers(value: unknown): CommandLayer[] | null {

@@ -5,18 +5,8 @@ import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments 
 import { addCacheBreakpoints } from './anthropic-cache.ts';
 import { controlsFor } from './families.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
-import {
-  ProviderError,
-  type Message,
-  type ModelRequest,
-  type ModelResponse,
-  type Provider,
-  type ProviderConfig,
-  type StreamHooks,
-  type ThinkingBlock,
-  type ToolCall,
-  type Usage,
-} from './types.ts';
+import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type Usage } from './types.ts';
+import type { ProviderConfig } from '../config/provider-config.ts';
 import type { ContentBlock } from '../core/content.ts';
 
 /** Anthropic requires max_tokens; this is used when neither the request nor the config sets one. */

@@ -1,6 +1,7 @@
 // Small pieces both providers share. No SDK imports here.
 import { boundedFetch, responseBounds } from './bounded-fetch.ts';
-import { ProviderError, type ProviderConfig, type Usage } from './types.ts';
+import { ProviderError, type Usage } from './types.ts';
+import type { ProviderConfig } from '../config/provider-config.ts';
 
 export function emptyUsage(): Usage {
   return { inputTokens: null, outputTokens: null, cacheReadTokens: null, cacheWriteTokens: null };

@@ -1,15 +1,8 @@
 // What a model call costs, from a price table that is data (prices.json, overridable in config).
 // A figure that is not known makes the cost unknown (null): never a made-up number.
 import table from './prices.json' with { type: 'json' };
-import type { ProviderConfig, Usage } from './types.ts';
-
-/** US dollars per million tokens. A cache price left out is unknown, not free. */
-export interface Price {
-  input: number;
-  output: number;
-  cacheRead?: number;
-  cacheWrite?: number;
-}
+import type { Usage } from './types.ts';
+import type { Price, ProviderConfig } from '../config/provider-config.ts';
 
 /** A price and where it came from: the user's config is their own figure, the shipped table a list price. */
 export interface PriceInfo extends Price {

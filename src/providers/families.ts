@@ -1,7 +1,7 @@
 // What conch knows about a model family from its name: the output-token ceiling it defaults to,
 // and which reasoning and sampling controls its API accepts. Unknown models get conservative
 // answers (no reasoning control, the old 8192 for Anthropic, the server's own default for others).
-import type { ProviderConfig } from './types.ts';
+import type { ProviderConfig } from '../config/provider-config.ts';
 
 export type Thinking = 'off' | 'low' | 'medium' | 'high';
 export const THINKING_LEVELS: readonly Thinking[] = ['off', 'low', 'medium', 'high'];

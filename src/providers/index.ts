@@ -1,6 +1,7 @@
 // The one entry point for getting a Provider. Each provider module (and through it its SDK) is
 // imported only when a run asks for it: `conch --help` and a run on the other provider never load it.
-import type { Provider, ProviderConfig } from './types.ts';
+import type { Provider } from './types.ts';
+import type { ProviderConfig } from '../config/provider-config.ts';
 import { priceFor } from './cost.ts';
 import { outputLimit } from './families.ts';
 

@@ -5,18 +5,8 @@ import type OpenAI from 'openai';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
 import { controlsFor } from './families.ts';
 import { abortError, withRetry, type RetryContext } from './retry.ts';
-import {
-  ProviderError,
-  type Message,
-  type ModelRequest,
-  type ModelResponse,
-  type Provider,
-  type ProviderConfig,
-  type StreamHooks,
-  type ThinkingBlock,
-  type ToolCall,
-  type Usage,
-} from './types.ts';
+import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type Usage } from './types.ts';
+import type { ProviderConfig } from '../config/provider-config.ts';
 import type { ContentBlock } from '../core/content.ts';
 
 type ChatMessage = OpenAI.Chat.ChatCompletionMessageParam;

@@ -1,7 +1,8 @@
 // Retry and error classification shared by both providers. SDK-agnostic: the provider hands in
 // the error classes of the SDK it loaded, so nothing here imports an SDK.
 import { delay } from '../core/duration.ts';
-import { ProviderError, type RetryPolicy, type StreamHooks } from './types.ts';
+import { ProviderError, type StreamHooks } from './types.ts';
+import type { RetryPolicy } from '../config/provider-config.ts';
 
 /** The error classes both official SDKs export under the same names. */
 export interface SdkErrorClasses {

@@ -3,7 +3,8 @@
  * model call through an official SDK and returns the assistant turn. It never runs tools.
  */
 import type { ContentBlock, ToolSpec } from '../core/content.ts';
-import type { Price, PriceInfo } from './cost.ts';
+import type { PriceInfo } from './cost.ts';
+import type { ProviderConfig } from '../config/provider-config.ts';
 
 export interface ToolCall {
   id: string;
@@ -91,36 +92,6 @@ export class ProviderError extends Error {
     super(message);
     this.name = 'ProviderError';
   }
-}
-
-export interface RetryPolicy {
-  /** Retries after the first attempt. */
-  maxRetries: number;
-  initialDelayMs: number;
-  maxDelayMs: number;
-}
-
-export interface ProviderConfig {
-  type: 'anthropic' | 'openai';
-  /** Display name, e.g. 'anthropic' or a named provider from config. */
-  name: string;
-  model: string;
-  baseUrl?: string;
-  apiKey?: string;
-  retry: RetryPolicy;
-  /** Per-request timeout (ms) for the HTTP call; the run deadline applies on top. */
-  requestTimeoutMs?: number;
-  maxOutputTokens?: number;
-  /** Reasoning effort asked for (families.ts maps it to what the model takes). */
-  thinking?: 'off' | 'low' | 'medium' | 'high';
-  temperature?: number;
-  /** Prices from config "prices" (by "provider/model" or model id), over the shipped table. */
-  prices?: Record<string, Price>;
-  /**
-   * The run's limits.model_output_bytes. The raw bytes a model server may send are bounded from
-   * it (one SSE event, one response); default 4 MiB, like the limit's own default.
-   */
-  modelOutputBytes?: number;
 }
 
 export interface Provider {

@@ -7,7 +7,7 @@ import { isAbsolute, relative } from 'node:path';
 import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { PlaceholderScope } from './placeholders.ts';
-import { probe, type ProbeOptions } from './probe.ts';
+import { probe, type ProbeOptions, type SandboxStatus } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern } from './protected-paths.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
@@ -61,16 +61,7 @@ export interface PreparedCommand {
   notes?: string[];
 }
 
-export interface SandboxStatus {
-  ok: boolean;
-  backend: 'bwrap' | 'seatbelt' | 'none';
-  /** What works or what is wrong, specifically. */
-  detail: string;
-  /** How to fix it, when not ok. */
-  fix?: string;
-}
-
-export type { ProbeOptions } from './probe.ts';
+export type { ProbeOptions, SandboxStatus } from './probe.ts';
 export { PlaceholderScope } from './placeholders.ts';
 
 /** Probe once per process with a real minimal sandbox; cached (per PATH searched for bwrap). */

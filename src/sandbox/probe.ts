@@ -6,7 +6,15 @@ import { classifyProbeFailure, namespaceArgs, notInstalledStatus, probeFailureSt
 import { openSeccompFd } from './seccomp-fd.ts';
 import { hostSeccompArch } from './seccomp.ts';
 import { SANDBOX_EXEC } from './seatbelt.ts';
-import type { SandboxStatus } from './index.ts';
+
+export interface SandboxStatus {
+  ok: boolean;
+  backend: 'bwrap' | 'seatbelt' | 'none';
+  /** What works or what is wrong, specifically. */
+  detail: string;
+  /** How to fix it, when not ok. */
+  fix?: string;
+}
 
 export interface ProbeResult {
   status: SandboxStatus;

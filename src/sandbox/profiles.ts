@@ -195,3 +195,12 @@ export function loadTemplate(name: string, dir: string = PROFILES_DIR): string {
   templateCache.set(key, text);
   return text;
 }
+
+/**
+ * Workspace-relative names the sandbox may hold with an empty read-only placeholder while a run
+ * lasts (protected files that do not exist): not the user's files. From protected.json.
+ */
+export function placeholderNames(defaults: ProtectedDefaults = loadProtectedDefaults()): string[] {
+  const files = defaults.paths.filter((p) => p.kind === 'file').map((p) => p.path);
+  return [...files, ...defaults.globs.filter((g) => g.kind === 'file').flatMap((g) => g.knownNames ?? [])];
+}

@@ -5,10 +5,16 @@
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
-import type { Config } from '../config/types.ts';
 import { SECRET_FILE_GLOBS } from './paths.ts';
 
-export async function hiddenForCommands(config: Config, workspaceRoot: string): Promise<string[]> {
+/** The parts of the run's Config this reads (a Config is one); the workspace sits below config. */
+export interface ReadPolicy {
+  policy: { denied?: { mode: 'read' | 'write'; root?: string }[] };
+  sessions: { dir: string };
+  workspace: { readDeny: string[]; denySecretFiles?: boolean };
+}
+
+export async function hiddenForCommands(config: ReadPolicy, workspaceRoot: string): Promise<string[]> {
   const hidden = new Set<string>();
   for (const d of config.policy.denied ?? []) if (d.mode === 'read' && d.root) hidden.add(d.root);
   // The session store is the user's conversations: no command reads or rewrites it, wherever it is.

@@ -4,7 +4,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createProvider } from '../../src/providers/index.ts';
 import { isAbortError } from '../../src/providers/retry.ts';
-import { ProviderError, type ModelRequest, type Provider, type ProviderConfig, type StreamHooks } from '../../src/providers/types.ts';
+import { ProviderError, type ModelRequest, type Provider, type StreamHooks } from '../../src/providers/types.ts';
+import type { ProviderConfig } from '../../src/config/provider-config.ts';
 import { startModelServer, type Flood, type ModelServer } from '../support/model-server.ts';
 
 const MiB = 1024 * 1024;

@@ -3,7 +3,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createProvider } from '../../src/providers/index.ts';
 import { toOpenAIParams } from '../../src/providers/openai.ts';
-import { ProviderError, type Message, type ModelRequest, type ProviderConfig } from '../../src/providers/types.ts';
+import { ProviderError, type Message, type ModelRequest } from '../../src/providers/types.ts';
+import type { ProviderConfig } from '../../src/config/provider-config.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 
 let server: ModelServer;

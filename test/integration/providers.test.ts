@@ -2,7 +2,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { createProvider } from '../../src/providers/index.ts';
 import { isAbortError } from '../../src/providers/retry.ts';
-import { ProviderError, type ModelRequest, type Provider, type RetryPolicy, type StreamHooks } from '../../src/providers/types.ts';
+import { ProviderError, type ModelRequest, type Provider, type StreamHooks } from '../../src/providers/types.ts';
+import type { RetryPolicy } from '../../src/config/provider-config.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 
 let server: ModelServer;

@@ -5,7 +5,8 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, sy
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
-import { createCommandGuard, findOnPath, type CommandLayer } from '../../src/policy/command-rules.ts';
+import { createCommandGuard, findOnPath } from '../../src/policy/command-rules.ts';
+import type { CommandLayer } from '../../src/config/command-layer.ts';
 import { createExecutor } from '../../src/shell/exec.ts';
 import { PolicyError } from '../../src/core/errors.ts';
 import { fileTools } from '../support/file-tools.ts';

@@ -4,15 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ttyApprover, visibleCommand } from '../../src/policy/approve.ts';
-import {
-  type ApprovalAnswer,
-  type CommandLayer,
-  type CommandRule,
-  createCommandGuard,
-  findOnPath,
-  shellRuleLayers,
-  shellRuleRoots,
-} from '../../src/policy/command-rules.ts';
+import { type ApprovalAnswer, createCommandGuard, findOnPath, shellRuleLayers, shellRuleRoots } from '../../src/policy/command-rules.ts';
+import type { CommandLayer, CommandRule } from '../../src/config/command-layer.ts';
 
 let dir: string;
 let bin: string;

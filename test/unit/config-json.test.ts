@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.ts';
 import { ConfigError } from '../../src/core/errors.ts';
 import { parseJsonText } from '../../src/config/json-text.ts';
-import { loadPolicyFile } from '../../src/policy/policy-file.ts';
+import { loadPolicyFile } from '../../src/config/policy-file.ts';
 
 let root: string;
 beforeEach(() => {

@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '../../src/core/errors.ts';
-import { loadPolicyFile } from '../../src/policy/policy-file.ts';
+import { loadPolicyFile } from '../../src/config/policy-file.ts';
 
 let dir: string;
 let n = 0;

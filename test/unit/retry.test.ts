@@ -10,7 +10,8 @@ import {
   withRetry,
   type RetryContext,
 } from '../../src/providers/retry.ts';
-import { ProviderError, type RetryPolicy } from '../../src/providers/types.ts';
+import { ProviderError } from '../../src/providers/types.ts';
+import type { RetryPolicy } from '../../src/config/provider-config.ts';
 
 const policy: RetryPolicy = { maxRetries: 3, initialDelayMs: 100, maxDelayMs: 1000 };
 const ctxFor = (sdk: RetryContext['sdk']): RetryContext => ({ provider: 'TestProvider', credentialHint: 'TEST_API_KEY', sdk });

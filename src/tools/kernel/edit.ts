@@ -4,7 +4,8 @@ import type { Tool } from '../define.ts';
 import { planEdits, type EditSpec } from '../../files/edit-apply.ts';
 import { asText, commit, freshnessProblem, loadCurrent } from '../../files/commit.ts';
 import type { FileToolDeps } from '../../files/deps.ts';
-import { notFoundMessage, toolError } from '../../files/errors.ts';
+import { notFoundMessage } from '../../files/errors.ts';
+import { errorResult } from '../../core/content.ts';
 
 /** Diff text shown to the model; the host always gets the whole diff in details. */
 const MAX_DIFF_SHOWN = 16 * 1024;
@@ -49,19 +50,19 @@ export function createEditTool(deps: FileToolDeps): Tool {
       const abs = await ws.resolve(path, 'write');
       const shown = ws.display(abs);
       const current = await loadCurrent(deps, abs, 'edit', ctx.signal);
-      if (current === null) return toolError(`${await notFoundMessage(abs, ws)} To create a new file, use write.`);
-      if ('error' in current) return toolError(current.error);
+      if (current === null) return errorResult(`${await notFoundMessage(abs, ws)} To create a new file, use write.`);
+      if ('error' in current) return errorResult(current.error);
       const problem = freshnessProblem(deps, abs, current, expected_revision, false);
-      if (problem) return toolError(problem, { path: abs, revision: current.revision });
+      if (problem) return errorResult(problem, { path: abs, revision: current.revision });
 
       const text = asText(current.bytes);
-      if (text === null) return toolError(`${shown} is not UTF-8 text (binary or another encoding); edit only changes text files.`);
+      if (text === null) return errorResult(`${shown} is not UTF-8 text (binary or another encoding); edit only changes text files.`);
       const plan = planEdits(text, edits, shown);
-      if (!plan.ok) return toolError(plan.message, { path: abs, revision: current.revision });
+      if (!plan.ok) return errorResult(plan.message, { path: abs, revision: current.revision });
 
       // Re-encoding valid UTF-8 is byte-exact, so everything outside the edits (BOM included) is unchanged.
       const done = await commit(deps, abs, Buffer.from(plan.text, 'utf8'), current.stat);
-      if ('error' in done) return toolError(done.error);
+      if ('error' in done) return errorResult(done.error);
 
       const diff = `--- a/${shown}\n+++ b/${shown}\n${plan.diff}`;
       const shownDiff = diff.length > MAX_DIFF_SHOWN ? `${diff.slice(0, MAX_DIFF_SHOWN)}\n[diff cut at ${MAX_DIFF_SHOWN} characters]` : diff;

@@ -11,7 +11,8 @@ import {
   formatBytes,
   type FileToolDeps,
 } from '../../files/deps.ts';
-import { directoryMessage, fsErrorMessage, toolError } from '../../files/errors.ts';
+import { directoryMessage, fsErrorMessage } from '../../files/errors.ts';
+import { errorResult } from '../../core/content.ts';
 import { describeBinary, detectImage, looksBinary } from '../../files/filetype.ts';
 import { scanFull, scanPage, type Page } from '../../files/read-scan.ts';
 import { revisionOf } from '../../workspace/revision.ts';
@@ -65,11 +66,11 @@ export function createReadTool(deps: FileToolDeps): Tool {
     const shown = ws.display(abs);
     const details = { path: abs, revision, totalLines: total };
     if (total === 0) {
-      if (offset > 1) return toolError(`offset ${offset} is past the end: ${shown} is empty (revision ${revision}).`, details);
+      if (offset > 1) return errorResult(`offset ${offset} is past the end: ${shown} is empty (revision ${revision}).`, details);
       return { content: [{ type: 'text', text: `[${shown} is empty; revision ${revision}]` }], details };
     }
     if (offset > total) {
-      return toolError(`offset ${offset} is past the end of ${shown}: it has ${total} lines (revision ${revision}). Use an offset from 1 to ${total}.`, details);
+      return errorResult(`offset ${offset} is past the end of ${shown}: it has ${total} lines (revision ${revision}). Use an offset from 1 to ${total}.`, details);
     }
     return { content: [{ type: 'text', text: formatPage(page, total, revision, shown, maxBytes) }], details };
   }
@@ -79,7 +80,7 @@ export function createReadTool(deps: FileToolDeps): Tool {
     const kind = mediaType.slice('image/'.length).toUpperCase();
     if (Math.ceil(size / 3) * 4 > maxImage) {
       const rawCap = Math.floor(maxImage / 4) * 3;
-      return toolError(
+      return errorResult(
         `${shown} is a ${kind} image of ${formatBytes(size)}; images over ${formatBytes(rawCap)} (${formatBytes(maxImage)} as base64) are not sent to the model. ` +
           `Make a smaller copy with bash (e.g. \`convert ${shown} -resize 50% /tmp/small.png\`) and read that.`,
       );
@@ -108,19 +109,19 @@ export function createReadTool(deps: FileToolDeps): Tool {
       try {
         // Stat before opening: opening a FIFO would block, and a device may never end.
         const pre = await stat(abs);
-        if (pre.isDirectory()) return toolError(directoryMessage(abs, ws, 'read'));
-        if (!pre.isFile()) return toolError(`${ws.display(abs)} is not a regular file (a device, FIFO or socket); read only reads files.`);
+        if (pre.isDirectory()) return errorResult(directoryMessage(abs, ws, 'read'));
+        if (!pre.isFile()) return errorResult(`${ws.display(abs)} is not a regular file (a device, FIFO or socket); read only reads files.`);
         // Non-blocking, then checked again on the handle: the path may have become a FIFO since the
         // stat, and a blocked open would hang the run past every deadline.
         fh = await open(abs, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
         if (!(await fh.stat()).isFile()) {
           await fh.close();
-          return toolError(`${ws.display(abs)} is not a regular file (a device, FIFO or socket); read only reads files.`);
+          return errorResult(`${ws.display(abs)} is not a regular file (a device, FIFO or socket); read only reads files.`);
         }
       } catch (error) {
         const message = await fsErrorMessage(error, abs, ws, 'read');
         if (message === null) throw error;
-        return toolError(message);
+        return errorResult(message);
       }
       try {
         const st = await fh.stat({ bigint: true });
@@ -149,7 +150,7 @@ export function createReadTool(deps: FileToolDeps): Tool {
       } catch (error) {
         const message = await fsErrorMessage(error, abs, ws, 'read');
         if (message === null) throw error;
-        return toolError(message);
+        return errorResult(message);
       } finally {
         await fh.close();
       }

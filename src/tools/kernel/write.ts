@@ -4,7 +4,7 @@ import type { Tool } from '../define.ts';
 import { unifiedDiff } from '../../files/diff.ts';
 import { asText, commit, freshnessProblem, hasCrlf, loadCurrent } from '../../files/commit.ts';
 import { formatBytes, type FileToolDeps } from '../../files/deps.ts';
-import { toolError } from '../../files/errors.ts';
+import { errorResult } from '../../core/content.ts';
 
 const parameters = Type.Object(
   {
@@ -47,21 +47,21 @@ export function createWriteTool(deps: FileToolDeps): Tool {
       const abs = await ws.resolve(path, 'write');
       const shown = ws.display(abs);
       const current = await loadCurrent(deps, abs, 'write', ctx.signal);
-      if (current && 'error' in current) return toolError(current.error);
+      if (current && 'error' in current) return errorResult(current.error);
       if (current && expected_revision === null) {
-        return toolError(`${shown} already exists, and expected_revision: null only creates new files. Read it, then replace it (or edit it).`);
+        return errorResult(`${shown} already exists, and expected_revision: null only creates new files. Read it, then replace it (or edit it).`);
       }
       if (!current && typeof expected_revision === 'string') {
-        return toolError(`${shown} does not exist, so it cannot be at revision ${expected_revision}. To create it, omit expected_revision or pass null.`);
+        return errorResult(`${shown} does not exist, so it cannot be at revision ${expected_revision}. To create it, omit expected_revision or pass null.`);
       }
       if (current) {
         const problem = freshnessProblem(deps, abs, current, expected_revision ?? undefined, true);
-        if (problem) return toolError(problem, { path: abs, revision: current.revision });
+        if (problem) return errorResult(problem, { path: abs, revision: current.revision });
       }
 
       const bytes = Buffer.from(content, 'utf8');
       const done = await commit(deps, abs, bytes, current ? current.stat : null);
-      if ('error' in done) return toolError(done.error);
+      if ('error' in done) return errorResult(done.error);
 
       const oldText = current ? asText(current.bytes) : null;
       // A replaced binary (or very large) file has no line diff worth showing.

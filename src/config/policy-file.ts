@@ -25,11 +25,11 @@
 // A `root` covers the directory and everything below it.
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { type Static, type TSchema, Type } from 'typebox';
-import { commandLayer, DENY_ENV, depthOf, MAX_DEPTH } from '../config/file.ts';
-import type { PolicyLayer } from '../config/layers.ts';
-import { CommandRuleSchema, type Path, ProfileSchema, firstProblem, keyPath } from '../config/schema.ts';
+import { commandLayer, DENY_ENV, depthOf, MAX_DEPTH } from './file.ts';
+import type { PolicyLayer } from './layers.ts';
+import { CommandRuleSchema, type Path, ProfileSchema, firstProblem, keyPath } from './schema.ts';
 import { ConfigError } from '../core/errors.ts';
-import { parseJsonText } from '../config/json-text.ts';
+import { parseJsonText } from './json-text.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 
 /** Far above any real policy; a bound so that a link to /dev/zero cannot fill memory. */

@@ -1,0 +1,40 @@
+// What config resolves for the provider a run talks to (config/model.ts builds it, providers/ take
+// it), prices included. Declared with config, below the providers that read it.
+
+/** US dollars per million tokens. A cache price left out is unknown, not free. */
+export interface Price {
+  input: number;
+  output: number;
+  cacheRead?: number;
+  cacheWrite?: number;
+}
+
+export interface RetryPolicy {
+  /** Retries after the first attempt. */
+  maxRetries: number;
+  initialDelayMs: number;
+  maxDelayMs: number;
+}
+
+export interface ProviderConfig {
+  type: 'anthropic' | 'openai';
+  /** Display name, e.g. 'anthropic' or a named provider from config. */
+  name: string;
+  model: string;
+  baseUrl?: string;
+  apiKey?: string;
+  retry: RetryPolicy;
+  /** Per-request timeout (ms) for the HTTP call; the run deadline applies on top. */
+  requestTimeoutMs?: number;
+  maxOutputTokens?: number;
+  /** Reasoning effort asked for (families.ts maps it to what the model takes). */
+  thinking?: 'off' | 'low' | 'medium' | 'high';
+  temperature?: number;
+  /** Prices from config "prices" (by "provider/model" or model id), over the shipped table. */
+  prices?: Record<string, Price>;
+  /**
+   * The run's limits.model_output_bytes. The raw bytes a model server may send are bounded from
+   * it (one SSE event, one response); default 4 MiB, like the limit's own default.
+   */
+  modelOutputBytes?: number;
+}

@@ -1,0 +1,13 @@
+// What a plugin gets as `import … from 'conch'` (plugins/importer.ts hands it over as that module):
+// declaring tools, their parameters and results, and the facts about the sandbox a tool may need.
+// src/index.ts exports all of it, plus the embedding API above it.
+export { Type } from 'typebox';
+export type { Static, TSchema } from 'typebox';
+export { defineTool } from './define.ts';
+export type { ToolDefinition, ToolContext, ToolReturn, JsonSchema, JsonValue } from './define.ts';
+export { errorResult, textResult } from '../core/content.ts';
+export type { ContentBlock, ToolResult } from '../core/content.ts';
+export { PolicyError } from '../core/errors.ts';
+export type { ExecOptions, ExecResult } from '../shell/exec.ts';
+export type { WorkspaceAccess } from '../workspace/paths.ts';
+export { placeholderNames } from '../sandbox/profiles.ts';
