@@ -1,14 +1,8 @@
 // What a model call costs, from a price table that is data (prices.json, overridable in config).
 // A figure that is not known makes the cost unknown (null): never a made-up number.
 import table from './prices.json' with { type: 'json' };
-import type { Usage } from './types.ts';
+import type { PriceInfo, Usage } from './types.ts';
 import type { Price, ProviderConfig } from '../config/provider-config.ts';
-
-/** A price and where it came from: the user's config is their own figure, the shipped table a list price. */
-export interface PriceInfo extends Price {
-  protocol: ProviderConfig['type'];
-  fromConfig: boolean;
-}
 
 const SHIPPED = table as unknown as Record<ProviderConfig['type'], Record<string, Price>>;
 

@@ -3,8 +3,7 @@
  * model call through an official SDK and returns the assistant turn. It never runs tools.
  */
 import type { ContentBlock, ToolSpec } from '../core/content.ts';
-import type { PriceInfo } from './cost.ts';
-import type { ProviderConfig } from '../config/provider-config.ts';
+import type { Price, ProviderConfig } from '../config/provider-config.ts';
 
 export interface ToolCall {
   id: string;
@@ -92,6 +91,12 @@ export class ProviderError extends Error {
     super(message);
     this.name = 'ProviderError';
   }
+}
+
+/** A price and where it came from: the user's config is their own figure, the shipped table a list price. */
+export interface PriceInfo extends Price {
+  protocol: ProviderConfig['type'];
+  fromConfig: boolean;
 }
 
 export interface Provider {
