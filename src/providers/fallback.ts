@@ -6,7 +6,8 @@
 // to fix). The route stays on the model that answered: the one before it was just found failing.
 import { controlsFor, outputLimit } from './families.ts';
 import { priceFor } from './cost.ts';
-import { ProviderError, type Provider, type ProviderConfig, type StreamHooks } from './types.ts';
+import { ProviderError, type Provider, type StreamHooks } from './types.ts';
+import type { ProviderConfig } from '../config/provider-config.ts';
 
 /** Whether a failure is one the next model may succeed at. */
 export function canFallBack(error: unknown): error is ProviderError {
