@@ -121,7 +121,7 @@ export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean }
       if (sessions.has(params.sessionId)) {
         throw RequestError.invalidRequest({ sessionId: params.sessionId }, `session ${params.sessionId} is open already on this connection`);
       }
-      const session = await AcpSession.open(params.cwd, flags, client, log, { load: params.sessionId, mcpServers: params.mcpServers });
+      const session = await AcpSession.open(params.cwd, flags, client, log, { load: params.sessionId, ephemeral: options.ephemeral, mcpServers: params.mcpServers });
       sessions.set(session.id, session);
       // The whole history goes out as session/update notifications before the response.
       await session.send(replayUpdates(session.conversation));

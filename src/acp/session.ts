@@ -51,7 +51,7 @@ interface Turn {
 export interface OpenOptions {
   /** session/load: the stored session to continue (its full id). */
   load?: string;
-  /** `conch acp --ephemeral`: store nothing. */
+  /** `conch acp --ephemeral`: store nothing (a loaded session is continued in memory only). */
   ephemeral?: boolean;
   /** The MCP servers the editor passed in session/new or session/load. */
   mcpServers?: McpServer[];
@@ -83,7 +83,7 @@ export class AcpSession {
   static async open(cwd: string, flags: CliFlags, client: AgentContext, log: Log, options: OpenOptions = {}): Promise<AcpSession> {
     let planned: StartPlan;
     try {
-      planned = await planStart(flags, cwd, { session: options.load ? { resume: options.load } : { ephemeral: options.ephemeral } });
+      planned = await planStart(flags, cwd, { session: { ...(options.load ? { resume: options.load } : {}), ephemeral: options.ephemeral } });
       // A prefix is a convenience for people typing; an editor names a session exactly.
       if (options.load && planned.plan.loaded?.header.id !== options.load) throw new SessionError(`no session '${options.load}'`);
     } catch (error) {

@@ -1,7 +1,7 @@
 // `conch acp` end to end: the official ACP SDK's client side spawns the real binary and drives it
 // over stdio, against the local model server speaking the Anthropic protocol.
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RequestError } from '@agentclientprotocol/sdk';
@@ -174,6 +174,26 @@ describe('conch acp', () => {
     expect(textOf(updatesOf(agent, sessionId))).toBe('shell answer');
     await prompt(agent, sessionId, 'and in the editor');
     expect(JSON.stringify(server.requests[1]!.body.messages)).toContain('started in the shell');
+  });
+
+  test('conch acp --ephemeral stores nothing, and a session it loads is continued in memory only', async () => {
+    server.script([{ text: 'stored answer' }, { text: 'fleeting answer' }, { text: 'unstored' }]);
+    const first = launch();
+    const sessionId = await ready(first);
+    await prompt(first, sessionId, 'kept');
+    await first.close();
+    const store = join(dirs.home, '.local', 'state', 'conch', 'sessions');
+    const file = join(store, `${sessionId}.jsonl`);
+    const before = readFileSync(file, 'utf8');
+    const ephemeral = launch(['--ephemeral']);
+    await ephemeral.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    await ephemeral.conn.agent.request('session/load', { sessionId, cwd: dirs.workspace, mcpServers: [] });
+    await prompt(ephemeral, sessionId, 'not kept');
+    expect(JSON.stringify(server.requests[1]!.body.messages)).toContain('stored answer');
+    const { sessionId: other } = await ephemeral.conn.agent.request('session/new', { cwd: dirs.workspace, mcpServers: [] });
+    await prompt(ephemeral, other, 'nor this');
+    expect(readFileSync(file, 'utf8')).toBe(before);
+    expect(readdirSync(store)).toEqual([`${sessionId}.jsonl`]);
   });
 
   test('a second prompt in the same session continues the conversation', async () => {
