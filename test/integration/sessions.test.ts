@@ -107,6 +107,21 @@ describe('continuing and resuming', () => {
   });
 });
 
+describe('a long history', () => {
+  test('over context_bytes on -c, the oldest tool results are elided with a note the model sees, and stderr says so', async () => {
+    await Bun.write(join(harness.dirs.workspace, 'big.txt'), `${'old line of output\n'.repeat(600)}`);
+    harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'big.txt' } }] }, { text: 'read it' }, { text: 'still fine' }]);
+    await jsonRun(['read big.txt']);
+    const bytes = JSON.stringify(harness.server.requests[1]!.body).length;
+    const r = await conch(['-c', '--limit', `context_bytes=${bytes - 2000}`, 'what was in it?']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('elided to stay within context_bytes');
+    expect(sent(2)).toContain('elided by conch');
+    expect(sent(2)).not.toContain('old line of output');
+    expect(sent(2)).toContain('read big.txt');
+  });
+});
+
 describe('policy on resume', () => {
   test('a --read-only session cannot write after -c: write and edit are not offered, the header says why', async () => {
     harness.server.script([{ text: 'looked' }, { toolCalls: [{ name: 'write', arguments: { path: 'new.txt', content: 'x' } }] }, { text: 'could not' }]);
