@@ -2,7 +2,7 @@
 // a renderer is given), with tool activity and a spinner on stderr. When stdout is a pipe or a file,
 // it gets only the final answer, raw, so that `conch "…" > answer.md` holds the result and not the
 // model's thinking aloud between tool calls.
-import { homedir } from 'node:os';
+import { tildePath } from '../core/display-path.ts';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import type { Outcome } from '../agent/outcome.ts';
 import type { MarkdownStream } from './markdown.ts';
@@ -227,9 +227,4 @@ export function closingLine(outcome: Outcome): string {
 export function describeOutcome(outcome: Outcome): string {
   const detail = outcome.code ? `${outcome.status} (${outcome.code})` : outcome.status;
   return `conch: ${detail}${outcome.message ? `: ${outcome.message}` : ''}`;
-}
-
-function tildePath(path: string): string {
-  const home = process.env.HOME ?? homedir();
-  return home && home !== '/' && (path === home || path.startsWith(`${home}/`)) ? `~${path.slice(home.length)}` : path;
 }

@@ -1,7 +1,8 @@
 // `conch skills [--json]`: every SKILL.md conch found, where it came from, whether the model is
 // offered it, and what is wrong with it. Exit 1 when a skill was skipped for a problem, so a CI step
 // that checks a repository's skills can fail on it; an untrusted workspace is not a problem.
-import { displayPath, type SkillReport, type SkillSet } from '../skills/load.ts';
+import { displayPath } from '../core/display-path.ts';
+import type { SkillReport, SkillSet } from '../skills/load.ts';
 import type { CommandIO } from './tools-command.ts';
 
 export interface SkillsListOptions {

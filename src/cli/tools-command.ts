@@ -1,8 +1,8 @@
 // `conch tools`, `conch tools new NAME`, `conch trust`: what people use to see and manage plugins.
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
+import { displayPath } from '../core/display-path.ts';
 import type { PluginReport } from '../plugins/load.ts';
 import { userToolsDir } from '../plugins/discover.ts';
 import { trustWorkspace } from '../plugins/trust.ts';
@@ -127,14 +127,6 @@ export async function trustCommand(configDir: string, cwd: string, io: CommandIO
   }
   io.out(`${lines.join('\n')}\n`);
   return 0;
-}
-
-/** Workspace files relative, home as ~, anything else absolute. */
-function displayPath(path: string, cwd: string): string {
-  const rel = relative(cwd, path);
-  if (rel && !rel.startsWith('..') && !rel.startsWith('/')) return rel;
-  const home = process.env.HOME || homedir();
-  return home && path.startsWith(`${home}/`) ? `~${path.slice(home.length)}` : path;
 }
 
 function wrap(text: string, width: number): string[] {

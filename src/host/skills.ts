@@ -9,7 +9,8 @@ import { workspaceTrusted } from '../plugins/trust.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import { defaultCacheDir } from '../plugins/importer.ts';
-import { displayPath, loadSkills, NO_SKILLS, readSkillBody, type Skill, type SkillSet } from '../skills/load.ts';
+import { displayPath } from '../core/display-path.ts';
+import { loadSkills, NO_SKILLS, readSkillBody, type Skill, type SkillSet } from '../skills/load.ts';
 import { inlineSkill, renderCatalog } from '../skills/catalog.ts';
 
 export interface RunSkills {

@@ -1,8 +1,7 @@
 // Discover, read and validate every skill; settle precedence; say what happened in one line each.
 // Project skills are instructions from whoever wrote the repository, so they load only in a
 // workspace the user trusted (`conch trust`), the same trust as project plugins.
-import { homedir } from 'node:os';
-import { relative } from 'node:path';
+import { displayPath } from '../core/display-path.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 import { SkillCache } from './cache.ts';
 import { scanRoot, skillRoots, type SkillCandidate, type SkillSource } from './discover.ts';
@@ -165,12 +164,4 @@ export async function readSkillBody(skill: Skill): Promise<string> {
   if (!split?.ok) throw new Error(`${skill.file} changed while conch was starting: its frontmatter is gone`);
   const body = Buffer.from(split.value.body);
   return body.length > SKILL_BODY_MAX_BYTES ? body.subarray(0, SKILL_BODY_MAX_BYTES).toString('utf8').replace(/\uFFFD$/, '') : split.value.body;
-}
-
-/** Workspace files relative to it, home as ~, anything else absolute. */
-export function displayPath(path: string, cwd: string): string {
-  const rel = relative(cwd, path);
-  if (rel && !rel.startsWith('..') && !rel.startsWith('/')) return rel;
-  const home = process.env.HOME || homedir();
-  return home && path.startsWith(`${home}/`) ? `~${path.slice(home.length)}` : path;
 }
