@@ -136,6 +136,8 @@ const TIERS = ['name', 'name', 'name', 'signature', 'doc'];
 /** Ranked symbol search: exact name, name prefix, name substring, then signature, then doc comment. */
 export function search(index: MapIndex, query: string, limit: number): { hits: Hit[]; total: number } {
   const q = query.toLowerCase().trim();
+  // "parse config" finds parseConfig and parse_config: every word in the name counts as a name match.
+  const words = q.split(/[^a-z0-9]+/).filter(Boolean);
   const hits: Hit[] = [];
   for (const [path, entry] of Object.entries(index.files)) {
     for (const symbol of entry.symbols ?? []) {
@@ -144,7 +146,7 @@ export function search(index: MapIndex, query: string, limit: number): { hits: H
       const tier =
         name === q || qualified === q ? 0
         : name.startsWith(q) ? 1
-        : qualified.includes(q) ? 2
+        : qualified.includes(q) || (words.length > 1 && words.every((w) => qualified.includes(w))) ? 2
         : symbol.signature.toLowerCase().includes(q) ? 3
         : symbol.doc.toLowerCase().includes(q) ? 4
         : -1;
