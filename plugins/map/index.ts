@@ -1,7 +1,7 @@
 // First-party plugin: a codebase map. The model orients (map_overview), narrows (map_file,
 // map_search) and reads only the lines it needs (map_read). Written only against the public API.
 import { readFile } from 'node:fs/promises';
-import { defineTool, Type, type ToolContext } from 'conch';
+import { defineTool, errorResult, Type, type ToolContext, type ToolResult } from 'conch';
 import { updateIndex, type FileEntry, type MapIndex } from './store.ts';
 import { call, findSymbol, formatHit, numberedSlice, outline, overview, search } from './view.ts';
 
@@ -9,18 +9,15 @@ const DEFAULT_DEPTH = 2;
 const DEFAULT_LIMIT = 20;
 const HEAD_LINES = 40;
 
-type Failure = { content: { type: 'text'; text: string }[]; isError: true };
-const failure = (text: string): Failure => ({ content: [{ type: 'text', text }], isError: true });
-
 /** A path the model gave, checked by the read policy: its canonical form and workspace-relative name. */
-async function locate(ctx: ToolContext, path: string): Promise<{ abs: string; rel: string } | Failure> {
+async function locate(ctx: ToolContext, path: string): Promise<{ abs: string; rel: string } | ToolResult> {
   try {
     const abs = await ctx.workspace.resolve(path, 'read');
     const shown = ctx.workspace.display(abs);
-    if (shown.startsWith('/')) return failure(`${path} is outside the workspace: the map covers ${'the workspace root'} only`);
+    if (shown.startsWith('/')) return errorResult(`${path} is outside the workspace: the map covers the workspace only`);
     return { abs, rel: shown === '.' ? '' : shown.replace(/\/$/, '') };
   } catch (error) {
-    return failure((error as Error).message);
+    return errorResult((error as Error).message);
   }
 }
 
@@ -49,10 +46,10 @@ const mapOverview = defineTool({
   }),
   async execute({ path = '.', depth = DEFAULT_DEPTH }, ctx) {
     const where = await locate(ctx, path);
-    if ('isError' in where) return where;
+    if ('content' in where) return where;
     const map = await index(ctx);
     if (map.files[where.rel]) return `${where.rel} is a file: use ${call('map_file', { path: where.rel })}`;
-    return overview(map, where.rel, depth) ?? failure(`no files under ${where.rel || '.'} (missing, empty, or all ignored by .gitignore)`);
+    return overview(map, where.rel, depth) ?? errorResult(`no files under ${where.rel || '.'} (missing, empty, or all ignored by .gitignore)`);
   },
 });
 
@@ -67,20 +64,20 @@ const mapFile = defineTool({
   }),
   async execute({ path, symbol }, ctx) {
     const where = await locate(ctx, path);
-    if ('isError' in where) return where;
+    if ('content' in where) return where;
     const map = await index(ctx);
     const entry: FileEntry | undefined = map.files[where.rel];
     if (!entry) {
       const folder = Object.keys(map.files).some((p) => p.startsWith(`${where.rel}/`));
-      return failure(folder ? `${where.rel} is a folder: use ${call('map_overview', { path: where.rel })}` : `${where.rel} is not in the map (missing, or ignored by .gitignore)`);
+      return errorResult(folder ? `${where.rel} is a folder: use ${call('map_overview', { path: where.rel })}` : `${where.rel} is not in the map (missing, or ignored by .gitignore)`);
     }
     const text = entry.binary ? [] : await lines(where.abs);
     if (!symbol) return outline(where.rel, entry, text.slice(0, HEAD_LINES));
-    if (!entry.symbols) return failure(`${where.rel} is not parsed (no grammar for it): read it with ${call('map_read', { ref: `${where.rel}:L1-L${HEAD_LINES}` })}`);
+    if (!entry.symbols) return errorResult(`${where.rel} is not parsed (no grammar for it): read it with ${call('map_read', { ref: `${where.rel}:L1-L${HEAD_LINES}` })}`);
     const found = findSymbol(entry.symbols, symbol);
     if (found.length === 0) {
       const names = entry.symbols.map((s) => s.qualified).slice(0, 50).join(', ');
-      return failure(`no symbol '${symbol}' in ${where.rel}; it has: ${names || '(none)'}`);
+      return errorResult(`no symbol '${symbol}' in ${where.rel}; it has: ${names || '(none)'}`);
     }
     const [first, ...others] = found;
     const body = numberedSlice(where.rel, text, first!.start, first!.end);
@@ -100,22 +97,22 @@ const mapRead = defineTool({
   async execute({ ref }, ctx) {
     const match = REF.exec(ref.trim())!;
     const path = match[1]!;
-    if (!path) return failure(`map_read needs a path in ref, like src/main.ts:L1-L40 (got '${ref}')`);
+    if (!path) return errorResult(`map_read needs a path in ref, like src/main.ts:L1-L40 (got '${ref}')`);
     const where = await locate(ctx, path);
-    if ('isError' in where) return where;
+    if ('content' in where) return where;
     let text: string[];
     try {
       const head = await readFile(where.abs);
-      if (head.subarray(0, 8192).includes(0)) return failure(`${where.rel} is a binary file`);
+      if (head.subarray(0, 8192).includes(0)) return errorResult(`${where.rel} is a binary file`);
       text = await lines(where.abs);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      return failure(code === 'EISDIR' ? `${where.rel} is a folder: use ${call('map_overview', { path: where.rel })}` : `cannot read ${where.rel}: ${code ?? (error as Error).message}`);
+      return errorResult(code === 'EISDIR' ? `${where.rel} is a folder: use ${call('map_overview', { path: where.rel })}` : `cannot read ${where.rel}: ${code ?? (error as Error).message}`);
     }
     const from = match[2] ? Number(match[2]) : 1;
     const to = match[3] ? Number(match[3]) : match[2] ? from : text.length;
-    if (from < 1 || to < from) return failure(`bad line range in '${ref}': write path:L<first>-L<last> with first ≤ last, counting from 1`);
-    if (from > text.length) return failure(`${where.rel} has ${text.length} lines; line ${from} is past its end`);
+    if (from < 1 || to < from) return errorResult(`bad line range in '${ref}': write path:L<first>-L<last> with first ≤ last, counting from 1`);
+    if (from > text.length) return errorResult(`${where.rel} has ${text.length} lines; line ${from} is past its end`);
     const last = Math.min(to, text.length);
     return `${where.rel}:L${from}-L${last} of ${text.length}\n${numberedSlice(where.rel, text, from, last)}`;
   },
@@ -131,7 +128,7 @@ const mapSearch = defineTool({
     limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200, description: `Hits to return (default ${DEFAULT_LIMIT})` })),
   }),
   async execute({ query, limit = DEFAULT_LIMIT }, ctx) {
-    if (query.trim() === '') return failure('map_search needs a non-empty query');
+    if (query.trim() === '') return errorResult('map_search needs a non-empty query');
     const { hits, total } = search(await index(ctx), query, limit);
     if (hits.length === 0) return `no symbol matches '${query}' (names, signatures and doc comments were searched)`;
     const header = `${total} match${total === 1 ? '' : 'es'} for '${query}'${total > hits.length ? `, first ${hits.length} shown (raise limit for more)` : ''}`;
