@@ -98,6 +98,9 @@ export class UpdateMapper {
         return [];
       case 'text.delta':
         return [{ sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: event.text }, ...(this.messageId ? { messageId: this.messageId } : {}) }];
+      case 'thinking.delta':
+        // ACP has its own channel for reasoning, so editors show it apart from the answer.
+        return [{ sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: event.text }, ...(this.messageId ? { messageId: this.messageId } : {}) }];
       case 'tool.started': {
         const locations = plannedLocations(event.args, this.root);
         return [

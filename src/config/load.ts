@@ -361,7 +361,8 @@ function limitOverrides(values: string[] | undefined): Partial<Limits> {
       throw new ConfigError(`--limit ${raw}: expected NAME=VALUE with NAME one of ${Object.keys(DEFAULT_LIMITS).join(', ')}.`, undefined, '--limit');
     }
     if (name === 'cost_usd' ? !Number.isFinite(value) || value < 0 || raw.slice(eq + 1).trim() === '' : !Number.isInteger(value) || value < 0) {
-      throw new ConfigError(`--limit ${raw}: the value must be a whole number (bytes, milliseconds or a count).`, undefined, '--limit');
+      const what = name === 'cost_usd' ? 'a number of US dollars ≥ 0, such as 0.50' : 'a whole number (bytes, milliseconds or a count)';
+      throw new ConfigError(`--limit ${raw}: the value must be ${what}.`, undefined, '--limit');
     }
     const duration = DURATION_LIMITS.includes(name) ? checkDurationMs(value) : null;
     if (duration && !duration.ok) throw new ConfigError(`--limit ${raw}: ${name} ${duration.problem}.`, undefined, '--limit');

@@ -97,3 +97,9 @@ describe('--max-cost and limits.cost_usd', () => {
     expect((await run(anthropic(), ['--max-cost', 'lots'])).code).toBe(2);
   });
 });
+
+test('--limit cost_usd takes dollars with a fraction; anything else is a setup error saying so', async () => {
+  const bad = await run(anthropicEnv(harness.server.anthropicBaseUrl), ['--limit', 'cost_usd=abc']);
+  expect(bad.code).toBe(2);
+  expect(bad.envelope.message).toBe('--limit cost_usd=abc: the value must be a number of US dollars ≥ 0, such as 0.50.');
+});

@@ -116,3 +116,12 @@ describe('replayUpdates (session/load)', () => {
     ]);
   });
 });
+
+test('thinking goes to editors as agent_thought_chunk, apart from the answer, in the same message', () => {
+  const mapper = new UpdateMapper('/ws');
+  const base = { runId: 'r', seq: 0, time: '' };
+  mapper.map({ ...base, type: 'model.started', turn: 2 } as RunEvent);
+  expect(mapper.map({ ...base, type: 'thinking.delta', text: 'first, read it' } as RunEvent)).toEqual([
+    { sessionUpdate: 'agent_thought_chunk', content: { type: 'text', text: 'first, read it' }, messageId: 'r:2' },
+  ]);
+});
