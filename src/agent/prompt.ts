@@ -31,6 +31,7 @@ export function systemPrompt(facts: PromptFacts): string {
     const shell = facts.tools.includes('bash') ? ` Shell commands run in a sandbox with network ${facts.network ? 'on' : 'off'}.` : '';
     lines.push(`Policy: restricted. ${writes}${shell}`);
     lines.push('A tool error that names a rule is a policy decision made by the user: adapt instead of retrying the same action.');
+    lines.push('Credential locations (~/.ssh keys, ~/.aws, ~/.netrc, ~/.npmrc, ~/.config/gh, keyrings, browser profiles …) are hidden by policy: the read tool refuses them and shell commands see them empty.');
   }
   if (facts.tools.includes('write') || facts.tools.includes('edit')) {
     lines.push('Read a file before changing it; write and edit check the revision you saw.');

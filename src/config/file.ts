@@ -2,7 +2,8 @@
 // whose file it is, and turn its policy part into a layer. Relative paths in the user config are
 // relative to its directory; in the project config (./.conch/config.json) to the project root,
 // the directory holding .conch, which is where people think of them from.
-import { isAbsolute, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
 import type { Static } from 'typebox';
 import type { CommandLayer, CommandRule } from './command-layer.ts';
 import type { PathRule, PolicyLayer } from './layers.ts';
@@ -131,8 +132,13 @@ function checkFile({ kind, file, value }: ConfigFile): void {
 }
 
 /** A string that is an absolute path names a root; anything else is a workspace-relative glob. */
-function pathRules(entries: string[] | undefined, rule: (i: number) => string): PathRule[] {
-  return (entries ?? []).map((e, i) => (isAbsolute(e) ? { rule: rule(i), root: e } : { rule: rule(i), glob: e }));
+function pathRules(entries: string[] | undefined, rule: (i: number) => string, home: string = homedir()): PathRule[] {
+  // ~/… is the home directory, as in the built-in secret locations (read.deny adds to those).
+  return (entries ?? []).map((e, i) =>
+    e === '~' || e.startsWith('~/') ? { rule: rule(i), root: join(home, e.slice(1)) }
+    : isAbsolute(e) ? { rule: rule(i), root: e }
+    : { rule: rule(i), glob: e },
+  );
 }
 
 export function commandLayer(source: string, idPrefix: string, commands: NonNullable<NonNullable<ConfigFileValue['shell']>['commands']>): CommandLayer {
@@ -147,7 +153,7 @@ export function commandLayer(source: string, idPrefix: string, commands: NonNull
   return { source, idPrefix, default: commands.default, allow: rules('allow'), deny: rules('deny'), ask: rules('ask') };
 }
 
-export function fileLayer({ kind, file, base, value }: ConfigFile): PolicyLayer {
+export function fileLayer({ kind, file, base, value }: ConfigFile, home: string = homedir()): PolicyLayer {
   const source = `${kind} config ${file}`;
   const id = (key: string) => `${kind}:${key}`;
   const w = value.write;
@@ -166,7 +172,7 @@ export function fileLayer({ kind, file, base, value }: ConfigFile): PolicyLayer 
       ...pathRules(s?.protected, (i) => id(`sandbox.protected[${i}]`)),
     ],
     readRoots: value.read?.roots?.map((r, i) => ({ root: resolve(base, r), rule: id(`read.roots[${i}]`) })),
-    readDeny: pathRules(value.read?.deny, (i) => id(`read.deny[${i}]`)),
+    readDeny: pathRules(value.read?.deny, (i) => id(`read.deny[${i}]`), home),
     denySecretFiles: value.read?.denySecretFiles,
     network: value.network,
     profile: s?.profile,

@@ -20,6 +20,7 @@ import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { canonical, inside, mergePolicy, type PolicyLayer } from './layers.ts';
 import { homeGuard } from './home.ts';
 import { withModelOptions } from './model-options.ts';
+import { secretPolicy } from './secrets.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
 import type { ShellRules } from './command-layer.ts';
 import { type CliFlags, type Config } from './types.ts';
@@ -246,7 +247,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     : [];
   const provider = resolved && withModelOptions(resolved, files, flags);
 
-  const layers = [...files.map(fileLayer), ...(policyLayer ? [policyLayer] : []), flagsLayer];
+  const layers = [...files.map((f) => fileLayer(f, home)), ...(policyLayer ? [policyLayer] : []), flagsLayer];
   const policy = mergePolicy(layers, cwd);
   // conch's own config and plugin cache hold code conch runs unsandboxed at the next start: when the
   // workspace contains them (conch run from $HOME), nothing in the run may write them.
@@ -270,6 +271,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     }
     warnings.push(homeRun.warning);
   }
+  policy.workspace.secrets = secretPolicy(files, configDir, home, cwd, warnings);
   // Command rules need to know where commands can swap a directory for a link (command-rules.ts).
   const shellRules: ShellRules | null = policy.shellRules && { layers: policy.shellRules, mutableRoots: [cwd, ...policy.sandbox.writableRoots, '/tmp'] };
   return {

@@ -94,7 +94,10 @@ export const ConfigFileSchema = Type.Object(
     ),
     write: Type.Optional(Type.Object({ writableRoots: Type.Optional(Names), protected: Type.Optional(Names) }, closed)),
     read: Type.Optional(
-      Type.Object({ roots: Type.Optional(Names), deny: Type.Optional(Names), denySecretFiles: Type.Optional(Bool) }, closed),
+      Type.Object(
+        { roots: Type.Optional(Names), deny: Type.Optional(Names), denySecretFiles: Type.Optional(Bool), allowSecret: Type.Optional(Names) },
+        closed,
+      ),
     ),
     tools: Type.Optional(Type.Object({ allow: Type.Optional(Names), deny: Type.Optional(Names) }, closed)),
     plugins: Type.Optional(

@@ -4,6 +4,7 @@
 import type { Limits } from '../core/limits.ts';
 import type { ProviderConfig } from './provider-config.ts';
 import type { SandboxSettings } from '../sandbox/index.ts';
+import type { SecretLocation } from '../workspace/secrets.ts';
 
 /** Flags as the CLI parsed them; every field optional. Names match the long flags. */
 export interface PathDenial {
@@ -92,6 +93,8 @@ export interface Config {
     readRoots: string[] | null;
     readDeny: string[];
     denySecretFiles: boolean;
+    /** Credential locations in force (built-in list minus read.allowSecret); absent: none. */
+    secrets?: SecretLocation[];
   };
   tools: ToolsPolicy;
   plugins: PluginSettings;

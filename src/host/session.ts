@@ -58,6 +58,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     readRoots: config.workspace.readRoots ?? undefined,
     readDeny: config.workspace.readDeny,
     denySecretFiles: config.workspace.denySecretFiles,
+    secrets: config.workspace.secrets,
     denied: config.policy.denied,
   });
   const runDir = await openRunDir();
@@ -75,6 +76,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     guard: options.guard,
     tmpDir: runDir.tmpDir,
     logDir: runDir.logDir,
+    secrets: config.workspace.secrets,
   });
   // Started now, so the servers come up while plugins load and the prompt is assembled.
   const mcp = await startMcp(config, options.mcpServers, {

@@ -16,6 +16,8 @@ import {
 } from '../sandbox/index.ts';
 import type { Limits } from '../core/limits.ts';
 import { cleanEnv, runProcess } from '../process/spawn.ts';
+import { secretNotes } from './secret-notes.ts';
+import type { SecretLocation } from '../workspace/secrets.ts';
 
 export interface ExecOptions {
   /** Workspace-relative or absolute; must resolve inside the workspace unless unrestricted. */
@@ -46,6 +48,8 @@ export interface ExecResult {
   cleanupError?: string;
   /** Set when policy or the sandbox refused to run the command at all. */
   denied?: { rule: string; message: string };
+  /** Policy facts the model should know about this command (a hidden secret it named …), one line each. */
+  notes?: string[];
   durationMs: number;
 }
 
@@ -75,6 +79,8 @@ export interface ExecutorSettings {
   placeholders?: PlaceholderScope;
   /** Builds the sandboxed command; prepareSandboxed unless a host or test substitutes its own. */
   prepare?: (request: SandboxRequest) => Promise<PreparedCommand>;
+  /** Credential locations hidden from commands; a command that names one is told so (secretNotes). */
+  secrets?: SecretLocation[];
 }
 
 export type Executor = (command: string, options: ExecOptions & { signal: AbortSignal }) => Promise<ExecResult>;
@@ -161,7 +167,8 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       // Host-side preparation left behind (a placeholder file) is a cleanup failure like a stray process.
       result.cleanupError = result.cleanupError ? `${result.cleanupError}; ${releaseError}` : releaseError;
     }
-    return { ...result, durationMs: Math.round(performance.now() - started) };
+    const notes = settings.unrestricted ? [] : secretNotes(command, settings.secrets ?? []);
+    return { ...result, ...(notes.length ? { notes } : {}), durationMs: Math.round(performance.now() - started) };
   };
 }
 

@@ -6,6 +6,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { PolicyError } from '../core/errors.ts';
+import { secretFor, type SecretLocation } from './secrets.ts';
 
 export interface WorkspaceAccess {
   /** Canonical workspace root. */
@@ -37,6 +38,8 @@ export interface WorkspaceOptions {
   denySecretFiles?: boolean;
   /** Paths a policy denied, by rule id. Enforced even under --unrestricted: that flag never re-opens them. */
   denied?: { mode: 'read' | 'write'; rule: string; root?: string; glob?: string }[];
+  /** Credential locations the read tool refuses (workspace/secrets.ts); also held under --unrestricted. */
+  secrets?: SecretLocation[];
 }
 
 export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env.*', 'HEAD'];
@@ -204,6 +207,15 @@ export class Workspace implements WorkspaceAccess {
     if (this.readRoots && !this.readRoots.some((r) => isInside(canonical, r))) {
       const roots = this.readRoots.map((r) => this.display(r)).join(', ');
       throw new PolicyError('read.roots', `'${this.display(canonical)}' is outside the configured read roots (${roots}); reading it is not allowed.`);
+    }
+    const secret = secretFor(this.options.secrets ?? [], [canonical, lexical]);
+    if (secret) {
+      throw new PolicyError(
+        `read.secret:${secret.name}`,
+        `'${this.display(canonical)}' is hidden by policy: it is a credential location (built-in rule read.secret:${secret.name}, ${secret.path}), ` +
+          `unreadable to the read tool and shown empty to shell commands. Do not try to read it another way; only the user can lift this ` +
+          `(read.allowSecret: ["${secret.name}"] in their user config).`,
+      );
     }
     if (this.readDenyRules.length === 0) return;
     const candidates = new Set([canonical, lexical, given]);

@@ -1,21 +1,22 @@
 // The read policy, translated for the shell sandbox. The read tool checks every path it is given;
 // a sandboxed command gets the same policy as far as mounts can express it without scanning the
 // workspace: denied roots, and the workspace's top-level entries that a read-deny glob matches, are
-// hidden (empty) inside the sandbox. Deeper glob matches are not hidden for commands (documented).
+// hidden (empty) inside the sandbox, and so are the credential locations (secrets.ts). Deeper glob matches are not hidden for commands (documented).
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
 import { SECRET_FILE_GLOBS } from './paths.ts';
+import { secretPathsToHide, type SecretLocation } from './secrets.ts';
 
 /** The parts of the run's Config this reads (a Config is one); the workspace sits below config. */
 export interface ReadPolicy {
   policy: { denied?: { mode: 'read' | 'write'; root?: string }[] };
   sessions: { dir: string };
-  workspace: { readDeny: string[]; denySecretFiles?: boolean };
+  workspace: { readDeny: string[]; denySecretFiles?: boolean; secrets?: SecretLocation[] };
 }
 
 export async function hiddenForCommands(config: ReadPolicy, workspaceRoot: string): Promise<string[]> {
-  const hidden = new Set<string>();
+  const hidden = new Set<string>(secretPathsToHide(config.workspace.secrets ?? []));
   for (const d of config.policy.denied ?? []) if (d.mode === 'read' && d.root) hidden.add(d.root);
   // The session store is the user's conversations: no command reads or rewrites it, wherever it is.
   hidden.add(config.sessions.dir);

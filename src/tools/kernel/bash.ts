@@ -121,8 +121,9 @@ function present(result: ExecResult, ctx: ToolContext, timeoutMs: number): ToolR
     parts.push(`tool_cleanup: ${result.cleanupError}`);
   }
   const body = result.output === '' ? '(no output)\n' : result.output.endsWith('\n') ? result.output : `${result.output}\n`;
+  const notes = (result.notes ?? []).map((n) => `[${n}]\n`).join('');
   return {
-    content: [{ type: 'text', text: `${body}[${parts.join('; ')}]` }],
+    content: [{ type: 'text', text: `${body}${notes}[${parts.join('; ')}]` }],
     isError: result.timedOut || result.cancelled || result.cleanupError !== undefined,
     details,
   };
