@@ -132,6 +132,8 @@ export interface BwrapCommand {
   disableUserns: boolean;
   /** The child's fd number carrying the seccomp program. */
   seccompFd: number;
+  /** Variables set inside (the toolchain cache's), over the command's environment. */
+  env?: Record<string, string>;
   cwd: string;
   command: string[];
 }
@@ -143,6 +145,7 @@ export function buildBwrapArgv(spec: BwrapCommand): string[] {
     '--seccomp',
     String(spec.seccompFd),
     ...mountArgs(spec.mounts),
+    ...Object.entries(spec.env ?? {}).flatMap(([name, value]) => ['--setenv', name, value]),
     '--chdir',
     spec.cwd,
     '--',
@@ -150,10 +153,18 @@ export function buildBwrapArgv(spec: BwrapCommand): string[] {
   ];
 }
 
-export type ProbeFailure = 'userns' | 'proc' | 'other';
+export type ProbeFailure = 'apparmor' | 'userns' | 'proc' | 'other';
 
-/** Classify bwrap's complaint when the minimal sandbox did not start. */
-export function classifyProbeFailure(stderr: string): ProbeFailure {
+export const APPARMOR_USERNS_SYSCTL = '/proc/sys/kernel/apparmor_restrict_unprivileged_userns';
+
+/**
+ * Classify bwrap's complaint when the minimal sandbox did not start. appArmorRestricted: the
+ * sysctl above reads 1 (Ubuntu 23.10+). Then the kernel hands bwrap a user namespace without
+ * capabilities, so whichever privileged step comes first fails (uid map, loopback, /proc): any
+ * permission error is that restriction.
+ */
+export function classifyProbeFailure(stderr: string, appArmorRestricted = false): ProbeFailure {
+  if (appArmorRestricted && /Permission denied|Operation not permitted|namespace|uid map|RTM_NEWADDR/i.test(stderr)) return 'apparmor';
   if (/\bproc\b/i.test(stderr) && /mount/i.test(stderr)) return 'proc';
   if (/namespace|uid map|gid map|setgroups|unprivileged_userns|No permissions to creat/i.test(stderr)) return 'userns';
   return 'other';
@@ -163,6 +174,17 @@ export function probeFailureStatus(kind: ProbeFailure, bwrap: string, stderr: st
   const said = stderr.trim().split('\n').slice(-3).join(' ').trim() || '(no message)';
   const optOut = 'or pass --unrestricted to run commands without a sandbox, deliberately';
   switch (kind) {
+    case 'apparmor':
+      return {
+        detail:
+          `bubblewrap (${bwrap}) is installed but this kernel restricts unprivileged user namespaces through AppArmor ` +
+          `(kernel.apparmor_restrict_unprivileged_userns = 1, the default on Ubuntu 23.10+), so bwrap gets a namespace without the rights to set it up: ${said}`,
+        fix:
+          `Give bwrap an AppArmor profile that allows user namespaces (as root): ` +
+          `\`printf 'abi <abi/4.0>,\\ninclude <tunables/global>\\nprofile bwrap ${bwrap} flags=(unconfined) {\\n  userns,\\n  include if exists <local/bwrap>\\n}\\n' > /etc/apparmor.d/bwrap && apparmor_parser -r /etc/apparmor.d/bwrap\`; ` +
+          `or lift the restriction for every program: \`sysctl -w kernel.apparmor_restrict_unprivileged_userns=0\` ` +
+          `(persist it with \`echo kernel.apparmor_restrict_unprivileged_userns=0 > /etc/sysctl.d/60-bwrap-userns.conf\`); ${optOut}.`,
+      };
     case 'userns':
       return {
         detail: `bubblewrap (${bwrap}) is installed but cannot create a user namespace here: ${said}`,

@@ -1,8 +1,8 @@
 // Does the platform sandbox work here? Answered by running a real minimal sandbox with the same
 // namespace flags and seccomp filter every command gets — a version check would pass in containers
 // that install bwrap but deny user namespaces. Run once per process (per PATH) and cached.
-import { existsSync } from 'node:fs';
-import { classifyProbeFailure, namespaceArgs, notInstalledStatus, probeFailureStatus } from './bwrap.ts';
+import { existsSync, readFileSync } from 'node:fs';
+import { APPARMOR_USERNS_SYSCTL, classifyProbeFailure, namespaceArgs, notInstalledStatus, probeFailureStatus } from './bwrap.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
 import { hostSeccompArch } from './seccomp.ts';
 import { SANDBOX_EXEC } from './seatbelt.ts';
@@ -115,7 +115,7 @@ async function probeLinux(PATH: string): Promise<ProbeResult> {
   }
   const stderr = outcome.code === null ? `${outcome.stderr}\n(killed after ${PROBE_TIMEOUT_MS} ms)` : outcome.stderr;
   return {
-    status: { ok: false, backend: 'bwrap', ...probeFailureStatus(classifyProbeFailure(stderr), bwrap, stderr) },
+    status: { ok: false, backend: 'bwrap', ...probeFailureStatus(classifyProbeFailure(stderr, appArmorRestricted()), bwrap, stderr) },
     disableUserns,
   };
 }
@@ -157,4 +157,12 @@ async function probeNone(): Promise<ProbeResult> {
     },
     disableUserns: false,
   };
+}
+
+function appArmorRestricted(): boolean {
+  try {
+    return readFileSync(APPARMOR_USERNS_SYSCTL, 'utf8').trim() === '1';
+  } catch {
+    return false; // no such sysctl: not an AppArmor-restricting kernel
+  }
 }

@@ -187,6 +187,20 @@ describe('probe failure messages', () => {
     expect(status.fix).toContain('--unrestricted');
   });
 
+  test('AppArmor-restricted user namespaces (Ubuntu 23.10+): recognised, with the exact profile and sysctl fix', () => {
+    for (const stderr of ['bwrap: setting up uid map: Permission denied', 'bwrap: loopback: Failed RTM_NEWADDR: Operation not permitted']) {
+      expect(classifyProbeFailure(stderr, true)).toBe('apparmor');
+      expect(classifyProbeFailure(stderr, false)).not.toBe('apparmor');
+    }
+    const status = probeFailureStatus('apparmor', '/usr/bin/bwrap', 'bwrap: setting up uid map: Permission denied');
+    expect(status.detail).toContain('kernel.apparmor_restrict_unprivileged_userns = 1');
+    expect(status.fix).toContain('profile bwrap /usr/bin/bwrap flags=(unconfined)');
+    expect(status.fix).toContain('userns,');
+    expect(status.fix).toContain('apparmor_parser -r /etc/apparmor.d/bwrap');
+    expect(status.fix).toContain('sysctl -w kernel.apparmor_restrict_unprivileged_userns=0');
+    expect(status.fix).toContain('--unrestricted');
+  });
+
   test('/proc mount refused (containers)', () => {
     const stderr = 'bwrap: Can\'t mount proc on /newroot/proc: Operation not permitted';
     expect(classifyProbeFailure(stderr)).toBe('proc');
