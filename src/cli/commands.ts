@@ -72,6 +72,7 @@ export async function sandboxCommand(action: string | undefined, command: string
       protectedGlobs: config.sandbox.protectedGlobs,
       hidden: await hiddenForCommands(config, await realpath(process.cwd())),
       taskEnv: config.env,
+      ...(config.sandbox.cacheDir ? { cacheDir: config.sandbox.cacheDir } : {}),
     });
   }
   return usage("conch sandbox check | conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…");

@@ -50,6 +50,8 @@ export interface SandboxRunOptions {
   hidden?: string[];
   /** CONCH_TASK_* variables, as the bash tool passes them. */
   taskEnv?: Record<string, string>;
+  /** The per-user toolchain cache, as the bash tool gets it. */
+  cacheDir?: string;
   /** Diagnostics (default: stderr). */
   err?: Out;
 }
@@ -91,6 +93,7 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
         writableRoots: opts.writableRoots ?? [],
         protectedGlobs: opts.protectedGlobs ?? [],
         ...(opts.hidden ? { hidden: opts.hidden } : {}),
+        ...(opts.cacheDir ? { cacheDir: opts.cacheDir } : {}),
         command: argv.join(' '),
         argv,
         cwd: workspace,

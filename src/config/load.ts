@@ -271,6 +271,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     }
     warnings.push(homeRun.warning);
   }
+  policy.sandbox.cacheDir = join(cacheHome(env, home), 'conch', 'sandbox');
   policy.workspace.secrets = secretPolicy(files, configDir, home, cwd, warnings);
   // Command rules need to know where commands can swap a directory for a link (command-rules.ts).
   const shellRules: ShellRules | null = policy.shellRules && { layers: policy.shellRules, mutableRoots: [cwd, ...policy.sandbox.writableRoots, '/tmp'] };

@@ -5,6 +5,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
+import { prepareCache } from './caches.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { PlaceholderScope } from './placeholders.ts';
 import { probe, type ProbeOptions, type SandboxStatus } from './probe.ts';
@@ -31,6 +32,11 @@ export interface SandboxSettings {
    * writable root) stays visible. Seatbelt (macOS) denies reading the contents of these paths.
    */
   hidden?: string[];
+  /**
+   * The per-user toolchain cache (caches.ts): writable inside, with npm_config_cache, CARGO_HOME …
+   * pointing into it. Absent, or under the read-only profile: no cache, nothing set.
+   */
+  cacheDir?: string;
 }
 
 export interface SandboxRequest extends SandboxSettings {
@@ -139,6 +145,8 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const command =
     request.argv && request.argv.length > 0 ? ['/bin/sh', '-c', 'exec "$@"', 'sh', ...request.argv] : ['/bin/sh', '-c', request.command];
   const protectedPatterns = patterns(request.protectedGlobs);
+  const cacheEnv = request.cacheDir && request.profile !== 'read-only' ? prepareCache(request.cacheDir) : {};
+  const cacheRoots = request.cacheDir && request.profile !== 'read-only' ? [directory(request.cacheDir, 'sandbox cache', 'remove it; conch makes it again')] : [];
 
   if (!bwrap) {
     // macOS: Seatbelt matches protected names by rule, so there is nothing to prepare on disk.
@@ -146,12 +154,13 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
       profile,
       workspace,
       tmpDir,
-      writableRoots,
+      writableRoots: [...writableRoots, ...cacheRoots],
       protected: protectedPatterns,
       hidden: canonicalHidden(request.hidden ?? []),
       network: request.network,
     });
-    return { argv: seatbeltArgv(text, command), extraFds: [], release: async () => {} };
+    const withEnv = Object.keys(cacheEnv).length ? ['/usr/bin/env', ...Object.entries(cacheEnv).map(([k, v]) => `${k}=${v}`), ...command] : command;
+    return { argv: seatbeltArgv(text, withEnv), extraFds: [], release: async () => {} };
   }
 
   const plan = planProtected(workspace, protectedPatterns);
@@ -165,7 +174,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     }
   }
 
-  const visible = baseMounts(profile, { workspace, tmpDir, writableRoots });
+  const visible = [...baseMounts(profile, { workspace, tmpDir, writableRoots }), ...cacheRoots.map((path) => ({ type: 'bind' as const, path, rank: 0 }))];
   // Hidden paths count as planned mounts: a protected path inside one needs no mount of its own.
   const base = [...visible, ...hiddenMounts(request.hidden ?? [], visible)];
   const protectedType = protectedMountType(profile);
@@ -196,6 +205,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
       network: request.network,
       disableUserns,
       seccompFd: 3,
+      env: cacheEnv,
       cwd,
       command,
     });

@@ -110,11 +110,14 @@ function firstError(check: { Errors(value: unknown): Iterable<unknown> }, value:
   return 'invalid';
 }
 
-/** Profile names available in sandbox-profiles/ (every *.json except protected.json). */
+/** The policy data files in sandbox-profiles/ that are not profiles. */
+const DATA_FILES = new Set(['protected', 'secrets', 'caches', 'network']);
+
+/** Profile names available in sandbox-profiles/ (every *.json except the data files above). */
 export function listProfiles(dir: string = PROFILES_DIR): string[] {
   try {
     return readdirSync(dir)
-      .filter((name) => name.endsWith('.json') && name !== 'protected.json')
+      .filter((name) => name.endsWith('.json') && !DATA_FILES.has(name.slice(0, -'.json'.length)))
       .map((name) => name.slice(0, -'.json'.length))
       .sort();
   } catch {
@@ -128,7 +131,7 @@ export function loadProfile(name: string, dir: string = PROFILES_DIR): SandboxPr
   const key = `${dir}\0${name}`;
   const cached = profileCache.get(key);
   if (cached) return cached;
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name) || name === 'protected') {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name) || DATA_FILES.has(name)) {
     throw new SandboxProfileError(`unknown sandbox profile "${name}"; available: ${listProfiles(dir).join(', ')}.`);
   }
   const file = join(dir, `${name}.json`);

@@ -54,7 +54,8 @@ describe('files and defaults', () => {
     expect(c.files).toEqual([]);
     expect(c.configDir).toBe(join(xdg, 'conch'));
     expect(c.limits).toEqual(DEFAULT_LIMITS);
-    expect(c.sandbox).toEqual({ profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [] });
+    // Issue 14: the toolchain cache is part of the default sandbox.
+    expect(c.sandbox).toEqual({ profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [], cacheDir: join(home, '.cache', 'conch', 'sandbox') });
     expect(c.tools).toEqual({ only: null, denied: [], shell: true, filesystem: true, readOnly: false });
     expect(c.shellRules).toBeNull();
     expect(c.unrestricted).toBe(false);

@@ -1,0 +1,48 @@
+// The toolchain cache a sandboxed command may write (sandbox-profiles/caches.json, data): one
+// directory per user, kept across runs, outside any workspace, with the toolchains' standard
+// variables pointing into it. Made on first use, mode 0700, and checked to be this user's own
+// directory (not a link someone planted), since the sandbox mounts it writable.
+import { lstatSync, mkdirSync, readFileSync } from 'node:fs';
+import { isAbsolute, join } from 'node:path';
+import { PROFILES_DIR, SandboxProfileError } from './profiles.ts';
+
+export const CACHES_FILE = join(PROFILES_DIR, 'caches.json');
+
+let variables: Record<string, string> | null = null;
+
+/** Variable → subdirectory, from caches.json (validated once per process). */
+export function cacheVariables(): Record<string, string> {
+  if (variables) return variables;
+  let value: { env?: unknown };
+  try {
+    value = JSON.parse(readFileSync(CACHES_FILE, 'utf8'));
+  } catch (error) {
+    throw new SandboxProfileError(`cannot read ${CACHES_FILE}: ${(error as Error).message}; restore it from the conch distribution.`);
+  }
+  const env = value.env as Record<string, unknown> | undefined;
+  const ok =
+    env !== undefined &&
+    typeof env === 'object' &&
+    Object.entries(env).every(([k, v]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && typeof v === 'string' && /^[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/.test(v) && !v.split('/').includes('..'));
+  if (!ok) throw new SandboxProfileError(`${CACHES_FILE} is malformed: expected { "env": { "VARIABLE": "sub/dir", … } }; restore it from the conch distribution.`);
+  return (variables = env as Record<string, string>);
+}
+
+const ready = new Set<string>();
+
+/** Make (once per process) and check the cache directory and its subdirectories; returns the variables. */
+export function prepareCache(dir: string): Record<string, string> {
+  if (!isAbsolute(dir)) throw new SandboxProfileError(`the sandbox cache directory "${dir}" must be absolute.`);
+  const vars = cacheVariables();
+  if (!ready.has(dir)) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const info = lstatSync(dir);
+    const uid = process.getuid?.() ?? info.uid;
+    if (!info.isDirectory() || info.uid !== uid) {
+      throw new SandboxProfileError(`the sandbox cache ${dir} is not a directory of your own; remove it (conch makes it again).`);
+    }
+    for (const sub of new Set(Object.values(vars))) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
+    ready.add(dir);
+  }
+  return Object.fromEntries(Object.entries(vars).map(([name, sub]) => [name, join(dir, sub)]));
+}
