@@ -11,6 +11,8 @@ export interface PromptFacts {
   tools: string[];
   unrestricted: boolean;
   network: boolean;
+  /** The network allowlist, when the network is limited to it. */
+  netAllow?: string[];
   readOnly: boolean;
   /** AGENTS.md texts, in order of precedence (user-wide first, then the workspace's). */
   guidance: { label: string; text: string }[];
@@ -28,7 +30,8 @@ export function systemPrompt(facts: PromptFacts): string {
     lines.push('Policy: unrestricted. The user disabled the workspace checks and the process sandbox; act with care.');
   } else {
     const writes = facts.readOnly ? 'The workspace is read-only.' : 'Writes are allowed inside the workspace only; .git, .conch and .env files are read-only.';
-    const shell = facts.tools.includes('bash') ? ` Shell commands run in a sandbox with network ${facts.network ? 'on' : 'off'}.` : '';
+    const net = !facts.network ? 'off' : facts.netAllow ? `limited to ${facts.netAllow.join(', ') || 'no host'} (through the HTTP(S) proxy set in the environment; other hosts get 403)` : 'on';
+    const shell = facts.tools.includes('bash') ? ` Shell commands run in a sandbox with network ${net}.` : '';
     lines.push(`Policy: restricted. ${writes}${shell}`);
     lines.push('A tool error that names a rule is a policy decision made by the user: adapt instead of retrying the same action.');
     lines.push('Credential locations (~/.ssh keys, ~/.aws, ~/.netrc, ~/.npmrc, ~/.config/gh, keyrings, browser profiles …) are hidden by policy: the read tool refuses them and shell commands see them empty.');

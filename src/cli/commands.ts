@@ -73,6 +73,7 @@ export async function sandboxCommand(action: string | undefined, command: string
       hidden: await hiddenForCommands(config, await realpath(process.cwd())),
       taskEnv: config.env,
       ...(config.sandbox.cacheDir ? { cacheDir: config.sandbox.cacheDir } : {}),
+      ...(config.sandbox.netAllow ? { netAllow: config.sandbox.netAllow } : {}),
     });
   }
   return usage("conch sandbox check | conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…");

@@ -1,6 +1,8 @@
 // `conch sandbox check` and `conch sandbox run`: how people see and debug the sandbox policy.
 // `run` uses prepareSandboxed with the same profile, network setting, temp dir layout and clean
 // environment as the bash tool, so what works (or is refused) here is what a command gets in a run.
+import { parseAllowList } from '../sandbox/net-rules.ts';
+import { startProxy, type NetworkProxy } from '../sandbox/proxy.ts';
 import { constants } from 'node:os';
 import { mkdtemp, realpath, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -50,6 +52,8 @@ export interface SandboxRunOptions {
   hidden?: string[];
   /** CONCH_TASK_* variables, as the bash tool passes them. */
   taskEnv?: Record<string, string>;
+  /** The network allowlist (config, --allow-net), as the bash tool gets it: a proxy runs for the command. */
+  netAllow?: string[];
   /** The per-user toolchain cache, as the bash tool gets it. */
   cacheDir?: string;
   /** Diagnostics (default: stderr). */
@@ -84,7 +88,11 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
   for (const signal of FORWARDED) process.on(signal, onSignal);
   const signalled = () => 128 + (received ? (constants.signals[received] ?? 0) : 0);
   const tmpDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  // The proxy's socket goes in a directory of its own: tmpDir is the sandbox's /tmp.
+  const proxyDir = opts.network && opts.netAllow ? await mkdtemp(join(tmpdir(), 'conch-net-')) : null;
+  let proxy: NetworkProxy | null = null;
   try {
+    if (proxyDir) proxy = await startProxy({ allow: parseAllowList(opts.netAllow!, () => '--allow-net'), dir: proxyDir, source: '--allow-net / sandbox.network.allow' });
     let prepared;
     try {
       prepared = await prepareSandboxed({
@@ -94,6 +102,8 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
         protectedGlobs: opts.protectedGlobs ?? [],
         ...(opts.hidden ? { hidden: opts.hidden } : {}),
         ...(opts.cacheDir ? { cacheDir: opts.cacheDir } : {}),
+        ...(opts.netAllow ? { netAllow: opts.netAllow } : {}),
+        ...(proxy ? { proxy } : {}),
         command: argv.join(' '),
         argv,
         cwd: workspace,
@@ -118,8 +128,9 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
       const running = Bun.spawn(prepared.argv, {
         cwd: workspace,
         env: cleanEnv(process.env, opts.taskEnv ?? {}, { tmpDir }),
-        stdio: ['inherit', 'inherit', 'inherit', ...prepared.extraFds],
+        stdio: ['inherit', 'inherit', 'inherit', ...prepared.extraFds, ...(prepared.channel ? ['pipe' as const] : [])],
       });
+      prepared.channel?.((running.stdio as unknown[])[3 + prepared.extraFds.length] as number);
       child = running;
       const code = await running.exited;
       if (running.signalCode) return 128 + (constants.signals[running.signalCode as NodeJS.Signals] ?? 0);
@@ -130,8 +141,11 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
       const orphans = sweepOrphans();
       for (let i = 0; i < 100 && orphans.some(processAlive); i++) await Bun.sleep(5);
       await prepared.release();
+      for (const d of proxy?.denials ?? []) err.write(`conch: ${d.message}\n`);
     }
   } finally {
+    await proxy?.close();
+    if (proxyDir) await rm(proxyDir, { recursive: true, force: true });
     await rm(tmpDir, { recursive: true, force: true });
     for (const signal of FORWARDED) process.off(signal, onSignal);
   }

@@ -174,7 +174,8 @@ export function fileLayer({ kind, file, base, value }: ConfigFile, home: string 
     readRoots: value.read?.roots?.map((r, i) => ({ root: resolve(base, r), rule: id(`read.roots[${i}]`) })),
     readDeny: pathRules(value.read?.deny, (i) => id(`read.deny[${i}]`), home),
     denySecretFiles: value.read?.denySecretFiles,
-    network: value.network,
+    network: value.network === false || s?.network === 'off' ? false : value.network,
+    ...(typeof s?.network === 'object' ? { netAllow: s.network.allow } : {}),
     profile: s?.profile,
   };
 }

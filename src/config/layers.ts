@@ -37,6 +37,8 @@ export interface PolicyLayer {
   readDeny: PathRule[];
   denySecretFiles?: boolean;
   network?: boolean;
+  /** The network allowlist this layer states (entries as written; presets expanded later). */
+  netAllow?: string[];
   profile?: SandboxProfileName;
   filesystem?: boolean;
   readOnly?: boolean;
@@ -86,6 +88,9 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
   const tools: ToolsPolicy = { only: null, denied: [], shell: true, filesystem: true, readOnly: false };
   let profile: SandboxProfileName = 'workspace-write';
   let network = true;
+  // Your user config and flags grant hosts (their union); a project config or policy file narrows.
+  let netGrant: string[] | null = null;
+  const netNarrow: string[][] = [];
   let denySecretFiles = false;
   const protectedGlobs: string[] = [];
   const readDeny: string[] = [];
@@ -106,6 +111,10 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
     if (layer.readOnly) tools.readOnly = true;
     if (layer.commands) shellRules.push(layer.commands);
     if (layer.network === false) network = false;
+    if (layer.netAllow) {
+      if (layer.kind === 'user' || layer.kind === 'flags') netGrant = [...(netGrant ?? []), ...layer.netAllow];
+      else netNarrow.push(layer.netAllow);
+    }
     if (layer.profile === 'read-only') profile = 'read-only';
     if (layer.denySecretFiles) denySecretFiles = true;
 
@@ -181,9 +190,11 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
   if (tools.readOnly) profile = 'read-only';
 
   const unique = (xs: string[]) => [...new Set(xs)];
+  let netAllow = netGrant;
+  for (const list of netNarrow) netAllow = netAllow === null ? [...list] : netAllow.filter((e) => list.includes(e));
   return {
     tools,
-    sandbox: { profile, network, writableRoots, protectedGlobs: unique(protectedGlobs) },
+    sandbox: { profile, network, writableRoots, protectedGlobs: unique(protectedGlobs), ...(netAllow ? { netAllow: unique(netAllow) } : {}) },
     workspace: { protectedGlobs: unique(protectedGlobs), writableRoots, readRoots, readDeny: unique(readDeny), denySecretFiles },
     shellRules: shellRules.length ? shellRules : null,
     denied,

@@ -21,6 +21,7 @@ import { canonical, inside, mergePolicy, type PolicyLayer } from './layers.ts';
 import { homeGuard } from './home.ts';
 import { withModelOptions } from './model-options.ts';
 import { secretPolicy } from './secrets.ts';
+import { checkNetAllow } from './network.ts';
 import { builtinProviders, DEFAULT_RETRY, type ModelChoice, type ProviderEntry, resolveProvider } from './model.ts';
 import type { ShellRules } from './command-layer.ts';
 import { type CliFlags, type Config } from './types.ts';
@@ -94,6 +95,7 @@ function flagLayer(flags: CliFlags, cwd: string): PolicyLayer {
     filesystem: flags.filesystem === false ? false : undefined,
     readOnly: flags.readOnly === true ? true : undefined,
     network: flags.network === false ? false : undefined,
+    ...(flags.allowNet?.length ? { netAllow: flags.allowNet } : {}),
     profile,
     writableRoots: flags.allowWrite?.length ? flags.allowWrite.map((r) => resolve(cwd, r)) : undefined,
     writeDeny: [],
@@ -249,6 +251,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
 
   const layers = [...files.map((f) => fileLayer(f, home)), ...(policyLayer ? [policyLayer] : []), flagsLayer];
   const policy = mergePolicy(layers, cwd);
+  checkNetAllow(files, flags.allowNet);
   // conch's own config and plugin cache hold code conch runs unsandboxed at the next start: when the
   // workspace contains them (conch run from $HOME), nothing in the run may write them.
   // The session store holds the user's conversations: when the workspace contains it, the tools may

@@ -90,7 +90,19 @@ export const ConfigFileSchema = Type.Object(
     ),
     network: Type.Optional(Bool),
     sandbox: Type.Optional(
-      Type.Object({ profile: Type.Optional(ProfileSchema), writableRoots: Type.Optional(Names), protected: Type.Optional(Names) }, closed),
+      Type.Object(
+        {
+          profile: Type.Optional(ProfileSchema),
+          writableRoots: Type.Optional(Names),
+          protected: Type.Optional(Names),
+          network: Type.Optional(
+            Type.Union([Type.Literal('on'), Type.Literal('off'), Type.Object({ allow: Names }, closed)], {
+              description: '"on", "off" or { "allow": ["registry.npmjs.org", "*.example.org", "@npm", …] }',
+            }),
+          ),
+        },
+        closed,
+      ),
     ),
     write: Type.Optional(Type.Object({ writableRoots: Type.Optional(Names), protected: Type.Optional(Names) }, closed)),
     read: Type.Optional(

@@ -34,6 +34,7 @@ export interface CliFlags {
   policy?: string;
   env?: string[]; // --env NAME=VALUE (CONCH_TASK_* only)
   allowWrite?: string[]; // --allow-write DIR (extra writable root)
+  allowNet?: string[]; // --allow-net HOST[:PORT] (repeatable): the network allowlist
   profile?: string; // sandbox profile
   limit?: string[]; // --limit NAME=VALUE (repeatable), any limit in src/core/limits.ts
   stopOnDeny?: boolean; // --stop-on-deny: a policy denial ends the run as policy_denied

@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { removeAtExit } from '../process/exit-cleanup.ts';
 
 export interface RunDir {
+  /** Private (0700): the network proxy's socket lives here, outside the sandbox's reach. */
+  root: string;
   tmpDir: string;
   logDir: string;
   remove(): Promise<void>;
@@ -18,6 +20,7 @@ export async function openRunDir(): Promise<RunDir> {
   const tmpDir = join(root, 'tmp');
   await mkdir(tmpDir, { mode: 0o700 });
   return {
+    root,
     tmpDir,
     logDir: join(root, 'logs'),
     async remove() {

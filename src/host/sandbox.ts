@@ -21,6 +21,8 @@ export async function sessionSandbox(config: Config, workspaceRoot: string): Pro
     ...(config.tools.readOnly ? { profile: 'read-only' as const } : {}),
     hidden: await hiddenForCommands(config, workspaceRoot),
   };
+  // The allowlist needs the proxy, which only a session runs; off means off.
+  if (!settings.network) delete settings.netAllow;
   return { settings, unrestricted: config.unrestricted && !pinned, pinned };
 }
 

@@ -8,6 +8,7 @@ import { loadGuidance, systemPrompt } from '../agent/prompt.ts';
 import type { PluginReport } from '../plugins/load.ts';
 import { PlaceholderScope } from '../sandbox/index.ts';
 import { createExecutor, type Executor } from '../shell/exec.ts';
+import { networkProxy } from './network.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import { Workspace } from '../workspace/paths.ts';
 import { RevisionTracker } from '../workspace/revision.ts';
@@ -63,6 +64,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   });
   const runDir = await openRunDir();
   const sandbox = await sessionSandbox(config, workspace.root);
+  const proxy = await networkProxy(sandbox, runDir.root);
   // Placeholders are made once per run, not around every command (file watchers see each one).
   const placeholders = new PlaceholderScope();
   const executor = createExecutor({
@@ -77,6 +79,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     tmpDir: runDir.tmpDir,
     logDir: runDir.logDir,
     secrets: config.workspace.secrets,
+    ...(proxy ? { proxy } : {}),
   });
   // Started now, so the servers come up while plugins load and the prompt is assembled.
   const mcp = await startMcp(config, options.mcpServers, {
@@ -103,6 +106,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     warnings.push(...skills.warnings);
   } catch (error) {
     await mcp.stop();
+    await proxy?.close();
     await runDir.remove();
     throw error;
   }
@@ -115,6 +119,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     tools: catalog.names(),
     unrestricted: config.unrestricted,
     network: config.sandbox.network,
+    ...(config.sandbox.netAllow ? { netAllow: config.sandbox.netAllow } : {}),
     readOnly: config.tools.readOnly,
     guidance,
     skills: skills.catalog,
@@ -139,6 +144,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
       }
       await mcp.stop();
       placeholders.close();
+      await proxy?.close();
       await runDir.remove();
     },
   };

@@ -21,6 +21,8 @@ export interface SpawnOptions {
   logDir: string;
   /** File descriptors handed to the child as fd 3, 4, … (bwrap --seccomp). */
   extraFds?: number[];
+  /** One more child fd after extraFds, a socketpair; called with conch's end (the network relay's channel). */
+  channel?: (fd: number) => void;
   /** Grace between SIGTERM and SIGKILL of the process group. */
   killGraceMs?: number;
   onOutput?: (chunk: string) => void;
@@ -76,8 +78,9 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'ignore', ...(options.extraFds ?? [])],
+      stdio: ['ignore', 'pipe', 'ignore', ...(options.extraFds ?? []), ...(options.channel ? ['pipe' as const] : [])],
     });
+    if (options.channel) options.channel((proc.stdio as unknown[])[3 + (options.extraFds?.length ?? 0)] as number);
   } catch (error) {
     return notStarted(`could not start ${options.argv[0]} in ${options.cwd}: ${(error as Error).message}`);
   }

@@ -6,6 +6,9 @@ import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
 import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
 import { prepareCache } from './caches.ts';
+import { attachChannel, type Channel } from './channel.ts';
+import type { NetworkProxy } from './proxy.ts';
+import { CHANNEL_FD, RELAY_PORT, RELAY_SCRIPT } from './relay.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { PlaceholderScope } from './placeholders.ts';
 import { probe, type ProbeOptions, type SandboxStatus } from './probe.ts';
@@ -37,6 +40,11 @@ export interface SandboxSettings {
    * pointing into it. Absent, or under the read-only profile: no cache, nothing set.
    */
   cacheDir?: string;
+  /**
+   * The network allowlist (HOST[:PORT], *.domain, @preset), when the network is neither all nor
+   * nothing. The host runs the proxy (request.proxy); this is what the header and records show.
+   */
+  netAllow?: string[];
 }
 
 export interface SandboxRequest extends SandboxSettings {
@@ -55,12 +63,23 @@ export interface SandboxRequest extends SandboxSettings {
    * this command's placeholders are removed when it is released.
    */
   placeholders?: PlaceholderScope;
+  /**
+   * The run's allowlist proxy (proxy.ts). With network on, the command gets its own network
+   * namespace whose only way out is this proxy, through the relay (relay.ts); network off wins.
+   */
+  proxy?: NetworkProxy;
 }
 
 export interface PreparedCommand {
   argv: string[];
   /** Extra fds for the child, as fd 3, 4, … */
   extraFds: number[];
+  /**
+   * Network allowlist (request.proxy): the child needs one more stdio entry, 'pipe' (a socketpair),
+   * right after extraFds; call this with the parent's end once spawned. Without it the command has
+   * no network at all (its relay finds no channel), so a caller that does not know it fails closed.
+   */
+  channel?: (fd: number) => void;
   /** Undo host-side preparation (placeholders, fds). Safe to call twice. */
   release(): Promise<void>;
   /** What the sandbox could not fully enforce for this command (workspace-relative), if anything. */
@@ -148,7 +167,11 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const cacheEnv = request.cacheDir && request.profile !== 'read-only' ? prepareCache(request.cacheDir) : {};
   const cacheRoots = request.cacheDir && request.profile !== 'read-only' ? [directory(request.cacheDir, 'sandbox cache', 'remove it; conch makes it again')] : [];
 
+  const proxy = request.network ? request.proxy : undefined;
   if (!bwrap) {
+    if (proxy) {
+      throw new SandboxRequestError('the network allowlist (--allow-net, sandbox.network.allow) needs bubblewrap (Linux) for now; on macOS use the network on or --no-network.');
+    }
     // macOS: Seatbelt matches protected names by rule, so there is nothing to prepare on disk.
     const text = renderSeatbeltProfile({
       profile,
@@ -157,7 +180,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
       writableRoots: [...writableRoots, ...cacheRoots],
       protected: protectedPatterns,
       hidden: canonicalHidden(request.hidden ?? []),
-      network: request.network,
+      network: request.network && !request.netAllow,
     });
     const withEnv = Object.keys(cacheEnv).length ? ['/usr/bin/env', ...Object.entries(cacheEnv).map(([k, v]) => `${k}=${v}`), ...command] : command;
     return { argv: seatbeltArgv(text, withEnv), extraFds: [], release: async () => {} };
@@ -182,10 +205,13 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const needed = protectedType ? (path: string) => writableAt(base, path) : () => false;
   const scope = request.placeholders ?? new PlaceholderScope();
   let seccomp: ReturnType<typeof openSeccompFd> | null = null;
+  let channel: Channel | null = null;
   let begun = false;
   const release = async () => {
     seccomp?.close();
     seccomp = null;
+    channel?.close();
+    channel = null;
     if (!begun) return;
     begun = false;
     scope.end();
@@ -199,19 +225,42 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     const protectedPaths = scope.hold(plan.targets.filter((t) => needed(t.path))).map((t) => t.path);
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();
+    const relayed = proxy ? relayCommand(command) : null;
     const argv = buildBwrapArgv({
       bwrap,
       mounts,
-      network: request.network,
+      // An allowlist without its proxy (a caller that runs none) gets no network at all.
+      network: request.network && !proxy && !request.netAllow,
       disableUserns,
       seccompFd: 3,
-      env: cacheEnv,
+      env: { ...cacheEnv, ...(proxy ? proxyEnv() : {}) },
       cwd,
-      command,
+      command: relayed ?? command,
     });
-    return { argv, extraFds: [seccomp.fd], release, ...(plan.notes.length ? { notes: plan.notes } : {}) };
+    const prepared: PreparedCommand = { argv, extraFds: [seccomp.fd], release, ...(plan.notes.length ? { notes: plan.notes } : {}) };
+    if (proxy) prepared.channel = (fd) => (channel = attachChannel(fd, () => proxy.connect()));
+    return prepared;
   } catch (error) {
     await release();
     throw error;
   }
+}
+
+function relayCommand(command: string[]): string[] {
+  const perl = Bun.which('perl', { PATH: '/usr/bin:/bin:/usr/local/bin' });
+  if (!perl) {
+    throw new SandboxRequestError(
+      'the network allowlist (--allow-net, sandbox.network.allow) needs perl inside the sandbox for its relay, and there is none in /usr/bin, /bin or /usr/local/bin; install perl (apt-get install perl-base), or run with the network on or --no-network.',
+    );
+  }
+  return [perl, '-e', RELAY_SCRIPT, String(CHANNEL_FD), String(RELAY_PORT), ...command];
+}
+
+/** Where the relay listens, under every name tools read; the sandbox's own loopback bypasses it. */
+export function proxyEnv(): Record<string, string> {
+  const url = `http://127.0.0.1:${RELAY_PORT}`;
+  const env: Record<string, string> = {};
+  for (const name of ['HTTP_PROXY', 'HTTPS_PROXY', 'ALL_PROXY']) env[name] = env[name.toLowerCase()] = url;
+  env.NO_PROXY = env.no_proxy = 'localhost,127.0.0.1,::1';
+  return env;
 }

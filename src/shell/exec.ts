@@ -18,6 +18,7 @@ import type { Limits } from '../core/limits.ts';
 import { cleanEnv, runProcess } from '../process/spawn.ts';
 import { secretNotes } from './secret-notes.ts';
 import type { SecretLocation } from '../workspace/secrets.ts';
+import type { NetworkProxy } from '../sandbox/proxy.ts';
 
 export interface ExecOptions {
   /** Workspace-relative or absolute; must resolve inside the workspace unless unrestricted. */
@@ -79,6 +80,8 @@ export interface ExecutorSettings {
   placeholders?: PlaceholderScope;
   /** Builds the sandboxed command; prepareSandboxed unless a host or test substitutes its own. */
   prepare?: (request: SandboxRequest) => Promise<PreparedCommand>;
+  /** The run's network allowlist proxy; its refusals during a command are notes in that command's result. */
+  proxy?: NetworkProxy;
   /** Credential locations hidden from commands; a command that names one is told so (secretNotes). */
   secrets?: SecretLocation[];
 }
@@ -132,6 +135,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
           workspace: settings.workspace.root,
           tmpDir: settings.tmpDir,
           ...(settings.placeholders ? { placeholders: settings.placeholders } : {}),
+          ...(settings.proxy ? { proxy: settings.proxy } : {}),
         });
       } catch (error) {
         // Fail closed: without a working sandbox the command does not run at all.
@@ -144,6 +148,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       argv = prepared.argv;
     }
 
+    const deniedBefore = settings.proxy?.denials.length ?? 0;
     let outcome: Awaited<ReturnType<typeof runProcess>>;
     try {
       outcome = await runProcess({
@@ -155,6 +160,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
         maxShownBytes: limits.shell_output_bytes,
         logDir,
         extraFds: prepared?.extraFds ?? [],
+        ...(prepared?.channel ? { channel: prepared.channel } : {}),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       });
     } catch (error) {
@@ -168,6 +174,8 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       result.cleanupError = result.cleanupError ? `${result.cleanupError}; ${releaseError}` : releaseError;
     }
     const notes = settings.unrestricted ? [] : secretNotes(command, settings.secrets ?? []);
+    // Denials during this command (a background job's may land here too: they are the run's all the same).
+    for (const d of settings.proxy?.denials.slice(deniedBefore) ?? []) if (!notes.includes(d.message)) notes.push(d.message);
     return { ...result, ...(notes.length ? { notes } : {}), durationMs: Math.round(performance.now() - started) };
   };
 }

@@ -1,0 +1,93 @@
+// The host end of a sandboxed command's relay channel (relay.ts): frames in, one connection to the
+// proxy per relayed connection, frames out. Writes never block conch's event loop: a full socket
+// buffer (EAGAIN) queues the rest and retries shortly.
+import { writeSync } from 'node:fs';
+import type net from 'node:net';
+
+const OPEN = 1;
+const DATA = 2;
+const CLOSE = 3;
+
+export interface Channel {
+  close(): void;
+}
+
+export function attachChannel(fd: number, connect: () => net.Socket): Channel {
+  const conns = new Map<number, net.Socket>();
+  const queue: Buffer[] = [];
+  let closed = false;
+  let retry: ReturnType<typeof setTimeout> | null = null;
+
+  const flush = () => {
+    retry = null;
+    while (queue.length && !closed) {
+      const chunk = queue[0]!;
+      let n: number;
+      try {
+        n = writeSync(fd, chunk);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'EAGAIN') {
+          retry = setTimeout(flush, 1);
+          return;
+        }
+        return shut(); // the relay is gone: the command ended
+      }
+      if (n < chunk.length) queue[0] = chunk.subarray(n);
+      else queue.shift();
+    }
+  };
+  const send = (type: number, id: number, data?: Buffer) => {
+    if (closed) return;
+    const header = Buffer.alloc(9);
+    header.writeUInt8(type, 0);
+    header.writeUInt32BE(id, 1);
+    header.writeUInt32BE(data?.length ?? 0, 5);
+    queue.push(data ? Buffer.concat([header, data]) : header);
+    if (!retry) flush();
+  };
+  const shut = () => {
+    if (closed) return;
+    closed = true;
+    if (retry) clearTimeout(retry);
+    for (const s of conns.values()) s.destroy();
+    conns.clear();
+  };
+
+  const open = (id: number) => {
+    const sock = connect();
+    conns.set(id, sock);
+    sock.on('data', (d: Buffer) => send(DATA, id, d));
+    sock.on('error', () => sock.destroy());
+    sock.on('close', () => {
+      if (conns.get(id) === sock) {
+        conns.delete(id);
+        send(CLOSE, id);
+      }
+    });
+  };
+
+  void (async () => {
+    let pending = Buffer.alloc(0);
+    try {
+      for await (const chunk of Bun.file(fd).stream()) {
+        pending = pending.length ? Buffer.concat([pending, chunk]) : Buffer.from(chunk);
+        while (pending.length >= 9) {
+          const length = pending.readUInt32BE(5);
+          if (pending.length < 9 + length) break;
+          const type = pending.readUInt8(0);
+          const id = pending.readUInt32BE(1);
+          const data = pending.subarray(9, 9 + length);
+          pending = pending.subarray(9 + length);
+          if (type === OPEN && !conns.has(id)) open(id);
+          else if (type === DATA) conns.get(id)?.write(data);
+          else if (type === CLOSE) conns.get(id)?.end();
+        }
+      }
+    } catch {
+      // the relay went away mid-frame: same as its end
+    }
+    shut();
+  })();
+
+  return { close: shut };
+}

@@ -1,0 +1,113 @@
+// The network allowlist's rules: parsing HOST[:PORT] / *.domain / IP literal / @preset entries
+// (presets are data: sandbox-profiles/network.json), matching a request's authority against them
+// before any DNS lookup, and classifying the addresses a name resolves to.
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import { PROFILES_DIR } from './profiles.ts';
+
+export const NETWORK_FILE = join(PROFILES_DIR, 'network.json');
+
+export interface AllowRule {
+  /** As written (after preset expansion), for messages. */
+  text: string;
+  /** Lower case, no brackets; for a wildcard the suffix after "*." */
+  host: string;
+  wildcard: boolean;
+  /** null: 80 and 443. */
+  port: number | null;
+  /** The host is an IP literal: the one way a loopback/private address is reachable. */
+  literal: boolean;
+}
+
+/** An entry that is not a valid rule; the message says what is expected. */
+export class NetRuleError extends Error {}
+
+let presets: Record<string, string[]> | null = null;
+
+export function networkPresets(): Record<string, string[]> {
+  if (presets) return presets;
+  try {
+    const value = JSON.parse(readFileSync(NETWORK_FILE, 'utf8')) as { presets?: Record<string, unknown> };
+    const p = value.presets ?? {};
+    if (!Object.values(p).every((v) => Array.isArray(v) && v.every((x) => typeof x === 'string'))) throw new Error('presets must be lists of strings');
+    return (presets = p as Record<string, string[]>);
+  } catch (error) {
+    throw new NetRuleError(`${NETWORK_FILE} is malformed (${(error as Error).message}); restore it from the conch distribution.`);
+  }
+}
+
+const HOST = /^(\*\.)?([a-z0-9_]([a-z0-9_-]*[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]*[a-z0-9_])?$/;
+
+export function normalizeHost(host: string): string {
+  return host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+}
+
+export function parseRule(entry: string): AllowRule {
+  const text = entry.trim();
+  const m = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(text);
+  const expected = `expected HOST[:PORT] (e.g. registry.npmjs.org, *.example.org, 127.0.0.1:8080, [::1]:8080) or @PRESET (${Object.keys(networkPresets()).join(', ')})`;
+  if (!m) throw new NetRuleError(`"${entry}": ${expected}.`);
+  const port = m[2] === undefined ? null : Number(m[2]);
+  if (port !== null && (port < 1 || port > 65535)) throw new NetRuleError(`"${entry}": port ${m[2]} is out of range 1-65535.`);
+  const host = normalizeHost(m[1]!);
+  const literal = isIP(host) !== 0;
+  if (!literal && !HOST.test(host)) throw new NetRuleError(`"${entry}": ${expected}.`);
+  const wildcard = host.startsWith('*.');
+  return { text, host: wildcard ? host.slice(2) : host, wildcard, port, literal };
+}
+
+/** Expand @presets and parse; `where` names the flag or key for the message. */
+export function parseAllowList(entries: string[], where: (i: number) => string): AllowRule[] {
+  const rules: AllowRule[] = [];
+  for (const [i, entry] of entries.entries()) {
+    try {
+      if (entry.startsWith('@')) {
+        const list = networkPresets()[entry.slice(1)];
+        if (!list) throw new NetRuleError(`"${entry}" is no preset; available: ${Object.keys(networkPresets()).map((n) => `@${n}`).join(', ')} (${NETWORK_FILE}).`);
+        rules.push(...list.map(parseRule));
+      } else rules.push(parseRule(entry));
+    } catch (error) {
+      if (error instanceof NetRuleError) throw new NetRuleError(`${where(i)} ${error.message}`);
+      throw error;
+    }
+  }
+  return rules;
+}
+
+/** The rule allowing host:port (host as the client sent it), or null. No DNS involved. */
+export function matchRule(rules: AllowRule[], host: string, port: number): AllowRule | null {
+  const h = normalizeHost(host);
+  for (const rule of rules) {
+    const portOk = rule.port === null ? port === 80 || port === 443 : rule.port === port;
+    if (!portOk) continue;
+    if (rule.wildcard ? h.endsWith(`.${rule.host}`) : h === rule.host) return rule;
+  }
+  return null;
+}
+
+function v4(address: string): number[] | null {
+  const parts = address.split('.').map(Number);
+  return parts.length === 4 && parts.every((n) => Number.isInteger(n) && n >= 0 && n <= 255) ? parts : null;
+}
+
+/** Why an address must not be reached by name (loopback, private, link-local/metadata …), or null. */
+export function restrictedAddress(address: string): string | null {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  const a = v4(mapped ? mapped[1]! : address);
+  if (a) {
+    const [x, y] = a as [number, number];
+    if (x === 127) return 'a loopback address';
+    if (x === 169 && y === 254) return 'a link-local address (cloud metadata lives at 169.254.169.254)';
+    if (x === 10 || (x === 172 && y >= 16 && y <= 31) || (x === 192 && y === 168)) return 'a private address';
+    if (x === 100 && y >= 64 && y <= 127) return 'a shared (carrier-grade NAT) address';
+    if (x === 0 || x >= 224) return 'a reserved or multicast address';
+    return null;
+  }
+  const ip = address.toLowerCase();
+  if (ip === '::1' || ip === '::') return 'a loopback address';
+  if (/^fe[89ab]/.test(ip)) return 'a link-local address';
+  if (/^f[cd]/.test(ip)) return 'a private (unique local) address';
+  if (/^ff/.test(ip)) return 'a multicast address';
+  return null;
+}

@@ -1,0 +1,181 @@
+// The host side of the network allowlist: an HTTP proxy (CONNECT and plain absolute-form HTTP) that
+// conch runs for the duration of a run on a Unix socket in the run's private directory. Sandboxed
+// commands reach it only through their relay (relay.ts) and channel (channel.ts).
+//
+// Order of checks, and why: the allowlist is matched on the authority the client sent (CONNECT
+// host:port, or the URL's host) before any DNS lookup, so a denied name is never resolved; an
+// allowed name is then resolved and refused if any of its addresses is loopback, private,
+// link-local (cloud metadata) or otherwise internal — that is what stops DNS rebinding of an allowed
+// name onto this machine — unless the rule names that address literally. Conch connects to the
+// checked address itself, so no second lookup can differ.
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { rmSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { matchRule, normalizeHost, restrictedAddress, type AllowRule } from './net-rules.ts';
+
+export type Lookup = (host: string) => Promise<string[]>;
+
+export interface Denial {
+  target: string;
+  /** One line for the tool result: what was refused, by which rule, and what would allow it. */
+  message: string;
+}
+
+export interface NetworkProxy {
+  readonly socketPath: string;
+  /** Every refusal so far, in order (the executor reports those of each command). */
+  readonly denials: Denial[];
+  connect(): net.Socket;
+  close(): Promise<void>;
+}
+
+const MAX_HEAD = 64 * 1024;
+const defaultLookup: Lookup = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+export async function startProxy(options: { allow: AllowRule[]; dir: string; lookup?: Lookup; source: string }): Promise<NetworkProxy> {
+  const socketPath = join(options.dir, `net-proxy-${process.pid}.sock`);
+  const lookup = options.lookup ?? defaultLookup;
+  const denials: Denial[] = [];
+  const open = new Set<net.Socket>();
+  const server = net.createServer({ allowHalfOpen: true }, (client) => {
+    open.add(client);
+    client.on('close', () => open.delete(client));
+    client.on('error', () => client.destroy());
+    handle(client, { allow: options.allow, lookup, source: options.source, deny: (d) => denials.push(d), open });
+  });
+  rmSync(socketPath, { force: true });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socketPath, () => resolve());
+  });
+  return {
+    socketPath,
+    denials,
+    connect: () => net.connect({ path: socketPath, allowHalfOpen: true }),
+    close: async () => {
+      for (const s of open) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      rmSync(socketPath, { force: true });
+    },
+  };
+}
+
+interface Context {
+  allow: AllowRule[];
+  lookup: Lookup;
+  source: string;
+  deny(d: Denial): void;
+  open: Set<net.Socket>;
+}
+
+function reply(client: net.Socket, status: string, text: string, rule?: string): void {
+  const body = `${text}\n`;
+  client.end(
+    `HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n` +
+      `${rule ? `X-Conch-Rule: ${rule}\r\n` : ''}\r\n${body}`,
+  );
+}
+
+function handle(client: net.Socket, ctx: Context): void {
+  let head = Buffer.alloc(0);
+  const onData = (chunk: Buffer) => {
+    head = Buffer.concat([head, chunk]);
+    const end = head.indexOf('\r\n\r\n');
+    if (end === -1) {
+      if (head.length > MAX_HEAD) {
+        client.off('data', onData);
+        reply(client, '431 Request Header Fields Too Large', 'conch proxy: request head too large');
+      }
+      return;
+    }
+    client.off('data', onData);
+    client.pause();
+    void route(client, head.subarray(0, end).toString('latin1'), head.subarray(end + 4), ctx);
+  };
+  client.on('data', onData);
+}
+
+function authority(text: string, defaultPort: number): { host: string; port: number } | null {
+  const m = /^(\[[^\]]+\]|[^:/\s]+)(?::(\d{1,5}))?$/.exec(text);
+  if (!m) return null;
+  const port = m[2] === undefined ? defaultPort : Number(m[2]);
+  return port >= 1 && port <= 65535 ? { host: normalizeHost(m[1]!), port } : null;
+}
+
+async function route(client: net.Socket, head: string, rest: Buffer, ctx: Context): Promise<void> {
+  const [requestLine = '', ...headers] = head.split('\r\n');
+  const [method = '', target = '', version = 'HTTP/1.1'] = requestLine.split(' ');
+  let where: { host: string; port: number } | null;
+  let path = '';
+  if (method === 'CONNECT') where = authority(target, 443);
+  else {
+    const m = /^http:\/\/([^/?#]+)([^#]*)$/i.exec(target);
+    where = m ? authority(m[1]!, 80) : null;
+    path = m ? m[2] || '/' : '';
+  }
+  if (!where) {
+    reply(client, '400 Bad Request', `conch proxy: expected "CONNECT host:port" or an absolute http:// URL, got "${requestLine.slice(0, 200)}"`);
+    return;
+  }
+  const shown = `${where.host.includes(':') ? `[${where.host}]` : where.host}:${where.port}`;
+  const refuse = (message: string, rule: string) => {
+    ctx.deny({ target: shown, message });
+    reply(client, '403 Forbidden', message, rule);
+  };
+  const rule = matchRule(ctx.allow, where.host, where.port);
+  if (!rule) {
+    refuse(
+      `network: ${shown} denied by the network allowlist (${ctx.source}): no rule allows it. Only the user can allow it (--allow-net ${shown} or sandbox.network.allow in config).`,
+      'sandbox.network.allow',
+    );
+    return;
+  }
+  let addresses: string[];
+  try {
+    addresses = net.isIP(where.host) ? [where.host] : await ctx.lookup(where.host);
+  } catch (error) {
+    reply(client, '502 Bad Gateway', `conch proxy: cannot resolve ${where.host}: ${(error as Error).message}`);
+    return;
+  }
+  for (const address of addresses) {
+    const why = restrictedAddress(address);
+    if (why && !(rule.literal && rule.host === address)) {
+      refuse(
+        `network: ${shown} refused: it resolves to ${address}, ${why}, which a name may not reach (rule "${rule.text}" allows the name, not that address). ` +
+          `Only the user can allow it, by the address itself (--allow-net ${address.includes(':') ? `[${address}]` : address}:${where.port}).`,
+        'sandbox.network.address',
+      );
+      return;
+    }
+  }
+  if (addresses.length === 0) {
+    reply(client, '502 Bad Gateway', `conch proxy: ${where.host} has no address`);
+    return;
+  }
+  const upstream = net.connect({ host: addresses[0]!, port: where.port, allowHalfOpen: true });
+  ctx.open.add(upstream);
+  upstream.on('close', () => {
+    ctx.open.delete(upstream);
+    client.destroy();
+  });
+  client.on('close', () => upstream.destroy());
+  let connected = false;
+  upstream.on('error', (error) => {
+    if (!connected) reply(client, '502 Bad Gateway', `conch proxy: cannot connect to ${shown}: ${error.message}`);
+    else client.destroy();
+  });
+  upstream.on('connect', () => {
+    connected = true;
+    if (method === 'CONNECT') client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    else {
+      // Origin form upstream, one request per connection (so keep-alive cannot switch hosts).
+      const kept = headers.filter((h) => !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(h));
+      upstream.write(`${method} ${path} ${version}\r\n${[...kept, 'Connection: close'].join('\r\n')}\r\n\r\n`);
+    }
+    if (rest.length) upstream.write(rest);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.resume();
+  });
+}
