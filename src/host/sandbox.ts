@@ -41,6 +41,6 @@ export async function checkSandbox(config: Config, sandbox: SessionSandbox, cata
     return { label: `unavailable (${status.backend})`, warning: `${why} The bash tool is off for this run.` };
   }
   const readOnly = config.readOnlyWhy ? `read-only: ${config.readOnlyWhy} (--allow-home-writes to write)` : 'read-only';
-  const traits = [sandbox.settings.profile === 'read-only' ? readOnly : null, sandbox.settings.network ? null : 'no network'].filter(Boolean);
+  const traits = [sandbox.settings.profile === 'read-only' ? readOnly : null, !sandbox.settings.network ? 'no network' : sandbox.settings.netAllow ? `network allowlist (${sandbox.settings.netAllow.length})` : null].filter(Boolean);
   return { label: [status.backend, ...traits].join(', ') };
 }
