@@ -1,7 +1,7 @@
 // The host end of a sandboxed command's relay channel (relay.ts): frames in, one connection to the
 // proxy per relayed connection, frames out. Writes never block conch's event loop: a full socket
 // buffer (EAGAIN) queues the rest and retries shortly.
-import { writeSync } from 'node:fs';
+import { closeSync, writeSync } from 'node:fs';
 import type net from 'node:net';
 
 const OPEN = 1;
@@ -87,6 +87,12 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
       // the relay went away mid-frame: same as its end
     }
     shut();
+    // Bun leaves a spawned child's extra 'pipe' open in the parent; the reader is done with it now.
+    try {
+      closeSync(fd);
+    } catch {
+      // already closed
+    }
   })();
 
   return { close: shut };

@@ -170,6 +170,16 @@ describe.skipIf(!canRun)('network allowlist (real bwrap, relay and proxy)', () =
     expect(refused).toBe(true);
   });
 
+  test('no descriptor is left open per command (the channel is closed once the relay is gone)', async () => {
+    const run = await executor([`127.0.0.1:${a.port}`]);
+    await run('true');
+    const fds = () => readdirSync('/proc/self/fd').length;
+    const before = fds();
+    for (let i = 0; i < 5; i++) await run('true');
+    for (let i = 0; i < 50 && fds() > before; i++) await Bun.sleep(10);
+    expect(fds()).toBe(before);
+  });
+
   test('an allowlist without its proxy gets no network at all (fails closed)', async () => {
     const exec = createExecutor({
       workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
