@@ -4,6 +4,7 @@
 export * from './tools/api.ts';
 export { planStart, startRun } from './host/start.ts';
 export type { PlanOptions, RunOptions, StartOptions, StartPlan, StartedRun } from './host/start.ts';
+export { setupProblem } from './host/setup-error.ts';
 export { runTask } from './agent/loop.ts';
 export type { RunSpec } from './agent/loop.ts';
 export type { EventSink, RunEvent } from './agent/events.ts';
