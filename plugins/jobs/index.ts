@@ -32,18 +32,16 @@ interface RunJobs {
 // Jobs belong to the run whose signal started them: ids are per run, and one run's end never stops
 // another's jobs (an editor may hold several sessions in one process).
 const runs = new WeakMap<object, RunJobs>();
-const HOST_WITHOUT_RUN_SIGNAL = {};
 const live = new Set<Job>();
 let exitHookInstalled = false;
 
 function jobsOf(ctx: ToolContext): RunJobs {
-  const key = ctx.runSignal ?? HOST_WITHOUT_RUN_SIGNAL;
-  let entry = runs.get(key);
+  let entry = runs.get(ctx.runSignal);
   if (!entry) {
     const created: RunJobs = { next: 1, jobs: new Map() };
     entry = created;
-    runs.set(key, created);
-    ctx.runSignal?.addEventListener('abort', () => {
+    runs.set(ctx.runSignal, created);
+    ctx.runSignal.addEventListener('abort', () => {
       for (const job of created.jobs.values()) stop(job);
     }, { once: true });
   }

@@ -77,13 +77,6 @@ export async function toolsList(opts: ToolsListOptions): Promise<number> {
   return failed ? 1 : 0;
 }
 
-/** One stderr line per plugin that did not load, for the start of a run. */
-export function pluginDiagnostics(reports: PluginReport[], cwd: string): string[] {
-  return reports
-    .filter((r) => r.status !== 'loaded' || r.reason)
-    .map((r) => `conch: plugin ${displayPath(r.path, cwd)} ${r.status}: ${r.reason ?? ''}`.trimEnd());
-}
-
 /** Write a commented starter plugin to <configDir>/tools/<name>.ts (never overwrites) and the folder's tsconfig.json. */
 export async function toolsNew(name: string, configDir: string, io: CommandIO = defaultIO): Promise<number> {
   const dir = userToolsDir(configDir);

@@ -138,10 +138,6 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     skills,
     endRun: () => placeholders.close(),
     async dispose() {
-      for (const tool of catalog.tools()) {
-        const dispose = (tool as { dispose?: () => unknown }).dispose;
-        if (typeof dispose === 'function') await Promise.resolve(dispose.call(tool)).catch(() => {});
-      }
       await mcp.stop();
       placeholders.close();
       await proxy?.close();

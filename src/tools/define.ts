@@ -25,9 +25,9 @@ export interface ToolContext {
   callId: string;
   /**
    * Aborted when the run that made this call ends, however it ends. Lets a tool tie state that
-   * outlives one call (background jobs) to the run. Absent only in hosts that predate it.
+   * outlives one call (background jobs) to the run.
    */
-  runSignal?: AbortSignal;
+  runSignal: AbortSignal;
 }
 
 export interface ToolDefinition<S extends TSchema | JsonSchema = TSchema | JsonSchema> {

@@ -46,6 +46,7 @@ async function setup(overrides: Partial<Omit<ExecutorSettings, 'limits'>> & { li
   const ctx: ToolContext = {
     cwd: workspace.root,
     signal: new AbortController().signal,
+    runSignal: new AbortController().signal,
     workspace,
     exec: (command, options) => exec(command, { signal: new AbortController().signal, ...options }),
     update: () => {},

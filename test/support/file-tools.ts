@@ -20,6 +20,7 @@ export async function fileTools(root: string, over: Partial<FileToolDeps> = {}, 
   const ctx: ToolContext = {
     cwd: workspace.root,
     signal: new AbortController().signal,
+    runSignal: new AbortController().signal,
     workspace,
     exec: () => Promise.reject(new Error('no exec in file tool tests')),
     update: () => {},
