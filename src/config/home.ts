@@ -3,7 +3,7 @@
 // every later run's sandbox. Such a run is read-only unless the user opts in (--allow-home-writes),
 // and even then the files that log a user in or run at each shell start stay protected like .git.
 import { relative } from 'node:path';
-import { canonical, inside } from './layers.ts';
+import { canonical, isWithin } from '../core/paths.ts';
 
 /** Home-relative paths a run in the home directory never writes: keys, and what shells run at start. */
 export const HOME_PROTECTED = {
@@ -28,7 +28,7 @@ export function homeGuard(cwd: string, home: string, flags: { unrestricted?: boo
   if (flags.unrestricted || !home) return null;
   const root = canonical(cwd);
   const h = canonical(home);
-  if (!inside(h, root)) return null;
+  if (!isWithin(h, root)) return null;
   const rel = relative(root, h);
   const at = (p: string) => (rel ? `${rel}/${p}` : p);
   const globs = [...HOME_PROTECTED.dirs.flatMap((d) => [at(d), `${at(d)}/**`]), ...HOME_PROTECTED.files.map(at)];

@@ -12,6 +12,7 @@ import { basename, dirname, relative, sep } from 'node:path';
 import type { CommandLayer } from './command-layer.ts';
 import type { SandboxProfileName, SandboxSettings } from '../sandbox/index.ts';
 import { type Config, type PathDenial, type ToolsPolicy } from './types.ts';
+import { canonical, isWithin } from '../core/paths.ts';
 import { ConfigError } from '../core/errors.ts';
 
 export type LayerKind = 'user' | 'project' | 'policy' | 'flags';
@@ -54,25 +55,11 @@ export interface MergedPolicy {
   warnings: string[];
 }
 
-/** realpath of the longest existing ancestor, so that /tmp and /private/tmp compare equal. */
-export function canonical(path: string): string {
-  try {
-    return realpathSync(path);
-  } catch {
-    const parent = dirname(path);
-    return parent === path ? path : `${canonical(parent).replace(/\/$/, '')}/${basename(path)}`;
-  }
-}
-
-export function inside(child: string, parent: string): boolean {
-  return child === parent || child.startsWith(parent.endsWith(sep) ? parent : parent + sep);
-}
-
 /** Subtrees readable under both sets: each root of one set that lies within a root of the other. */
 function intersectRoots(a: string[], b: string[]): string[] {
   const out = new Set<string>();
-  for (const x of a) if (b.some((y) => inside(x, y))) out.add(x);
-  for (const y of b) if (a.some((x) => inside(y, x))) out.add(y);
+  for (const x of a) if (b.some((y) => isWithin(x, y))) out.add(x);
+  for (const y of b) if (a.some((x) => isWithin(y, x))) out.add(y);
   return [...out];
 }
 
@@ -123,7 +110,7 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
       if (layer.kind === 'project') {
         const held = grants.map((g) => g.root);
         const kept = intersectRoots(held, roots);
-        for (const r of roots.filter((r) => !held.some((h) => inside(r, h)))) {
+        for (const r of roots.filter((r) => !held.some((h) => isWithin(r, h)))) {
           warnings.push(
             `${layer.source}: writable root ${r} ignored: a project config can only narrow the writable roots your user config or --allow-write grant.`,
           );
@@ -158,16 +145,16 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
       }
       const root = canonical(d.root);
       denied.push({ mode: 'read', rule: d.rule, root });
-      if (inside(root, cwd) || inside(cwd, root)) readDeny.push(...workspaceGlobs(inside(cwd, root) ? cwd : root, cwd));
-      if (readRoots) readRoots = readRoots.filter((r) => !inside(r, root));
+      if (isWithin(root, cwd) || isWithin(cwd, root)) readDeny.push(...workspaceGlobs(isWithin(cwd, root) ? cwd : root, cwd));
+      if (readRoots) readRoots = readRoots.filter((r) => !isWithin(r, root));
     }
   }
 
   // Write denials and write.allow confinement apply to every grant, whichever layer it came from.
   const refusal = (root: string): string | null => {
-    const hit = writeDenyRoots.find((d) => inside(root, d.root) || inside(d.root, root));
-    if (hit) return `${inside(root, hit.root) ? 'lies in' : 'contains'} ${hit.root}, denied by rule "${hit.rule}" (${hit.source})`;
-    const outside = writeAllows.find((a) => !a.roots.some((r) => inside(root, r.root)));
+    const hit = writeDenyRoots.find((d) => isWithin(root, d.root) || isWithin(d.root, root));
+    if (hit) return `${isWithin(root, hit.root) ? 'lies in' : 'contains'} ${hit.root}, denied by rule "${hit.rule}" (${hit.source})`;
+    const outside = writeAllows.find((a) => !a.roots.some((r) => isWithin(root, r.root)));
     return outside ? `is outside every write.allow root of ${outside.source}` : null;
   };
   const writableRoots: string[] = [];
@@ -180,13 +167,13 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
 
   // The workspace itself: denied or outside write.allow → nothing in it may be written.
   const workspaceDenial =
-    writeDenyRoots.find((d) => inside(cwd, d.root))?.rule ??
-    (writeAllows.some((a) => !a.roots.some((r) => inside(cwd, r.root))) ? 'policy:write.allow' : null);
+    writeDenyRoots.find((d) => isWithin(cwd, d.root))?.rule ??
+    (writeAllows.some((a) => !a.roots.some((r) => isWithin(cwd, r.root))) ? 'policy:write.allow' : null);
   if (workspaceDenial) {
     tools.readOnly = true;
     tools.denied.push({ name: 'write', rule: workspaceDenial }, { name: 'edit', rule: workspaceDenial });
   }
-  for (const d of writeDenyRoots) if (inside(d.root, cwd) && d.root !== cwd) protectedGlobs.push(...workspaceGlobs(d.root, cwd));
+  for (const d of writeDenyRoots) if (isWithin(d.root, cwd) && d.root !== cwd) protectedGlobs.push(...workspaceGlobs(d.root, cwd));
   if (tools.readOnly) profile = 'read-only';
 
   const unique = (xs: string[]) => [...new Set(xs)];

@@ -17,7 +17,8 @@ import { checkDurationMs, parseDuration as parseDurationText } from '../core/dur
 import type { RetryPolicy } from './provider-config.ts';
 import type { SandboxProfileName } from '../sandbox/index.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
-import { canonical, inside, mergePolicy, type PolicyLayer } from './layers.ts';
+import { mergePolicy, type PolicyLayer } from './layers.ts';
+import { canonical, isWithin } from '../core/paths.ts';
 import { homeGuard } from './home.ts';
 import { withModelOptions } from './model-options.ts';
 import { secretPolicy } from './secrets.ts';
@@ -394,7 +395,7 @@ function ownDirGlobs(cwd: string, dirs: string[]): string[] {
   const root = canonical(cwd);
   const globs: string[] = [];
   for (const dir of dirs.map(canonical)) {
-    if (dir !== root && inside(dir, root)) globs.push(relative(root, dir), `${relative(root, dir)}/**`);
+    if (dir !== root && isWithin(dir, root)) globs.push(relative(root, dir), `${relative(root, dir)}/**`);
   }
   return globs;
 }
@@ -406,7 +407,7 @@ function ownDirGlobs(cwd: string, dirs: string[]): string[] {
 function refuseOwnDirRoots(roots: string[], ownDirs: string[]): void {
   for (const root of roots) {
     const r = canonical(root);
-    const hit = ownDirs.map(canonical).find((dir) => inside(dir, r) || inside(r, dir));
+    const hit = ownDirs.map(canonical).find((dir) => isWithin(dir, r) || isWithin(r, dir));
     if (hit) {
       throw new ConfigError(
         `writable root ${root} overlaps conch's own folder ${hit} (config, plugins, their cache or sessions), which holds code conch runs outside the sandbox or your conversations. Allow a narrower folder instead (e.g. a tool's own cache under it).`,

@@ -4,6 +4,7 @@ import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { projectToolsDir } from './discover.ts';
 import { readFolder } from './snapshot.ts';
+import { canonical } from '../core/paths.ts';
 
 const TRUST_FILE = 'trusted.json';
 
@@ -58,9 +59,6 @@ async function readTrustFile(configDir: string): Promise<{ ok: true; data: Trust
   return { ok: false, message: `${file} is not a valid trust file; delete it and run \`conch trust\` again in each workspace you trust` };
 }
 
-async function canonical(cwd: string): Promise<string> {
-  return realpath(cwd).catch(() => cwd);
-}
 
 export const NOT_TRUSTED_REASON = 'workspace not trusted: run `conch trust` in it to load its .conch/tools, or pass --project-tools';
 export const CHANGED_REASON = 'changed since trusted: .conch/tools differs from what you trusted; review it and run `conch trust` again';
@@ -70,7 +68,7 @@ export const CHANGED_REASON = 'changed since trusted: .conch/tools differs from 
  * compares it with the hash of the very bytes it is about to import (snapshot.ts).
  */
 export async function trustedHash(configDir: string, cwd: string): Promise<{ ok: true; workspace: string; hash: string } | { ok: false; workspace: string; reason: string }> {
-  const workspace = await canonical(cwd);
+  const workspace = canonical(cwd);
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, workspace, reason: file.message };
   const record = file.data.workspaces[workspace];
@@ -101,7 +99,7 @@ export async function isTrusted(configDir: string, cwd: string): Promise<boolean
 
 /** Record the canonical workspace path and the current hash of its .conch/tools folder. */
 export async function trustWorkspace(configDir: string, cwd: string): Promise<TrustResult> {
-  const workspace = await canonical(cwd);
+  const workspace = canonical(cwd);
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, message: file.message };
   const { hash, files } = await hashFolder(projectToolsDir(workspace));

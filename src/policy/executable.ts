@@ -4,6 +4,7 @@
 // and a directory of its own programs for the next, so every decision looks again.
 import { accessSync, constants, lstatSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { basename, delimiter, dirname, isAbsolute, join, sep } from 'node:path';
+import { isWithin } from '../core/paths.ts';
 
 /** The usual executable lookup: the first PATH entry holding an executable regular file. */
 export function findOnPath(name: string, path: string): string | null {
@@ -76,12 +77,9 @@ export function lookupDirs(path: string): string[] {
   return dirs;
 }
 
-function inside(child: string, parent: string): boolean {
-  return child === parent || child.startsWith(parent.endsWith(sep) ? parent : parent + sep);
-}
 
 /** The first directory of `path`'s lookup that lies in one of `roots` (canonical), else null. */
 export function changeableAt(path: string, roots: string[]): string | null {
   if (roots.length === 0) return null;
-  return lookupDirs(path).find((d) => roots.some((r) => inside(d, r))) ?? null;
+  return lookupDirs(path).find((d) => roots.some((r) => isWithin(d, r))) ?? null;
 }

@@ -1,6 +1,7 @@
 // bubblewrap: the argv for one command, built from a profile's mount description, and the reading of
 // a failed probe. Pure functions; index.ts does the I/O.
 import type { BwrapMount, SandboxProfile } from './profiles.ts';
+import { isWithin } from '../core/paths.ts';
 
 /**
  * Namespaces and process rules, the same for the probe and for every command. Not part of the
@@ -50,9 +51,6 @@ export interface ConcreteMount {
 
 const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1);
 
-export function within(parent: string, child: string): boolean {
-  return parent === child || parent === '/' || child.startsWith(`${parent}/`);
-}
 
 /** The profile's mounts with variables filled in, except {protected} (see withProtection). */
 export function baseMounts(profile: SandboxProfile, inputs: MountInputs): ConcreteMount[] {
@@ -79,7 +77,7 @@ export function protectedMountType(profile: SandboxProfile): BwrapMount['type'] 
 /** The mount that decides what `path` looks like inside: the deepest one containing it, last wins. */
 export function coveringMount(mounts: ConcreteMount[], path: string): ConcreteMount | null {
   let best: ConcreteMount | null = null;
-  for (const mount of sortMounts(mounts)) if (within(mount.path, path)) best = mount;
+  for (const mount of sortMounts(mounts)) if (isWithin(path, mount.path)) best = mount;
   return best;
 }
 

@@ -4,11 +4,12 @@
 // Policies are data in sandbox-profiles/ (profiles.ts); this file turns a request into an argv.
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
-import { baseMounts, buildBwrapArgv, protectedMountType, within, withProtection, writableAt } from './bwrap.ts';
+import { baseMounts, buildBwrapArgv, protectedMountType, withProtection, writableAt } from './bwrap.ts';
 import { prepareCache } from './caches.ts';
 import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
 import { CHANNEL_FD, RELAY_PORT, RELAY_SCRIPT } from './relay.ts';
+import { isWithin } from '../core/paths.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { PlaceholderScope } from './placeholders.ts';
 import { probe, type ProbeOptions, type SandboxStatus } from './probe.ts';
@@ -188,7 +189,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
 
   const plan = planProtected(workspace, protectedPatterns);
   for (const root of writableRoots) {
-    const clash = plan.targets.map((t) => t.path).find((target) => within(target, root));
+    const clash = plan.targets.map((t) => t.path).find((target) => isWithin(root, target));
     if (clash) {
       throw new SandboxRequestError(
         `writable root ${root} lies inside the protected path "${relative(workspace, clash) || '.'}"; protected paths stay read-only. ` +

@@ -12,6 +12,7 @@ import { lstatSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
 import type { ProtectedDefaults } from './profiles.ts';
+import { isWithin } from '../core/paths.ts';
 
 export type PathKind = 'dir' | 'file';
 
@@ -126,9 +127,6 @@ function nonEmptyFile(path: string): boolean {
   }
 }
 
-function inside(parent: string, child: string): boolean {
-  return parent === child || parent === '' || child.startsWith(`${parent}/`);
-}
 
 export function planProtected(root: string, patterns: ProtectedPattern[]): ProtectedPlan {
   const notes: string[] = [];
@@ -172,8 +170,8 @@ export function planProtected(root: string, patterns: ProtectedPattern[]): Prote
 
   // A target inside another target is already covered; so is a pin inside or equal to a target.
   const rels = [...targets.keys()].sort();
-  const kept = rels.filter((rel) => !rels.some((other) => other !== rel && inside(other, rel)));
-  const keptPins = [...pins].filter((pin) => !kept.some((rel) => inside(rel, pin))).sort();
+  const kept = rels.filter((rel) => !rels.some((other) => other !== rel && isWithin(rel, other)));
+  const keptPins = [...pins].filter((pin) => !kept.some((rel) => isWithin(pin, rel))).sort();
   const abs = (rel: string) => (rel === '' ? root : join(root, rel));
   return {
     targets: kept.map((rel) => ({ path: abs(rel), ...targets.get(rel)! })),

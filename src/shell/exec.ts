@@ -3,6 +3,7 @@
 import { stat } from 'node:fs/promises';
 import { isAbsolute, join, relative } from 'node:path';
 import { PolicyError } from '../core/errors.ts';
+import { isWithin } from '../core/paths.ts';
 import type { CommandDecision } from '../core/command-decision.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import {
@@ -195,7 +196,7 @@ async function resolveCwd(settings: ExecutorSettings, requested: string | undefi
   if (requested === undefined || requested === '' || requested === '.') return root;
   // Reads are not confined to the workspace, so containment is checked here explicitly.
   const resolved = await settings.workspace.resolve(requested, 'read');
-  if (!settings.unrestricted && !inside(root, resolved)) {
+  if (!settings.unrestricted && !isWithin(resolved, root)) {
     throw new PolicyError(
       'workspace.outside',
       `cwd "${requested}" resolves outside the workspace ${root}; commands run inside the workspace (pass --unrestricted to lift this).`,
@@ -204,10 +205,6 @@ async function resolveCwd(settings: ExecutorSettings, requested: string | undefi
   return resolved;
 }
 
-function inside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel === '' || (rel !== '..' && !rel.startsWith('../') && !isAbsolute(rel));
-}
 
 async function checkDirectory(cwd: string, workspace: Workspace): Promise<string | null> {
   const shown = workspace.display(cwd);

@@ -7,6 +7,7 @@ import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'nod
 import picomatch from 'picomatch';
 import { PolicyError } from '../core/errors.ts';
 import { secretFor, type SecretLocation } from './secrets.ts';
+import { isWithin } from '../core/paths.ts';
 
 export interface WorkspaceAccess {
   /** Canonical workspace root. */
@@ -59,9 +60,6 @@ function compileGlobs(globs: string[]): GlobRule[] {
   return [...new Set(globs)].map((glob) => ({ glob, test: picomatch(glob, { dot: true, nocase }) }));
 }
 
-function isInside(path: string, root: string): boolean {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
-}
 
 function isFsError(error: unknown, ...codes: string[]): boolean {
   return typeof error === 'object' && error !== null && codes.includes((error as { code?: string }).code ?? '');
@@ -154,7 +152,7 @@ export class Workspace implements WorkspaceAccess {
 
   /** Workspace-relative path ('' for the root), or null when outside the workspace. */
   relative(absolutePath: string): string | null {
-    if (!isInside(absolutePath, this.root)) return null;
+    if (!isWithin(absolutePath, this.root)) return null;
     return relative(this.root, absolutePath).split(sep).join('/');
   }
 
@@ -169,7 +167,7 @@ export class Workspace implements WorkspaceAccess {
     for (const d of this.policyDenials) {
       if (d.mode !== mode) continue;
       const hit = [canonical, lexical].some((abs) => {
-        if (d.root) return isInside(abs, d.root);
+        if (d.root) return isWithin(abs, d.root);
         const rel = this.relative(abs);
         return rel !== null && rel !== '' && d.test!(rel);
       });
@@ -178,12 +176,12 @@ export class Workspace implements WorkspaceAccess {
   }
 
   private checkWrite(given: string, lexical: string, canonical: string): void {
-    const inside = isInside(canonical, this.root);
-    if (!inside && !this.writableRoots.some((r) => isInside(canonical, r))) {
+    const inside = isWithin(canonical, this.root);
+    if (!inside && !this.writableRoots.some((r) => isWithin(canonical, r))) {
       // Outside paths are named as the model wrote them, not as absolute paths of this machine.
-      const shown = isInside(lexical, this.root) ? this.display(lexical) : given;
+      const shown = isWithin(lexical, this.root) ? this.display(lexical) : given;
       const why =
-        isInside(lexical, this.root) || this.writableRoots.some((r) => isInside(lexical, r))
+        isWithin(lexical, this.root) || this.writableRoots.some((r) => isWithin(lexical, r))
           ? `'${shown}' resolves through a symbolic link to a location outside the workspace`
           : `'${shown}' is outside the workspace`;
       throw new PolicyError(
@@ -192,11 +190,11 @@ export class Workspace implements WorkspaceAccess {
       );
     }
     // Check the path as written too: `.git` may itself be a file or link that canonicalises elsewhere.
-    const glob = this.protectedBy(canonical) ?? (isInside(lexical, this.root) ? this.protectedBy(lexical) : null);
+    const glob = this.protectedBy(canonical) ?? (isWithin(lexical, this.root) ? this.protectedBy(lexical) : null);
     if (glob) {
       throw new PolicyError(
         'workspace.protected',
-        `'${this.display(isInside(lexical, this.root) ? lexical : canonical)}' is protected (matches '${glob}'); ` +
+        `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected (matches '${glob}'); ` +
           `conch does not modify protected paths (.git, .conch, .env files, keys and shell start-up files in a home directory, and what the config protects). Leave it as it is; only the user can lift this (conch --unrestricted).`,
       );
     }
@@ -204,7 +202,7 @@ export class Workspace implements WorkspaceAccess {
 
   // Read narrowing is opt-in configuration, so it holds even under --unrestricted.
   private checkRead(given: string, lexical: string, canonical: string): void {
-    if (this.readRoots && !this.readRoots.some((r) => isInside(canonical, r))) {
+    if (this.readRoots && !this.readRoots.some((r) => isWithin(canonical, r))) {
       const roots = this.readRoots.map((r) => this.display(r)).join(', ');
       throw new PolicyError('read.roots', `'${this.display(canonical)}' is outside the configured read roots (${roots}); reading it is not allowed.`);
     }

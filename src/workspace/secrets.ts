@@ -7,6 +7,7 @@ import { homedir } from 'node:os';
 import { join, relative, sep } from 'node:path';
 import picomatch from 'picomatch';
 import { PACKAGE_ROOT } from '../core/package-root.ts';
+import { isWithin } from '../core/paths.ts';
 
 export const SECRETS_FILE = join(PACKAGE_ROOT, 'sandbox-profiles', 'secrets.json');
 
@@ -61,10 +62,6 @@ export function secretLocations(configDir: string, allowed: string[] = [], home:
     .map((e) => ({ ...e, absolute: e.path.startsWith('~') ? join(home, e.path.slice(1)) : join(configDir, e.path.slice('{configDir}'.length)) }));
 }
 
-function inside(path: string, root: string): boolean {
-  return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
-}
-
 function excepted(location: SecretLocation, path: string): boolean {
   if (!location.except?.length || path === location.absolute) return false;
   const first = relative(location.absolute, path).split(sep)[0]!;
@@ -74,7 +71,7 @@ function excepted(location: SecretLocation, path: string): boolean {
 /** The location that hides one of these absolute paths (as written, canonical), or null. */
 export function secretFor(locations: SecretLocation[], paths: string[]): SecretLocation | null {
   for (const location of locations) {
-    if (paths.some((p) => inside(p, location.absolute) && !excepted(location, p))) return location;
+    if (paths.some((p) => isWithin(p, location.absolute) && !excepted(location, p))) return location;
   }
   return null;
 }
