@@ -47,6 +47,7 @@ const RUN: FlagSpec[] = [
   { usage: '--resume <id>', description: 'Continue an earlier session of this workspace by id (a unique prefix will do)' },
   { usage: '--fork', description: 'With -c or --resume: a new session from that point; the original stays as it was' },
   EPHEMERAL,
+  { usage: '-i, --interactive', description: 'A conversation on the terminal, each message one more run of one session (the default on a terminal without a task)' },
 ];
 
 /** What every command accepts (cac adds --help to the help by itself). */

@@ -75,18 +75,25 @@ async function main(): Promise<void> {
 }
 
 async function runCommand(task: string[], parsed: ParsedArgs) {
+  const session = {
+    continue: parsed.flags.has('continue'),
+    resume: parsed.flags.get('resume')?.[0],
+    fork: parsed.flags.has('fork'),
+    ephemeral: parsed.flags.has('ephemeral'),
+  };
+  const trace = parsed.flags.get('trace')?.[0];
+  const traceContent = parsed.flags.has('trace-content');
+  const json = parsed.flags.has('json');
+  const terminal = stdinIsTTY() && stdout.isTTY && stderr.isTTY;
+  if (parsed.flags.has('interactive') || (task.length === 0 && terminal && !json)) {
+    if (json) throw new UsageError('--interactive and --json do not go together: --json prints one document for one run');
+    if (!terminal) throw new UsageError('--interactive needs a terminal on stdin, stdout and stderr; without one, give the task: conch "what to do"');
+    if (traceContent && !trace) throw new UsageError('--trace-content needs --trace FILE: it says what to include in the trace.');
+    const { runInteractive } = await import('./interactive.ts');
+    process.exit(await runInteractive(toFlags(parsed), { firstTask: task.join(' ') || undefined, session, trace, traceContent }));
+  }
   const { runCli } = await import('./run.ts');
-  const code = await runCli(task.join(' '), toFlags(parsed), {
-    json: parsed.flags.has('json'),
-    trace: parsed.flags.get('trace')?.[0],
-    traceContent: parsed.flags.has('trace-content'),
-    session: {
-      continue: parsed.flags.has('continue'),
-      resume: parsed.flags.get('resume')?.[0],
-      fork: parsed.flags.has('fork'),
-      ephemeral: parsed.flags.has('ephemeral'),
-    },
-  });
+  const code = await runCli(task.join(' '), toFlags(parsed), { json, trace, traceContent, session });
   // The run is over: exit even if something abandoned (a tool stuck in a blocking call) still
   // holds the event loop. Nothing is lost: output.ts writes reach the fd before they return.
   process.exit(code);
@@ -101,7 +108,7 @@ function usageError(message: string): never {
   process.exit(EXIT_CODES.setup_error);
 }
 
-if (argv.length === 0 && stdinIsTTY()) {
+if (argv.length === 0 && stdinIsTTY() && !(stdout.isTTY && stderr.isTTY)) {
   await outputHelp();
 } else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
   // console.log, not process.stdout.write: Bun sets up the stdout stream lazily, at ~20 ms.

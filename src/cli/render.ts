@@ -25,6 +25,8 @@ export interface HumanOptions {
   markdown?: MarkdownStream;
   /** The working directory, for the header and for the paths tool lines show. */
   cwd?: string;
+  /** The header line on a terminal (an interactive session shows it for its first run only). */
+  header?: boolean;
 }
 
 export interface HumanSink extends EventSink {
@@ -120,11 +122,11 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           stderr.write(dim(terminalSafe(event.text)));
           break;
         case 'run.started':
-          if (options.interactive) {
+          if (options.interactive && options.header !== false) {
             const mode = event.mode === 'unrestricted' ? paint.yellow('unrestricted: no workspace checks, no sandbox') : `restricted, sandbox ${event.sandbox}`;
             const session = event.session?.resumed ? ` · session ${event.session.id}${event.session.parent ? ` (forked from ${event.session.parent})` : ' (continued)'}` : '';
             stderr.write(`${dim(`conch · ${event.provider}/${event.model} · `)}${mode}${dim(`${session} · ${tildePath(cwd)}`)}\n`);
-          } else if (event.mode === 'unrestricted') {
+          } else if (event.mode === 'unrestricted' && !options.interactive) {
             stderr.write('conch: running unrestricted (no workspace checks, no sandbox)\n');
           }
           // Resuming never widens: say what the recorded policy took away, on a terminal or not.

@@ -1,0 +1,187 @@
+// `conch` on a terminal without a task (or `conch -i "first task"`): a conversation. Each submission
+// is one more run of the same host start (host/start.ts → runTask), so it is stored as a turn of one
+// session and resumable with -c; the rendering is the one-shot renderer's. Only the prompt is
+// loaded before the prompt shows: the host starts while the user types (bench/interactive.ts).
+import type { CliFlags } from '../config/types.ts';
+import { EXIT_CODES } from '../agent/outcome.ts';
+import { teeSinks, type EventSink } from '../agent/events.ts';
+import type { StartedRun } from '../host/start.ts';
+import type { Approver } from '../policy/command-rules.ts';
+import type { SessionChoice } from '../sessions/open.ts';
+import { stderr, stdout } from '../core/stdio.ts';
+import { colorAllowed } from './terminal.ts';
+import { createPrompt } from './prompt.ts';
+import { slashCommand, type SlashContext } from './slash.ts';
+
+export interface InteractiveOptions {
+  firstTask?: string;
+  session: SessionChoice;
+  trace?: string;
+  traceContent: boolean;
+}
+
+export async function runInteractive(flags: CliFlags, options: InteractiveOptions): Promise<number> {
+  const cwd = process.cwd();
+  const color = colorAllowed();
+  const bold = (t: string) => (color ? `\x1b[1m${t}\x1b[0m` : t);
+  const dim = (t: string) => (color ? `\x1b[2m${t}\x1b[0m` : t);
+  const editor = createPrompt({ input: process.stdin, output: process.stderr, prompt: `${bold('›')} `, continuation: `${dim('…')} ` });
+  let trace: EventSink | undefined;
+
+  // `ask` rules are answered on the terminal, by whichever run is under way.
+  let ask: Approver | undefined;
+  const approver: Approver = (command, rule) => (ask ? ask(command, rule) : Promise.resolve('deny'));
+  let current = { flags, session: options.session };
+  const start = async (next: typeof current) => {
+    const { startRun } = await import('../host/start.ts');
+    return startRun(next.flags, cwd, { approver, session: next.session });
+  };
+  let pending: Promise<StartedRun> | undefined;
+  let host: StartedRun | undefined;
+  const ready = async (): Promise<StartedRun> => {
+    if (!host) {
+      host = await (pending ??= start(current));
+      for (const warning of host.warnings.splice(0)) stderr.write(`conch: ${warning}\n`);
+    }
+    return host;
+  };
+  const restart = async (next: typeof current): Promise<void> => {
+    const old = await ready();
+    // A stored session has one writer at a time: the old host lets go of it first.
+    await old.dispose();
+    host = undefined;
+    pending = start(next);
+    try {
+      await ready();
+      current = next;
+    } catch (error) {
+      pending = start(current);
+      throw error;
+    }
+  };
+  let runs = 0;
+  const setupProblem = async (error: unknown): Promise<number | null> => {
+    const { setupFailure } = await import('./setup.ts');
+    try {
+      return setupFailure(error, false, '');
+    } catch {
+      return null;
+    }
+  };
+
+  const runOne = async (task: string): Promise<void> => {
+    const h = await ready();
+    const controller = new AbortController();
+    const [{ humanSink }, { terminalOptions }, { killAllNow }] = await Promise.all([import('./render.ts'), import('./terminal.ts'), import('../process/spawn.ts')]);
+    if (options.trace && !trace) trace = (await import('./trace.ts')).openTrace(options.trace, options.traceContent);
+    const human = humanSink({ stdout, stderr }, { ...(await terminalOptions(false, cwd)), header: runs === 0 });
+    runs++;
+    const { ttyApprover } = await import('../policy/approve.ts');
+    const tty = ttyApprover(process.stdin, process.stderr, controller.signal);
+    ask = async (command, rule) => {
+      human.hold();
+      try {
+        return await tty(command, rule);
+      } finally {
+        human.release();
+      }
+    };
+    // The prompt is closed, the terminal in cooked mode: Ctrl-C arrives as SIGINT.
+    let interrupts = 0;
+    const onSigint = () => {
+      if (++interrupts === 1) {
+        controller.abort(new Error('cancelled'));
+        stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
+      } else {
+        killAllNow();
+        process.exit(EXIT_CODES.cancelled);
+      }
+    };
+    process.on('SIGINT', onSigint);
+    busy = controller;
+    try {
+      await h.run(task, { sink: teeSinks(human, ...(trace ? [trace] : [])), signal: controller.signal });
+    } finally {
+      process.off('SIGINT', onSigint);
+      busy = undefined;
+      ask = undefined;
+    }
+    for (const warning of h.recording.warnings.splice(0)) stderr.write(`conch: ${warning}\n`);
+  };
+
+  const slash: SlashContext = {
+    write: (text) => stderr.write(text),
+    tools: async () => (await ready()).session.catalog.tools().map((t) => ({ name: t.name, description: t.description })),
+    model: async (name) => {
+      const id = (await ready()).recording.id;
+      await restart({ flags: { ...current.flags, model: name }, session: id ? { resume: id } : current.session });
+    },
+    clear: async () => {
+      await restart({ flags: current.flags, session: { ephemeral: options.session.ephemeral } });
+      runs = 0;
+    },
+    problem: async (error) => {
+      if ((await setupProblem(error)) === null) throw error;
+    },
+  };
+
+  // A closed terminal or a polite kill: a run under way is cancelled (its cleanup runs), then the
+  // session ends; at the prompt it ends at once.
+  let busy: AbortController | undefined;
+  let quit = false;
+  const onHangup = () => {
+    quit = true;
+    if (busy) busy.abort(new Error('cancelled'));
+    else void finish().then((code) => process.exit(code));
+  };
+  process.on('SIGHUP', onHangup);
+  process.on('SIGTERM', onHangup);
+  const finish = async (): Promise<number> => {
+    const h = host ?? (await pending?.catch(() => undefined));
+    if (!h) return EXIT_CODES.completed;
+    await h.dispose();
+    if (h.recording.id && runs > 0) stderr.write(`session ${h.recording.id}  (conch -c to continue)\n`);
+    return EXIT_CODES.completed;
+  };
+
+  stderr.write(dim(`conch · Enter sends, \\ at the end of a line continues, /help lists commands, Ctrl-D exits\n`));
+  // A setup problem (no model, a bad config) ends the session as it would end a one-shot run, even
+  // while the prompt waits for the first line.
+  let startup: unknown;
+  const startHost = () => {
+    pending ??= start(current);
+    pending.catch((error) => {
+      startup ??= error;
+      editor.cancel();
+    });
+  };
+  try {
+    if (options.firstTask) {
+      startHost();
+      await runOne(options.firstTask);
+    }
+    while (!quit) {
+      const next = editor.read();
+      // The prompt is on screen; now the host starts, while the user types.
+      startHost();
+      const input = await next;
+      if (startup) throw startup;
+      if (input.kind === 'eof') break;
+      const text = input.text.trim();
+      if (!text) continue;
+      if (text.startsWith('/')) {
+        const answer = await slashCommand(text, slash);
+        if (answer === 'exit') break;
+        continue;
+      }
+      await runOne(input.text);
+      if (quit) break;
+    }
+  } catch (error) {
+    const code = await setupProblem(error);
+    if (code === null) throw error;
+    await (host ?? (await pending?.catch(() => undefined)))?.dispose();
+    return code;
+  }
+  return finish();
+}

@@ -1,0 +1,71 @@
+// Slash commands of the interactive mode: answered by conch, never sent to the model.
+
+export interface SlashContext {
+  write(text: string): void;
+  tools(): Promise<{ name: string; description: string }[]>;
+  /** Go on with another model (the same session). */
+  model(name: string): Promise<void>;
+  /** A new session (the current one stays stored, resumable). */
+  clear(): Promise<void>;
+  /** A problem the user can fix (a model that cannot be started): said, and the session goes on. */
+  problem(error: unknown): Promise<void>;
+}
+
+const HELP = [
+  ['/help', 'this list'],
+  ['/model NAME', 'go on with another model, e.g. /model anthropic/claude-sonnet-5-5'],
+  ['/tools', 'the tools the model is offered'],
+  ['/clear', 'start a new session (this one stays stored: conch sessions, conch --resume ID)'],
+  ['/exit', 'end the session (so do Ctrl-D, and Ctrl-C at an empty prompt)'],
+] as const;
+
+export const SLASH_COMMANDS = HELP.map(([usage]) => usage.split(' ')[0]!);
+
+/** 'exit' when the session should end. */
+export async function slashCommand(line: string, ctx: SlashContext): Promise<'exit' | void> {
+  const [command = '', ...args] = line.trim().split(/\s+/);
+  switch (command) {
+    case '/help':
+      ctx.write(`${HELP.map(([usage, what]) => `  ${usage.padEnd(13)} ${what}`).join('\n')}\n` +
+        '  Enter sends; a line ending in \\ continues on the next; ↑/↓ go through earlier submissions.\n' +
+        '  Ctrl-C cancels a run (the model and its command) and returns here.\n');
+      return;
+    case '/exit':
+    case '/quit':
+      return 'exit';
+    case '/tools': {
+      const tools = await ctx.tools();
+      const width = Math.max(0, ...tools.map((t) => t.name.length));
+      ctx.write(tools.length ? `${tools.map((t) => `  ${t.name.padEnd(width)}  ${firstSentence(t.description)}`).join('\n')}\n` : '  (no tools)\n');
+      return;
+    }
+    case '/model':
+      if (args.length !== 1) {
+        ctx.write('conch: /model takes one name, e.g. /model openai/gpt-5.4\n');
+        return;
+      }
+      try {
+        await ctx.model(args[0]!);
+        ctx.write(`conch: model ${args[0]} from the next task on\n`);
+      } catch (error) {
+        await ctx.problem(error);
+      }
+      return;
+    case '/clear':
+      try {
+        await ctx.clear();
+        ctx.write('conch: a new session; the previous one is stored\n');
+      } catch (error) {
+        await ctx.problem(error);
+      }
+      return;
+    default:
+      ctx.write(`conch: unknown command ${command.slice(0, 40)}; /help lists the commands (not sent to the model)\n`);
+  }
+}
+
+function firstSentence(text: string): string {
+  const line = text.split('\n', 1)[0] ?? '';
+  const end = line.search(/\.\s/);
+  return (end === -1 ? line : line.slice(0, end + 1)).slice(0, 100);
+}

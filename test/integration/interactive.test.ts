@@ -1,0 +1,135 @@
+// Interactive mode through a real pseudo-terminal (tmux): what a user types, what the screen shows,
+// what the model server was sent, and what is left running.
+import { afterEach, describe, expect, test } from 'bun:test';
+import { CONCH, conchEnv, openaiEnv, runConch, useHarness } from '../support/cli.ts';
+import { hasTmux, openTerminal, type Terminal } from '../support/tty.ts';
+
+const harness = useHarness();
+let term: Terminal | undefined;
+afterEach(async () => {
+  await term?.close();
+  term = undefined;
+});
+
+const MODEL = 'openai/test-model';
+const open = async (args: string[] = [], extra: Record<string, string> = {}) => {
+  term = await openTerminal([CONCH, '--model', MODEL, ...args], { cwd: harness.dirs.workspace, env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color', ...extra } });
+  return term;
+};
+const running = async (marker: string) => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
+
+describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
+  test('a task gets a rendered answer; a follow-up carries the first turn; Ctrl-D exits 0; conch -c goes on with the session', async () => {
+    harness.server.script([{ text: '# Plan\n\nThis is **done**.\n' }, { text: 'Second answer.' }]);
+    const t = await open();
+    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    t.type('first task');
+    t.keys('Enter');
+    const first = await t.waitFor((s) => s.includes('This is done.'), 'the rendered answer');
+    // Rendered, not raw: the emphasis markers are gone, the heading keeps its level (NO_COLOR).
+    expect(first).not.toContain('**done**');
+    expect(first).toContain('# Plan');
+    expect(first).toContain('conch · openai/test-model · restricted');
+    t.type('and a follow-up');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('Second answer.'), 'the second answer');
+    const messages = JSON.stringify(harness.server.requests[1]!.body.messages);
+    expect(messages).toContain('first task');
+    expect(messages).toContain('This is **done**.');
+    expect(messages).toContain('and a follow-up');
+    await t.waitFor((s) => /Second answer\.[\s\S]*› /.test(s), 'the prompt again');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+    expect(t.screen()).toMatch(/session [0-9a-f]+ {2}\(conch -c to continue\)/);
+    // Stored as one session: `conch -c` goes on with both turns.
+    harness.server.script([{ text: 'third' }]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', MODEL, '-c', 'a third task'], env: openaiEnv(harness.server.openaiBaseUrl) });
+    expect(r.code).toBe(0);
+    const resumed = JSON.stringify(harness.server.requests[2]!.body.messages);
+    expect(resumed).toContain('first task');
+    expect(resumed).toContain('Second answer.');
+  });
+
+  test('with colour: Markdown styles reach the terminal', async () => {
+    harness.server.script([{ text: 'Some **bold** words.\n' }]);
+    const t = await open(['-i', 'go'], { NO_COLOR: '' });
+    await t.waitFor((s) => s.includes('Some bold words.'), 'the answer');
+    expect(t.screen(true)).toMatch(/\x1b\[1mbold/);
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  });
+
+  test('Ctrl-C mid-command kills the command and returns to the prompt; the session goes on; Ctrl-C at an empty prompt exits 0', async () => {
+    const marker = `41.${Math.floor(Math.random() * 1e9)}`;
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `sleep ${marker}` } }] }, { text: 'after the cancel' }]);
+    const t = await open();
+    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    t.type('run a long command');
+    t.keys('Enter');
+    for (let i = 0; i < 400 && !(await running(marker)); i++) await Bun.sleep(25);
+    expect(await running(marker)).toBe(true);
+    t.keys('C-c');
+    await t.waitFor((s) => /cancelled[\s\S]*› $/.test(s.trimEnd() + ' '), 'the prompt after the cancel');
+    expect(await running(marker)).toBe(false);
+    t.type('next');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('after the cancel'), 'the next answer');
+    await t.waitFor((s) => /after the cancel[\s\S]*› $/.test(s.trimEnd() + ' '), 'the prompt');
+    t.keys('C-c');
+    expect(await t.exited()).toBe(0);
+  });
+
+  test('slash commands are answered by conch and never sent to the model', async () => {
+    const t = await open();
+    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    t.type('/help');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('/model NAME'), 'the help');
+    t.type('/frobnicate');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('unknown command /frobnicate'), 'the unknown-command answer');
+    t.type('/tools');
+    t.keys('Enter');
+    await t.waitFor((s) => /\n\s+bash\s+\S/.test(s) && /\n\s+edit\s+\S/.test(s), 'the tool list');
+    t.type('/exit');
+    t.keys('Enter');
+    expect(await t.exited()).toBe(0);
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('↑ brings back the previous submission; a line ending in \\ continues on the next', async () => {
+    harness.server.script([{ text: 'one' }, { text: 'two' }]);
+    const t = await open();
+    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    t.type('line one \\');
+    t.keys('Enter');
+    t.type('line two');
+    t.keys('Enter');
+    await t.waitFor((s) => /\none\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the first answer and the prompt');
+    expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('line one \\nline two');
+    t.keys('Up');
+    await t.waitFor((s) => s.trimEnd().endsWith('line two'), 'the recalled submission');
+    t.keys('Enter');
+    await t.waitFor(() => harness.server.requests.length === 2, 'a second request');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  });
+});
+
+describe.skipIf(!hasTmux)('a setup problem in interactive mode', () => {
+  test('no model configured: the session ends with exit 2, as a one-shot run would', async () => {
+    term = await openTerminal([CONCH], { cwd: harness.dirs.workspace, env: { ...conchEnv(harness.dirs), TERM: 'xterm-256color' } });
+    expect(await term.exited()).toBe(2);
+    expect(term.screen()).toContain('conch: no model is configured');
+    expect(harness.server.requests).toHaveLength(0);
+  });
+});
+
+describe('-i without a terminal', () => {
+  test('is refused with a message, exit 2', async () => {
+    const r = await runConch({ dirs: harness.dirs, args: ['-i', 'go'], env: openaiEnv(harness.server.openaiBaseUrl) });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--interactive needs a terminal');
+    expect(harness.server.requests).toHaveLength(0);
+  });
+});
