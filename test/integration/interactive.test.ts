@@ -1,7 +1,7 @@
 // Interactive mode through a real pseudo-terminal (tmux): what a user types, what the screen shows,
 // what the model server was sent, and what is left running.
 import { afterEach, describe, expect, test } from 'bun:test';
-import { CONCH, conchEnv, openaiEnv, runConch, useHarness } from '../support/cli.ts';
+import { CONCH, conchEnv, openaiEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
 import { hasTmux, openTerminal, type Terminal } from '../support/tty.ts';
 
 const harness = useHarness();
@@ -12,6 +12,8 @@ afterEach(async () => {
 });
 
 const MODEL = 'openai/test-model';
+// Steps wait up to 30 s each on a loaded machine; the test as a whole gets room for several.
+const SLOW = 120_000;
 const open = async (args: string[] = [], extra: Record<string, string> = {}) => {
   term = await openTerminal([CONCH, '--model', MODEL, ...args], { cwd: harness.dirs.workspace, env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color', ...extra } });
   return term;
@@ -48,7 +50,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     const resumed = JSON.stringify(harness.server.requests[2]!.body.messages);
     expect(resumed).toContain('first task');
     expect(resumed).toContain('Second answer.');
-  });
+  }, SLOW);
 
   test('with colour: Markdown styles reach the terminal', async () => {
     harness.server.script([{ text: 'Some **bold** words.\n' }]);
@@ -57,7 +59,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(t.screen(true)).toMatch(/\x1b\[1mbold/);
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
-  });
+  }, SLOW);
 
   test('Ctrl-C mid-command kills the command and returns to the prompt; the session goes on; Ctrl-C at an empty prompt exits 0', async () => {
     const marker = `41.${Math.floor(Math.random() * 1e9)}`;
@@ -77,7 +79,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     await t.waitFor((s) => /after the cancel[\s\S]*› $/.test(s.trimEnd() + ' '), 'the prompt');
     t.keys('C-c');
     expect(await t.exited()).toBe(0);
-  });
+  }, SLOW);
 
   test('slash commands are answered by conch and never sent to the model', async () => {
     const t = await open();
@@ -95,7 +97,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     t.keys('Enter');
     expect(await t.exited()).toBe(0);
     expect(harness.server.requests).toHaveLength(0);
-  });
+  }, SLOW);
 
   test('↑ brings back the previous submission; a line ending in \\ continues on the next', async () => {
     harness.server.script([{ text: 'one' }, { text: 'two' }]);
@@ -113,7 +115,55 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     await t.waitFor(() => harness.server.requests.length === 2, 'a second request');
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
-  });
+  }, SLOW);
+});
+
+describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals', () => {
+  test('/model goes on with the same conversation on another model; /clear starts a new session', async () => {
+    harness.server.script([{ text: 'A1' }, { text: 'A2' }, { text: 'A3' }]);
+    const t = await open();
+    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    t.type('one');
+    t.keys('Enter');
+    await t.waitFor((s) => /\nA1\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the first answer');
+    t.type('/model openai/other-model');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('model openai/other-model from the next task on'), 'the model change');
+    t.type('two');
+    t.keys('Enter');
+    await t.waitFor((s) => /\nA2\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the second answer');
+    expect(harness.server.requests[1]!.body.model).toBe('other-model');
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages)).toContain('A1');
+    t.type('/clear');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('a new session'), 'the new session');
+    t.type('three');
+    t.keys('Enter');
+    await t.waitFor((s) => /\nA3\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the third answer');
+    const third = JSON.stringify(harness.server.requests[2]!.body.messages);
+    expect(third).toContain('three');
+    expect(third).not.toContain('A1');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
+  test('an ask rule asks inline; the answer typed at the question decides', async () => {
+    await writeConfig(harness.dirs, { shell: { commands: { default: 'ask' } } });
+    const marker = `approved-${Math.floor(Math.random() * 1e9)}`;
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `echo ${marker}` } }] }, { text: 'ran it' }]);
+    const t = await open();
+    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    t.type('echo something');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('Run it? [y]es'), 'the question');
+    t.type('y');
+    t.keys('Enter');
+    await t.waitFor((s) => /ran it\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer after the command');
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages)).toContain(marker);
+    expect(t.screen()).toContain('✓ exit 0');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
 });
 
 describe.skipIf(!hasTmux)('a setup problem in interactive mode', () => {
@@ -122,7 +172,7 @@ describe.skipIf(!hasTmux)('a setup problem in interactive mode', () => {
     expect(await term.exited()).toBe(2);
     expect(term.screen()).toContain('conch: no model is configured');
     expect(harness.server.requests).toHaveLength(0);
-  });
+  }, SLOW);
 });
 
 describe('-i without a terminal', () => {
@@ -131,5 +181,5 @@ describe('-i without a terminal', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('--interactive needs a terminal');
     expect(harness.server.requests).toHaveLength(0);
-  });
+  }, SLOW);
 });

@@ -37,14 +37,14 @@ export async function openTerminal(argv: string[], options: { cwd: string; env: 
     keys: (...keys) => void tmux('send-keys', '-t', 'conch', ...keys),
     type: (text) => void tmux('send-keys', '-t', 'conch', '-l', text),
     screen,
-    async waitFor(test, what, ms = 15_000) {
+    async waitFor(test, what, ms = 30_000) {
       for (const end = Date.now() + ms; Date.now() < end; await Bun.sleep(50)) {
         last = screen() || last;
         if (test(last)) return last;
       }
       throw new Error(`the terminal never showed ${what}; the screen:\n${last}`);
     },
-    async exited(ms = 15_000) {
+    async exited(ms = 30_000) {
       for (const end = Date.now() + ms; Date.now() < end; await Bun.sleep(50)) {
         const text = await readFile(status, 'utf8').catch(() => '');
         if (text.trim()) return Number(text.trim());
