@@ -61,7 +61,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(await t.exited()).toBe(0);
   }, SLOW);
 
-  test('Ctrl-C mid-command kills the command and returns to the prompt; the session goes on; Ctrl-C at an empty prompt exits 0', async () => {
+  test('Ctrl-C mid-command kills the command and returns to the prompt; the session goes on', async () => {
     const marker = `41.${Math.floor(Math.random() * 1e9)}`;
     harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `sleep ${marker}` } }] }, { text: 'after the cancel' }]);
     const t = await open();
@@ -77,8 +77,18 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     t.keys('Enter');
     await t.waitFor((s) => s.includes('after the cancel'), 'the next answer');
     await t.waitFor((s) => /after the cancel[\s\S]*› $/.test(s.trimEnd() + ' '), 'the prompt');
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages)).toContain('run a long command');
+  }, SLOW);
+
+  test('Ctrl-C at an empty prompt exits 0; with text typed it only clears the line', async () => {
+    const t = await open();
+    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    t.type('half a thought');
+    t.keys('C-c');
+    await t.waitFor((s) => /half a thought\^C\n› $/.test(`${s.trimEnd()} `), 'a fresh prompt');
     t.keys('C-c');
     expect(await t.exited()).toBe(0);
+    expect(harness.server.requests).toHaveLength(0);
   }, SLOW);
 
   test('slash commands are answered by conch and never sent to the model', async () => {
