@@ -31,6 +31,8 @@ export function createPrompt(options: PromptOptions) {
      */
     read(): Promise<Submission> {
       return new Promise<Submission>((resolve) => {
+        // Ctrl-D typed while a run was ending reached the terminal in cooked mode: stdin has ended.
+        if ((options.input as { readableEnded?: boolean }).readableEnded) return resolve({ kind: 'eof' });
         const rl = createInterface({ input: options.input, output: options.output, terminal: true, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true, prompt: options.prompt });
         const lines: string[] = [];
         let done = false;

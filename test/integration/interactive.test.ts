@@ -55,7 +55,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
   test('with colour: Markdown styles reach the terminal', async () => {
     harness.server.script([{ text: 'Some **bold** words.\n' }]);
     const t = await open(['-i', 'go'], { NO_COLOR: '' });
-    await t.waitFor((s) => s.includes('Some bold words.'), 'the answer');
+    await t.waitFor((s) => /Some bold words\.[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer and the prompt');
     expect(t.screen(true)).toMatch(/\x1b\[1mbold/);
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
