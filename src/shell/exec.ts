@@ -55,6 +55,13 @@ export interface ExecResult {
   durationMs: number;
 }
 
+/** The timeout a command gets: the default when none is asked (a plugin's NaN too), at most the maximum. */
+export function commandTimeout(requested: number | undefined, limits: Limits): number {
+  const ms = requested ?? limits.tool_timeout_ms;
+  // Infinity (or anything longer) gets the maximum.
+  return Number.isNaN(ms) ? limits.tool_timeout_ms : Math.max(1, Math.min(Math.floor(ms), limits.tool_timeout_max_ms));
+}
+
 export interface ExecutorSettings {
   workspace: Workspace;
   unrestricted: boolean;
@@ -116,9 +123,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
     if (notDirectory) return { ...emptyResult(started), output: notDirectory };
 
     const limits = settings.limits;
-    const requested = options.timeoutMs ?? limits.tool_timeout_ms;
-    // A plugin's NaN gets the default; Infinity (or anything longer) the maximum.
-    const timeoutMs = Number.isNaN(requested) ? limits.tool_timeout_ms : Math.max(1, Math.min(Math.floor(requested), limits.tool_timeout_max_ms));
+    const timeoutMs = commandTimeout(options.timeoutMs, limits);
 
     if (settings.guard) {
       const decision = await settings.guard(command, cwd);

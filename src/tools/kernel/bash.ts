@@ -5,7 +5,7 @@ import { type Tool, type ToolContext } from '../define.ts';
 import type { ExecResult } from '../../shell/exec.ts';
 import type { ToolResult } from '../../core/content.ts';
 import { PolicyError } from '../../core/errors.ts';
-import type { Executor } from '../../shell/exec.ts';
+import { commandTimeout, type Executor } from '../../shell/exec.ts';
 import type { Limits } from '../../core/limits.ts';
 
 export interface BashToolDeps {
@@ -61,9 +61,8 @@ export function createBashTool(deps: BashToolDeps): Tool {
         })
         .finally(progress.stop);
       if (result.denied) throw new PolicyError(result.denied.rule, result.denied.message);
-      // The same clamp the executor applies, so the status names the limit that was hit.
-      const timeoutMs = Math.min(timeout_ms ?? limits.tool_timeout_ms, limits.tool_timeout_max_ms);
-      return present(result, ctx, timeoutMs);
+      // The executor's own clamp, so the status names the limit that was hit.
+      return present(result, ctx, commandTimeout(timeout_ms, limits));
     },
   };
 }
