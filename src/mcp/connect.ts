@@ -120,6 +120,8 @@ async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<S
         workspace: settings.workspace,
         tmpDir: settings.tmpDir,
         ...(settings.placeholders ? { placeholders: settings.placeholders } : {}),
+        // The program and the files its config names, wherever they live (a checkout under /tmp too).
+        readOnlyPaths: [resolveProgram(spec.command, cwd, env.PATH), ...spec.args.filter(isAbsolute)],
       });
     } catch (error) {
       // Fail closed: a server that cannot be sandboxed does not start.
@@ -135,6 +137,12 @@ async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<S
     if (code === 'ENOENT') return { ok: false, reason: `command not found: ${spec.command}` };
     return { ok: false, reason: `could not start ${spec.command}: ${(error as Error).message}` };
   }
+}
+
+/** The host path the shell inside will run for `command` (as it finds it on PATH), or the name. */
+function resolveProgram(command: string, cwd: string, path: string | undefined): string {
+  if (command.includes('/')) return resolve(cwd, command);
+  return Bun.which(command, { PATH: path ?? '' }) ?? command;
 }
 
 async function httpTransport(spec: HttpSpec): Promise<Transport> {

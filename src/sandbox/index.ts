@@ -12,6 +12,7 @@ import { CHANNEL_FD, RELAY_PORT, RELAY_SCRIPT } from './relay.ts';
 import { isWithin } from '../core/paths.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { PlaceholderScope } from './placeholders.ts';
+import { readOnlyMounts } from './read-only-paths.ts';
 import { probe, type ProbeOptions, type SandboxStatus } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern } from './protected-paths.ts';
@@ -69,6 +70,13 @@ export interface SandboxRequest extends SandboxSettings {
    * namespace whose only way out is this proxy, through the relay (relay.ts); network off wins.
    */
   proxy?: NetworkProxy;
+  /**
+   * Host paths the command must be able to read (an MCP server's program and script). Each existing
+   * one the sandbox would hide (under the host's /tmp, which inside is the run's temp dir) becomes
+   * visible read-only, with the top-level entry under /tmp around it (read-only-paths.ts says why).
+   * Hidden paths win. Seatbelt hides nothing of the kind, so it needs none.
+   */
+  readOnlyPaths?: string[];
 }
 
 export interface PreparedCommand {
@@ -198,7 +206,11 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     }
   }
 
-  const visible = [...baseMounts(profile, { workspace, tmpDir, writableRoots }), ...cacheRoots.map((path) => ({ type: 'bind' as const, path, rank: 0 }))];
+  const profileMounts = [
+    ...baseMounts(profile, { workspace, tmpDir, writableRoots }),
+    ...cacheRoots.map((path) => ({ type: 'bind' as const, path, rank: 0 })),
+  ];
+  const visible = [...profileMounts, ...readOnlyMounts(request.readOnlyPaths ?? [], profileMounts, request.hidden ?? [])];
   // Hidden paths count as planned mounts: a protected path inside one needs no mount of its own.
   const base = [...visible, ...hiddenMounts(request.hidden ?? [], visible)];
   const protectedType = protectedMountType(profile);
