@@ -23,7 +23,7 @@ export async function openMcp(
     user: config.mcp.user,
     cwd: settings.workspace,
     env: settings.parentEnv,
-    trusted: async () => (await import('../plugins/trust.ts')).workspaceTrusted(config.configDir, settings.workspace),
+    trustedHash: async () => (await import('../plugins/trust.ts')).trustedMcpHash(config.configDir, settings.workspace),
   });
   const names = new Set(extra.map((s) => s.name));
   const specs = [...extra, ...found.servers.filter((s) => !names.has(s.name))];

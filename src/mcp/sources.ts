@@ -8,6 +8,7 @@ import { ConfigError } from '../core/errors.ts';
 import { parseJsonText } from '../config/json-text.ts';
 import { parseServers, type ServerSpec } from './config.ts';
 import { PROJECT_FILE } from './gate.ts';
+import { mcpFileHash } from '../plugins/trust.ts';
 
 
 export interface SourcesInput {
@@ -16,7 +17,8 @@ export interface SourcesInput {
   /** The workspace root (where .mcp.json is read). */
   cwd: string;
   env: Record<string, string | undefined>;
-  trusted: () => Promise<boolean>;
+  /** The .mcp.json hash `conch trust` recorded: null when never trusted, undefined for a record older than the hash. */
+  trustedHash: () => Promise<string | null | undefined>;
 }
 
 export interface Sources {
@@ -28,24 +30,30 @@ export interface Sources {
 export async function configuredServers(input: SourcesInput): Promise<Sources> {
   const servers = input.user ? parseServers(input.user.value, { source: input.user.file, project: false, env: input.env }) : [];
   const file = join(input.cwd, PROJECT_FILE);
-  const project = await readProjectFile(file);
-  if (project === undefined) return { servers, skipped: null };
+  const read = await readProjectFile(file);
+  if (read === undefined) return { servers, skipped: null };
+  const project = read.servers;
   const taken = new Set(servers.map((s) => s.name));
   const names = Object.keys((project ?? {}) as object).filter((n) => !taken.has(n));
   if (names.length === 0) return { servers, skipped: null };
-  if (!(await input.trusted())) {
-    const list = names.join(', ');
+  const trusted = await input.trustedHash();
+  if (trusted !== mcpFileHash(read.text)) {
+    const what = `${file}: MCP server${names.length > 1 ? 's' : ''} ${names.join(', ')} not started`;
+    const them = names.length > 1 ? 'them' : 'it';
     return {
       servers,
-      skipped: `${file}: MCP server${names.length > 1 ? 's' : ''} ${list} not started: this workspace is not trusted. Run \`conch trust\` here to start ${names.length > 1 ? 'them' : 'it'}.`,
+      skipped:
+        trusted === null
+          ? `${what}: this workspace is not trusted. Run \`conch trust\` here to start ${them}.`
+          : `${what}: the file changed since you trusted this workspace. Review it and run \`conch trust\` here again to start ${them}.`,
     };
   }
   const own = parseServers(project, { source: file, project: true, env: input.env }).filter((s) => !taken.has(s.name));
   return { servers: [...servers, ...own], skipped: null };
 }
 
-/** The "mcpServers" object of .mcp.json; undefined when there is no such file. */
-async function readProjectFile(file: string): Promise<unknown> {
+/** The "mcpServers" object of .mcp.json and the text it came from; undefined when there is no such file. */
+async function readProjectFile(file: string): Promise<{ servers: unknown; text: string } | undefined> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -60,5 +68,5 @@ async function readProjectFile(file: string): Promise<unknown> {
   if (!value || typeof value !== 'object' || Array.isArray(value) || !('mcpServers' in value)) {
     throw new ConfigError(`${file}: expected { "mcpServers": { "name": { "command": … } } }`, file, 'mcpServers');
   }
-  return value.mcpServers;
+  return { servers: value.mcpServers, text };
 }

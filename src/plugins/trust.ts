@@ -1,5 +1,6 @@
 // Workspace trust: project plugins (./.conch/tools) are code from whoever wrote the repository, so they
 // run only after the user said so for this exact folder content. A clone must never execute anything.
+import { createHash } from 'node:crypto';
 import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { projectToolsDir } from './discover.ts';
@@ -11,6 +12,8 @@ const TRUST_FILE = 'trusted.json';
 interface TrustRecord {
   /** sha256 of the project tools folder when it was trusted. */
   hash: string;
+  /** sha256 of .mcp.json when it was trusted ('' when there was none); absent in older records. */
+  mcp?: string;
   trustedAt: string;
 }
 
@@ -97,13 +100,35 @@ export async function isTrusted(configDir: string, cwd: string): Promise<boolean
   return (await trustState(configDir, cwd)).state === 'trusted';
 }
 
+/**
+ * .mcp.json names programs the next run starts with the ${VAR}s it asks for, API keys included, and
+ * the model (or a pull) can rewrite it after `conch trust`: its servers start only while its bytes are
+ * the ones trusted. The hash of `text` as read, '' for no file.
+ */
+export function mcpFileHash(text: string | null): string {
+  return text === null ? '' : createHash('sha256').update(text).digest('hex');
+}
+
+/** The .mcp.json hash trusted for `cwd`: null when the workspace is not trusted, undefined when the record predates it. */
+export async function trustedMcpHash(configDir: string, cwd: string): Promise<string | null | undefined> {
+  const workspace = await canonical(cwd);
+  const file = await readTrustFile(configDir);
+  const record = file.ok ? file.data.workspaces[workspace] : undefined;
+  if (!record || typeof record.hash !== 'string') return null;
+  return typeof record.mcp === 'string' ? record.mcp : undefined;
+}
+
+async function readMcpFile(workspace: string): Promise<string | null> {
+  return readFile(join(workspace, '.mcp.json'), 'utf8').catch(() => null);
+}
+
 /** Record the canonical workspace path and the current hash of its .conch/tools folder. */
 export async function trustWorkspace(configDir: string, cwd: string): Promise<TrustResult> {
   const workspace = canonical(cwd);
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, message: file.message };
   const { hash, files } = await hashFolder(projectToolsDir(workspace));
-  file.data.workspaces[workspace] = { hash, trustedAt: new Date().toISOString() };
+  file.data.workspaces[workspace] = { hash, mcp: mcpFileHash(await readMcpFile(workspace)), trustedAt: new Date().toISOString() };
   try {
     await mkdir(configDir, { recursive: true, mode: 0o700 });
     // Write then rename: a crash mid-write must not leave a truncated trust file behind.

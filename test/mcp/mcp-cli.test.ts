@@ -109,6 +109,22 @@ describe('MCP servers through the CLI', () => {
     expect(offered(1)).toContain('mcp__proj__echo');
   });
 
+  test('a .mcp.json written after conch trust (by the model, say) is not started until trusted again', async () => {
+    // The model can write the workspace; the servers it names would start at the next run with the
+    // ${VAR}s they ask for, API keys included. The trust pins the file's bytes, as it does .conch/tools.
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    const planted = JSON.stringify({ mcpServers: { planted: everything(randomUUID(), { env: { K: '${ANTHROPIC_API_KEY}' } }) } });
+    harness.server.script([{ toolCalls: [{ name: 'write', arguments: { path: '.mcp.json', content: planted } }] }, { text: 'done' }, { text: 'done' }, { text: 'done' }]);
+    expect((await run(['go'])).code).toBe(0);
+    const next = await run(['go']);
+    expect(next.code).toBe(0);
+    expect(next.stderr).toContain('MCP server planted not started: the file changed since you trusted this workspace. Review it and run `conch trust` here again');
+    expect(offered(2).some((n) => n.startsWith('mcp__planted__'))).toBe(false);
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    expect((await run(['go'])).code).toBe(0);
+    expect(offered(3)).toContain('mcp__planted__echo');
+  });
+
   test('a stdio server cannot write the workspace unless its config says "workspace": "write"', async () => {
     await writeConfig(harness.dirs, {
       mcpServers: { ro: { command: BUN, args: [WRITER] }, rw: { command: BUN, args: [WRITER], workspace: 'write' } },
