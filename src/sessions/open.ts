@@ -85,7 +85,8 @@ export function openRecording(plan: SessionPlan, config: Config, narrowed: strin
   const conversation = loaded ? loaded.conversation : [];
   if (choice.ephemeral) return { id: null, facts: undefined, conversation, warnings, begin: () => undefined, finish() {}, close() {} };
   const secrets = [
-    ...(config.provider?.apiKey ? [{ name: 'provider key', value: config.provider.apiKey }] : []),
+    // Every model of the route: a fallback's key is as secret as the first model's.
+    ...[config.provider, ...config.fallbacks].flatMap((p) => (p?.apiKey ? [{ name: 'provider key', value: p.apiKey }] : [])),
     ...Object.entries(config.env).map(([name, value]) => ({ name: `--env ${name}`, value })),
   ];
   const sessionId = loaded && !choice.fork ? loaded.header.id : (id ?? newSessionId());

@@ -211,6 +211,16 @@ describe('where sessions live', () => {
     expect(readdirSync(harness.dirs.workspace)).toEqual([]);
   });
 
+  test("a --fallback-model provider's key is redacted like the first model's", async () => {
+    harness.server.script([{ text: 'done' }]);
+    const env = { OPENAI_API_KEY: 'sk-fallback-5150', OPENAI_BASE_URL: harness.server.openaiBaseUrl };
+    const r = await jsonRun(['--fallback-model', 'openai/gpt-4o', 'why is sk-fallback-5150 refused?'], { env });
+    expect(r.code).toBe(0);
+    const text = readFileSync(sessionFile(harness.dirs, r.doc.sessionId), 'utf8');
+    expect(text).toContain('why is [redacted');
+    expect(text).not.toContain('sk-fallback-5150');
+  });
+
   test('the sandbox cannot read the session directory: cat from bash fails', async () => {
     // The store inside the workspace (as when conch runs from $HOME), where a command could reach it
     // but for the sandbox hiding it; the file beside the store shows that the place itself is visible.
