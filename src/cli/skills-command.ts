@@ -4,6 +4,7 @@
 import { displayPath } from '../core/display-path.ts';
 import type { SkillReport, SkillSet } from '../skills/load.ts';
 import type { CommandIO } from './tools-command.ts';
+import { terminalSafe } from './tool-lines.ts';
 
 export interface SkillsListOptions {
   set: SkillSet;
@@ -41,7 +42,8 @@ export function skillsList(opts: SkillsListOptions): number {
     if (r.status === 'untrusted') lines.push('      not loaded: this workspace is not trusted (run `conch trust`)');
     for (const d of r.diagnostics) lines.push(`      ${d.level}: ${d.message}`);
   }
-  io.out(`${lines.join('\n')}\n`);
+  // Names, descriptions and paths come from the repository's folders: nothing in them reaches the terminal as a control sequence.
+  io.out(`${terminalSafe(lines.join('\n'))}\n`);
   return failed ? 1 : 0;
 }
 
