@@ -93,14 +93,14 @@ function show(loaded: LoadedSession, json: boolean): number {
     stdout.write(`${JSON.stringify(t, null, 2)}\n`);
     return 0;
   }
-  stdout.write(`session ${t.id}  ${t.cwd}  created ${t.created}${t.parent ? `  forked from ${t.parent.id} after ${t.parent.runs} turn(s)` : ''}\n`);
+  stdout.write(`session ${t.id}  ${terminalSafe(t.cwd)}  created ${t.created}${t.parent ? `  forked from ${t.parent.id} after ${t.parent.runs} turn(s)` : ''}\n`);
   for (const [i, run] of t.runs.entries()) {
     const end = run.outcome ? `${run.outcome.status}${run.outcome.code ? ` (${run.outcome.code})` : ''}` : 'interrupted';
-    stdout.write(`\n── turn ${i + 1} · ${run.time} · ${run.provider}/${run.model} · ${end}\n`);
+    stdout.write(`\n── turn ${i + 1} · ${run.time} · ${terminalSafe(`${run.provider}/${run.model}`)} · ${end}\n`);
     for (const item of run.items) {
       if (item.type === 'task') stdout.write(`> ${terminalSafe(item.text)}\n`);
       else if (item.type === 'answer') stdout.write(`${terminalSafe(item.text)}\n`);
-      else stdout.write(`  › ${item.name} ${oneLine(item.arguments)}\n    ${item.isError ? '✗' : '✓'} ${oneLine(item.result)}\n`);
+      else stdout.write(`  › ${terminalSafe(item.name)} ${oneLine(item.arguments)}\n    ${item.isError ? '✗' : '✓'} ${oneLine(item.result)}\n`);
     }
     if (run.outcome?.message) stdout.write(`  (${terminalSafe(run.outcome.message)})\n`);
   }

@@ -211,6 +211,14 @@ describe('where sessions live', () => {
     expect(readdirSync(harness.dirs.workspace)).toEqual([]);
   });
 
+  test('conch sessions show prints no control sequence from the model, not even in a tool name', async () => {
+    harness.server.script([{ toolCalls: [{ name: 'read\x1b]52;c;cm0gLXJmIH4=\x07', arguments: { path: 'x' } }] }, { text: 'done' }]);
+    const one = await jsonRun(['go']);
+    const show = await cmd(['sessions', 'show', one.doc.sessionId]);
+    expect(show.stdout).toContain('› read]52;c;');
+    expect(show.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+  });
+
   test("a --fallback-model provider's key is redacted like the first model's", async () => {
     harness.server.script([{ text: 'done' }]);
     const env = { OPENAI_API_KEY: 'sk-fallback-5150', OPENAI_BASE_URL: harness.server.openaiBaseUrl };
