@@ -5,6 +5,7 @@ import type { ServerReport } from '../mcp/index.ts';
 import { openSession } from '../host/session.ts';
 import { stdout } from '../core/stdio.ts';
 import { loadCliConfig, setupFailure } from './setup.ts';
+import { terminalSafe } from './tool-lines.ts';
 
 export async function mcpCommand(flags: CliFlags, json: boolean): Promise<number> {
   try {
@@ -15,7 +16,8 @@ export async function mcpCommand(flags: CliFlags, json: boolean): Promise<number
       if (json) {
         const servers = session.mcp.map((s) => ({ ...s, tools: s.tools.map((t) => ({ ...t, offered: offered.has(t.name) })) }));
         stdout.write(`${JSON.stringify({ servers, warnings: session.warnings }, null, 2)}\n`);
-      } else stdout.write(render(session.mcp, offered, session.warnings, config.mcp.enabled));
+      // Names, descriptions and a failed server's stderr are the servers' words: no control sequence reaches the terminal.
+      } else stdout.write(terminalSafe(render(session.mcp, offered, session.warnings, config.mcp.enabled)));
       return 0;
     } finally {
       await session.dispose();

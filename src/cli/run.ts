@@ -5,7 +5,7 @@ import { emptyUsage, EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outc
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
 import { planStart, startRun, type StartedRun, type StartPlan } from '../host/start.ts';
-import { describeOutcome, humanSink } from './render.ts';
+import { describeOutcome, humanSink, terminalSafe } from './render.ts';
 import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { composeTask, readPipedStdin } from './stdin.ts';
@@ -69,7 +69,8 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   } catch (error) {
     return setupFailure(error, out.json, runId);
   }
-  for (const warning of host.warnings) stderr.write(`conch: ${warning}\n`);
+  // Warnings quote files and servers (a failed MCP server's stderr): no control sequence passes.
+  for (const warning of host.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
 
   const sinks: EventSink[] = [];
   const facts = envelopeSink();
@@ -108,7 +109,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   if (watchdog && !watchdog.finishing()) await new Promise(() => {});
   watchdog?.stop();
   const { recording } = host;
-  for (const warning of recording.warnings) stderr.write(`conch: ${warning}\n`);
+  for (const warning of recording.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
   const code = exitCodeFor(outcome.status);
   if (out.json) stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);
   else if (recording.id && stderr.isTTY) stderr.write(`session ${recording.id}  (conch -c to continue)\n`);

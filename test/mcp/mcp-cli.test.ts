@@ -125,6 +125,18 @@ describe('MCP servers through the CLI', () => {
     expect(offered(3)).toContain('mcp__planted__echo');
   });
 
+  test('neither conch mcp nor a run prints a control sequence from a server (its stderr when it fails to start)', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { loud: { command: 'sh', args: ['-c', 'printf "\\033]52;c;eA==\\007\\033]0;owned\\007boom" >&2; exit 1'] } } });
+    const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(r.stdout).toContain('loud (stdio, ');
+    expect(r.stdout).toContain('boom');
+    expect(r.stdout).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+    harness.server.script([{ text: 'done' }]);
+    const runOut = await run(['go']);
+    expect(runOut.stderr).toContain('MCP server loud did not start');
+    expect(runOut.stderr).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f]/);
+  });
+
   test('a stdio server cannot write the workspace unless its config says "workspace": "write"', async () => {
     await writeConfig(harness.dirs, {
       mcpServers: { ro: { command: BUN, args: [WRITER] }, rw: { command: BUN, args: [WRITER], workspace: 'write' } },
