@@ -15,7 +15,10 @@
 // shell exited first), which once dead stays a zombie until its parent reaps it; Bun only reaps
 // what it spawned. So the sweep reaps the zombies that are certainly not Bun's own children: those
 // in a process group that is neither conch's own nor led by themselves (Bun spawns either into
-// conch's group or, detached, as a group leader), and the sandboxes it killed itself.
+// conch's group or, detached, as a group leader), and every sandbox (the first process of a pid
+// namespace is never Bun's child, and it leads its own session: bwrap --new-session). A sandbox
+// whose bwrap was killed (a cancelled or timed-out command) dies of --die-with-parent, often before
+// a sweep sees it alive; it used to stay a zombie for good, one per such command.
 import { readdirSync, readFileSync } from 'node:fs';
 import { loadLibc } from './libc.ts';
 
@@ -102,7 +105,7 @@ export function sweepOrphans(): number[] {
     const found = child(pid);
     if (!found) continue;
     if (found.state === 'Z') {
-      const orphan = killed.has(found.pid) || (found.pgrp !== conchGroup() && found.pgrp !== found.pid);
+      const orphan = killed.has(found.pid) || found.nsInit || (found.pgrp !== conchGroup() && found.pgrp !== found.pid);
       if (orphan && libc) libc.reap(found.pid);
       killed.delete(found.pid);
       continue;
@@ -117,4 +120,16 @@ export function sweepOrphans(): number[] {
     }
   }
   return signalled;
+}
+
+/**
+ * Sweep until no orphaned sandbox is alive, for at most `ms`. A sandbox outlives the bwrap that was
+ * killed with its command's group for a moment: --die-with-parent and the namespace's teardown take
+ * time (long on a loaded machine), and until it is over its processes still hold the command's
+ * output pipe, where they would pass for processes that escaped the group.
+ */
+export async function settleOrphans(ms: number): Promise<void> {
+  const until = Date.now() + ms;
+  while (sweepOrphans().length > 0 && Date.now() < until) await Bun.sleep(5);
+  sweepOrphans(); // reap what died last
 }

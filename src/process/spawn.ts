@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { BoundedOutput } from './output.ts';
 import { startTimer } from '../core/duration.ts';
 import { groupAlive, killGroup, killPids, pipeHolders, processAlive, stdoutPipeOf } from './group.ts';
-import { adoptOrphans, sweepOrphans } from './orphans.ts';
+import { adoptOrphans, settleOrphans, sweepOrphans } from './orphans.ts';
 
 export interface SpawnOptions {
   /** Full argv; argv[0] absolute or found on env.PATH. */
@@ -47,6 +47,8 @@ export const DEFAULT_KILL_GRACE_MS = 2000;
 // Once the group is dead only bytes already in the pipe remain; reading them takes far less.
 const DRAIN_MS = 250;
 const ESCAPEE_WAIT_MS = 1000;
+// A sandbox SIGKILLed by the sweep ends with its namespace; past this, the drain reports what is left.
+const ORPHAN_WAIT_MS = 2000;
 
 // stdout and stderr share one pipe so their interleaving is exactly the order of the writes; the
 // shell dups it onto fd 2 and execs, so the command itself becomes the group leader.
@@ -131,8 +133,9 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   if (groupFailure) problems.push(groupFailure);
   liveGroups.delete(pgid);
   groupsListener?.([...liveGroups]);
-  // A sandbox whose bwrap was killed while it set up has no parent that can end it (orphans.ts).
-  sweepOrphans();
+  // A sandbox whose bwrap was killed has no parent that can end it (orphans.ts); and until it is
+  // gone its processes hold the output pipe, so wait for that before looking for escapees.
+  await settleOrphans(ORPHAN_WAIT_MS);
   const escape = await drain(reading, reader, pipe);
   if (escape) problems.push(escape);
 
