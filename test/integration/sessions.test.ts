@@ -255,6 +255,21 @@ describe('where sessions live', () => {
     expect(readFileSync(file, 'utf8')).toContain('4711');
   });
 
+  test('the read tool cannot open the session store outside the workspace: another project\'s conversations', async () => {
+    const state = join(harness.dirs.home, 'state-elsewhere');
+    const env = { XDG_STATE_HOME: state };
+    harness.server.script([{ text: 'private conversation 9132' }]);
+    const one = await jsonRun(['remember 9132'], { env });
+    const file = join(state, 'conch', 'sessions', `${one.doc.sessionId}.jsonl`);
+    expect(readFileSync(file, 'utf8')).toContain('9132');
+    harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: file } }] }, { text: 'done' }]);
+    const two = await jsonRun(['--ephemeral', 'read that file'], { env });
+    expect(two.code).toBe(0);
+    const afterRead = sent(harness.server.requests.length - 1);
+    expect(afterRead).not.toContain('9132');
+    expect(afterRead).toContain('read deny');
+  });
+
   test('on a terminal the run ends with the session id and how to continue', async () => {
     harness.server.script([{ text: 'hello' }]);
     const command = [CONCH, '--model', 'anthropic/test-model', 'say hello'].map((a) => `'${a}'`).join(' ');
