@@ -262,10 +262,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const own = ownDirGlobs(cwd, ownDirs);
   policy.workspace.protectedGlobs.push(...own);
   policy.sandbox.protectedGlobs.push(...own);
-  // Wherever it lives, the store holds other workspaces' conversations: `read` never opens it (a
-  // prompt-injected run must not read what was said in another project). Commands never see it.
-  const store = canonical(sessionsDir);
-  policy.workspace.readDeny.push(...ownDirGlobs(cwd, [sessionsDir]), store, `${store}/**`);
+  policy.workspace.readDeny.push(...ownDirGlobs(cwd, [sessionsDir]));
   refuseOwnDirRoots(policy.workspace.writableRoots, ownDirs);
   const homeRun = homeGuard(cwd, home, flags);
   if (homeRun) {

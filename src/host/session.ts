@@ -1,6 +1,7 @@
 // Assemble what runs need from a resolved Config, one job per step: the workspace, the private run
 // dir, the sandbox settings, the executor, the MCP servers, the catalog (kernel, plugins, MCP tools,
 // narrowing), the skills (host/skills.ts), the sandbox check and the system prompt. host/start.ts calls it for every host.
+import { canonical } from '../core/paths.ts';
 import type { Config } from '../config/types.ts';
 import type { CommandDecision } from '../core/command-decision.ts';
 import type { ContextFactory } from '../agent/dispatch.ts';
@@ -50,6 +51,11 @@ export interface Session {
   dispose(): Promise<void>;
 }
 
+function sessionStoreGlobs(dir: string): string[] {
+  const store = canonical(dir);
+  return [store, `${store}/**`];
+}
+
 export async function openSession(config: Config, options: SessionOptions): Promise<Session> {
   const workspace = await Workspace.open({
     root: options.cwd,
@@ -57,7 +63,9 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     protectedGlobs: config.workspace.protectedGlobs,
     writableRoots: config.workspace.writableRoots,
     readRoots: config.workspace.readRoots ?? undefined,
-    readDeny: config.workspace.readDeny,
+    // Wherever it lives, the session store holds other workspaces' conversations: `read` never opens
+    // it (a prompt-injected run must not read what was said in another project).
+    readDeny: [...config.workspace.readDeny, ...sessionStoreGlobs(config.sessions.dir)],
     denySecretFiles: config.workspace.denySecretFiles,
     secrets: config.workspace.secrets,
     denied: config.policy.denied,
