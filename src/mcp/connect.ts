@@ -106,6 +106,11 @@ async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<S
   const cwd = spec.cwd ? (isAbsolute(spec.cwd) ? spec.cwd : resolve(settings.workspace, spec.cwd)) : settings.workspace;
   // Only the basic variables and what the server's config names: never the parent's API keys.
   const env = { ...cleanEnv(settings.parentEnv, {}, { tmpDir: settings.tmpDir }), ...spec.env };
+  // Looked up before the start: where a PATH entry cannot be searched (another user's bin folder),
+  // the sandbox's shell says "Permission denied" (126) for a program that simply is not there.
+  if (!spec.command.includes('/') && !Bun.which(spec.command, { PATH: env.PATH ?? '' })) {
+    return { ok: false, reason: `command not found: ${spec.command}` };
+  }
   const argv = [spec.command, ...spec.args];
   let prepared: PreparedCommand | null = null;
   if (!settings.unrestricted) {
