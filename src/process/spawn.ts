@@ -29,14 +29,18 @@ export interface SpawnOptions {
 }
 
 export interface ProcessResult {
+  /** null when killed by a signal or never started. */
   exitCode: number | null;
   signal: string | null;
+  /** stdout and stderr interleaved as they came, bounded (head + tail, elided middle). */
   output: string;
   truncated: boolean;
   totalBytes: number;
+  /** Full output log when the output was truncated. */
   logPath: string | null;
   timedOut: boolean;
   cancelled: boolean;
+  /** Set when conch could not prove the process group was gone. */
   cleanupError?: string;
   durationMs: number;
   /** Set when the process could not be started at all (exitCode and signal are then null). */

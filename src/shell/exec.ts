@@ -16,7 +16,7 @@ import {
   type SandboxSettings,
 } from '../sandbox/index.ts';
 import type { Limits } from '../core/limits.ts';
-import { cleanEnv, runProcess } from '../process/spawn.ts';
+import { cleanEnv, runProcess, type ProcessResult } from '../process/spawn.ts';
 import { secretNotes } from './secret-notes.ts';
 import type { SecretLocation } from '../workspace/secrets.ts';
 import type { NetworkProxy } from '../sandbox/proxy.ts';
@@ -34,25 +34,13 @@ export interface ExecOptions {
   signal?: AbortSignal;
 }
 
-export interface ExecResult {
-  /** null when killed by a signal or never started. */
-  exitCode: number | null;
-  signal: string | null;
-  /** stdout and stderr interleaved as they came, bounded (head + tail, elided middle). */
-  output: string;
-  truncated: boolean;
-  totalBytes: number;
-  /** Full output log when the output was truncated. */
-  logPath: string | null;
-  timedOut: boolean;
-  cancelled: boolean;
-  /** Set when conch could not prove the process group was gone. */
-  cleanupError?: string;
-  /** Set when policy or the sandbox refused to run the command at all. */
-  denied?: { rule: string; message: string };
+/** What a command gave: the process's result, or why policy or the sandbox refused to run it. */
+export interface ExecResult extends Omit<ProcessResult, 'startError'> {
   /** Policy facts the model should know about this command (a hidden secret it named …), one line each. */
   notes?: string[];
-  durationMs: number;
+  /** Set when policy or the sandbox refused to run the command at all. */
+  denied?: { rule: string; message: string };
+  onOutput?: (chunk: string) => void;
 }
 
 /** The timeout a command gets: the default when none is asked (a plugin's NaN too), at most the maximum. */
