@@ -3,10 +3,16 @@
 // in camelCase; so conch parses argv itself and keeps cac only for the help text. Every value is the
 // string the user typed; a value flag given twice, or given empty, is a usage error naming the flag.
 
+/** What the help knows only once it is asked for (found on disk, so not read at every start). */
+export interface HelpFacts {
+  /** The sandbox profiles installed: 'workspace-write (default) or read-only'. */
+  profiles: string;
+}
+
 /** One flag as cac's help shows it: '-m, --model <provider/model>' or '--read-only'. */
 export interface FlagSpec {
   usage: string;
-  description: string;
+  description: string | ((facts: HelpFacts) => string);
   /** May be given more than once; each value is kept. */
   repeatable?: boolean;
 }

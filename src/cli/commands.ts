@@ -8,6 +8,8 @@ import { hiddenForCommands } from '../workspace/read-hidden.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { buildPluginLoader } from '../host/setup.ts';
 import { loadCliConfig, setupFailure } from './setup.ts';
+import { effectiveProfile } from '../sandbox/effective-profile.ts';
+import { unknownProfile } from '../sandbox/profile-names.ts';
 
 export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {
   const tools = await import('./tools-command.ts');
@@ -51,11 +53,16 @@ export async function trust(): Promise<number> {
   return trustCommand(config.configDir, process.cwd());
 }
 
-export async function sandboxCommand(action: string | undefined, command: string[], opts: { network: boolean; profile: string }): Promise<number> {
+export async function sandboxCommand(action: string | undefined, command: string[], opts: { network: boolean; profile?: string }): Promise<number> {
   const { sandboxCheck, sandboxRun } = await import('./sandbox-command.ts');
   if (action === 'check') return sandboxCheck(stdout);
   if (action === 'run') {
     if (command.length === 0) return usage('conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…');
+    const unknown = opts.profile === undefined ? null : unknownProfile(opts.profile);
+    if (unknown) {
+      stderr.write(`conch: --profile ${opts.profile}: ${unknown}.\n`);
+      return EXIT_CODES.setup_error;
+    }
     // Exactly the policy the bash tool would get in this directory: config roots, globs and network.
     let config;
     try {
@@ -63,10 +70,10 @@ export async function sandboxCommand(action: string | undefined, command: string
     } catch (error) {
       return setupFailure(error, false, 'sandbox');
     }
-    const stricter = config.sandbox.profile === 'read-only' ? 'read-only' : opts.profile;
     return sandboxRun(command, {
       network: opts.network && config.sandbox.network,
-      profile: stricter,
+      // --profile is one more layer over the config's: it can only narrow.
+      profile: effectiveProfile({ chosen: [config.sandbox.profile, opts.profile], readOnly: config.tools.readOnly }),
       cwd: process.cwd(),
       writableRoots: config.sandbox.writableRoots,
       protectedGlobs: config.sandbox.protectedGlobs,

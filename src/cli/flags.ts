@@ -1,7 +1,7 @@
 // conch's commands and flags: one table that drives both the parser (argv.ts) and the help (cac),
 // and the typed CliFlags built from what was parsed.
 import type { CliFlags } from '../config/types.ts';
-import { UsageError, type FlagSpec, type ParsedArgs } from './argv.ts';
+import { UsageError, type FlagSpec, type HelpFacts, type ParsedArgs } from './argv.ts';
 
 const GLOBAL: FlagSpec[] = [
   { usage: '-m, --model <provider/model>', description: 'Model to use, e.g. anthropic/claude-sonnet-5-5 or openai/gpt-5' },
@@ -31,7 +31,7 @@ const GLOBAL: FlagSpec[] = [
   { usage: '--policy <file>', description: 'Static policy file: narrows tools, paths, commands and the sandbox' },
   { usage: '--stop-on-deny', description: 'End the run as policy_denied at the first policy denial' },
   { usage: '--allow-write <dir>', description: 'Extra writable root outside the workspace (repeatable)', repeatable: true },
-  { usage: '--profile <name>', description: 'Sandbox profile: workspace-write (default) or read-only' },
+  { usage: '--profile <name>', description: (facts) => `Sandbox profile: ${facts.profiles}` },
   { usage: '--env <NAME=VALUE>', description: 'Pass a CONCH_TASK_* variable to shell commands (repeatable)', repeatable: true },
   { usage: '--skill <name>', description: "Put this skill's instructions into the task up front (repeatable; see `conch skills`)", repeatable: true },
 ];
@@ -88,7 +88,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     description: 'Inspect the sandbox: `sandbox check`, or `sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`',
     flags: [
       { usage: '--no-network', description: 'Run without network' },
-      { usage: '--profile <name>', description: 'Sandbox profile: workspace-write or read-only' },
+      { usage: '--profile <name>', description: (facts) => `Sandbox profile: ${facts.profiles}` },
     ],
   },
   acp: { usage: 'acp', description: 'Serve the Agent Client Protocol on stdio (for editors)', flags: [...GLOBAL, EPHEMERAL] },
@@ -117,11 +117,12 @@ export function checkFlagsOf(command: string, parsed: ParsedArgs): void {
 
 /** The help, overall or for one command, from the same table (cac formats it). */
 export async function outputHelp(command?: string): Promise<void> {
-  const { default: cac } = await import('cac');
+  const [{ default: cac }, { profileChoicesText }] = await Promise.all([import('cac'), import('../sandbox/profile-names.ts')]);
+  const facts: HelpFacts = { profiles: profileChoicesText() };
   const cli = cac('conch');
   for (const [name, spec] of Object.entries(COMMANDS)) {
     const c = cli.command(spec.usage, spec.description);
-    for (const f of spec.flags) c.option(f.usage, f.description);
+    for (const f of spec.flags) c.option(f.usage, typeof f.description === 'string' ? f.description : f.description(facts));
     if (name === command) c.action(() => {});
   }
   cli.help((sections) => sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '') })));

@@ -56,8 +56,8 @@ async function main(): Promise<void> {
     }
     case 'sandbox': {
       const { sandboxCommand } = await import('./commands.ts');
-      const profile = parsed.flags.get('profile')?.[0] ?? 'workspace-write';
-      process.exitCode = await sandboxCommand(args[0], [...args.slice(1), ...parsed.afterDashes], { network: !parsed.flags.has('no-network'), profile });
+      const profile = parsed.flags.get('profile')?.[0];
+      process.exitCode = await sandboxCommand(args[0], [...args.slice(1), ...parsed.afterDashes], { network: !parsed.flags.has('no-network'), ...(profile !== undefined && { profile }) });
       return;
     }
     case 'sessions': {

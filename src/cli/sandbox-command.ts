@@ -17,9 +17,9 @@ import {
   SandboxRequestError,
   SandboxUnavailableError,
   type ProbeOptions,
-  type SandboxProfileName,
 } from '../sandbox/index.ts';
-import { listProfiles, loadProtectedDefaults } from '../sandbox/profiles.ts';
+import { loadProtectedDefaults } from '../sandbox/profiles.ts';
+import { DEFAULT_PROFILE, listProfiles } from '../sandbox/profile-names.ts';
 import { stderr } from '../core/stdio.ts';
 
 interface Out {
@@ -34,7 +34,7 @@ export async function sandboxCheck(out: Out, probeOptions: ProbeOptions = {}): P
     `detail: ${status.detail}`,
   ];
   if (status.fix) lines.push(`fix: ${status.fix}`);
-  lines.push(`profiles: ${listProfiles().join(', ')} (default workspace-write)`);
+  lines.push(`profiles: ${listProfiles().join(', ')} (default ${DEFAULT_PROFILE})`);
   if (status.backend === 'bwrap') lines.push(`note: ${loadProtectedDefaults().limitation}`);
   out.write(`${lines.join('\n')}\n`);
   return status.ok ? 0 : 1;
@@ -96,7 +96,7 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
     let prepared;
     try {
       prepared = await prepareSandboxed({
-        profile: opts.profile as SandboxProfileName,
+        profile: opts.profile,
         network: opts.network,
         writableRoots: opts.writableRoots ?? [],
         protectedGlobs: opts.protectedGlobs ?? [],

@@ -5,12 +5,13 @@
 //     narrow them; a policy file's write.allow confines and write.deny removes them — a flag that
 //     asks for a denied root is an error, a config root is dropped with a warning;
 //   protected globs and read denials accumulate; read roots intersect; secret-file denial sticks;
-//   network off anywhere is off; the stricter sandbox profile wins (read-only beats workspace-write);
+//   network off anywhere is off; the stricter sandbox profile wins (sandbox/effective-profile.ts);
 //   command rules stay separate layers (see policy/command-rules.ts) so that each one must agree.
 import { realpathSync } from 'node:fs';
 import { basename, dirname, relative, sep } from 'node:path';
 import type { CommandLayer } from './command-layer.ts';
-import type { SandboxProfileName, SandboxSettings } from '../sandbox/index.ts';
+import type { SandboxSettings } from '../sandbox/index.ts';
+import { effectiveProfile, overruled } from '../sandbox/effective-profile.ts';
 import { type Config, type PathDenial, type ToolsPolicy } from './types.ts';
 import { canonical, isWithin } from '../core/paths.ts';
 import { ConfigError } from '../core/errors.ts';
@@ -40,7 +41,8 @@ export interface PolicyLayer {
   network?: boolean;
   /** The network allowlist this layer states (entries as written; presets expanded later). */
   netAllow?: string[];
-  profile?: SandboxProfileName;
+  /** A name from sandbox-profiles/ (checked where the layer is read). */
+  profile?: string;
   filesystem?: boolean;
   readOnly?: boolean;
 }
@@ -73,7 +75,6 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
   const warnings: string[] = [];
   const denied: PathDenial[] = [];
   const tools: ToolsPolicy = { only: null, denied: [], shell: true, filesystem: true, readOnly: false };
-  let profile: SandboxProfileName = 'workspace-write';
   let network = true;
   // Your user config and flags grant hosts (their union); a project config or policy file narrows.
   let netGrant: string[] | null = null;
@@ -102,7 +103,6 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
       if (layer.kind === 'user' || layer.kind === 'flags') netGrant = [...(netGrant ?? []), ...layer.netAllow];
       else netNarrow.push(layer.netAllow);
     }
-    if (layer.profile === 'read-only') profile = 'read-only';
     if (layer.denySecretFiles) denySecretFiles = true;
 
     if (layer.writableRoots) {
@@ -174,7 +174,12 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
     tools.denied.push({ name: 'write', rule: workspaceDenial }, { name: 'edit', rule: workspaceDenial });
   }
   for (const d of writeDenyRoots) if (isWithin(d.root, cwd) && d.root !== cwd) protectedGlobs.push(...workspaceGlobs(d.root, cwd));
-  if (tools.readOnly) profile = 'read-only';
+  const profile = effectiveProfile({ chosen: layers.map((l) => l.profile), readOnly: tools.readOnly });
+  for (const layer of layers) {
+    if (layer.profile && overruled(layer.profile, profile)) {
+      warnings.push(`${layer.source}: sandbox profile "${layer.profile}" ignored: an earlier layer chose "${profile}", and a later one can only narrow it to read-only.`);
+    }
+  }
 
   const unique = (xs: string[]) => [...new Set(xs)];
   let netAllow = netGrant;

@@ -15,7 +15,8 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DEFAULT_LIMITS, DURATION_LIMITS, type Limits } from '../core/limits.ts';
 import { checkDurationMs, parseDuration as parseDurationText } from '../core/duration.ts';
 import type { RetryPolicy } from './provider-config.ts';
-import type { SandboxProfileName } from '../sandbox/index.ts';
+import { effectiveProfile } from '../sandbox/effective-profile.ts';
+import { unknownProfile } from '../sandbox/profile-names.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { mergePolicy, type PolicyLayer } from './layers.ts';
 import { canonical, isWithin } from '../core/paths.ts';
@@ -74,13 +75,8 @@ function taskEnv(pairs: string[] | undefined): Record<string, string> {
 }
 
 function flagLayer(flags: CliFlags, cwd: string): PolicyLayer {
-  let profile: SandboxProfileName | undefined;
-  if (flags.profile !== undefined) {
-    if (flags.profile !== 'workspace-write' && flags.profile !== 'read-only') {
-      throw new ConfigError(`--profile ${flags.profile}: expected "workspace-write" or "read-only".`, undefined, '--profile');
-    }
-    profile = flags.profile;
-  }
+  const unknown = flags.profile === undefined ? null : unknownProfile(flags.profile);
+  if (unknown) throw new ConfigError(`--profile ${flags.profile}: ${unknown}.`, undefined, '--profile');
   let toolsAllow: PolicyLayer['toolsAllow'];
   if (flags.tools !== undefined) {
     const names = String(flags.tools).split(',').map((s) => s.trim()).filter(Boolean);
@@ -97,7 +93,7 @@ function flagLayer(flags: CliFlags, cwd: string): PolicyLayer {
     readOnly: flags.readOnly === true ? true : undefined,
     network: flags.network === false ? false : undefined,
     ...(flags.allowNet?.length ? { netAllow: flags.allowNet } : {}),
-    profile,
+    profile: flags.profile,
     writableRoots: flags.allowWrite?.length ? flags.allowWrite.map((r) => resolve(cwd, r)) : undefined,
     writeDeny: [],
     readDeny: [],
@@ -271,7 +267,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     }
     if (homeRun.readOnlyWhy) {
       policy.tools.readOnly = true;
-      policy.sandbox.profile = 'read-only';
+      policy.sandbox.profile = effectiveProfile({ chosen: [policy.sandbox.profile], readOnly: policy.tools.readOnly });
     }
     warnings.push(homeRun.warning);
   }

@@ -4,6 +4,7 @@
 import { type TSchema, Type } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { LIMIT_NAMES } from '../core/limits.ts';
+import { profileChoices } from '../sandbox/profile-names.ts';
 
 const closed = { additionalProperties: false } as const;
 const Names = Type.Array(Type.String({ minLength: 1 }), { description: 'a list of non-empty strings' });
@@ -36,7 +37,9 @@ export const CommandsSchema = Type.Object(
   closed,
 );
 
-export const ProfileSchema = Type.Union([Type.Literal('workspace-write'), Type.Literal('read-only')]);
+// The profiles installed in sandbox-profiles/ (a new file there is a new accepted name). This module
+// is loaded only to check a config or policy file, so listing the folder costs a start nothing.
+export const ProfileSchema = Type.Union(profileChoices().map((name) => Type.Literal(name)));
 
 const ProviderSchema = Type.Object(
   {

@@ -2,6 +2,8 @@
 // whether the sandbox is needed at all, and the label the run header and --json envelope show.
 import type { Config } from '../config/types.ts';
 import { probeSandbox, type SandboxSettings } from '../sandbox/index.ts';
+import { effectiveProfile } from '../sandbox/effective-profile.ts';
+import { DEFAULT_PROFILE, READ_ONLY_PROFILE } from '../sandbox/profile-names.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import { hiddenForCommands } from '../workspace/read-hidden.ts';
 
@@ -18,7 +20,7 @@ export async function sessionSandbox(config: Config, workspaceRoot: string): Pro
   const pinned = config.unrestricted && (config.policy.denied?.length ?? 0) > 0;
   const settings = {
     ...config.sandbox,
-    ...(config.tools.readOnly ? { profile: 'read-only' as const } : {}),
+    profile: effectiveProfile({ chosen: [config.sandbox.profile], readOnly: config.tools.readOnly }),
     hidden: await hiddenForCommands(config, workspaceRoot),
   };
   // The allowlist needs the proxy, which only a session runs; off means off.
@@ -41,6 +43,7 @@ export async function checkSandbox(config: Config, sandbox: SessionSandbox, cata
     return { label: `unavailable (${status.backend})`, warning: `${why} The bash tool is off for this run.` };
   }
   const readOnly = config.readOnlyWhy ? `read-only: ${config.readOnlyWhy} (--allow-home-writes to write)` : 'read-only';
-  const traits = [sandbox.settings.profile === 'read-only' ? readOnly : null, !sandbox.settings.network ? 'no network' : sandbox.settings.netAllow ? `network allowlist (${sandbox.settings.netAllow.length})` : null].filter(Boolean);
+  const { profile } = sandbox.settings;
+  const traits = [profile === READ_ONLY_PROFILE ? readOnly : profile === DEFAULT_PROFILE ? null : `profile ${profile}`, !sandbox.settings.network ? 'no network' : sandbox.settings.netAllow ? `network allowlist (${sandbox.settings.netAllow.length})` : null].filter(Boolean);
   return { label: [status.backend, ...traits].join(', ') };
 }

@@ -9,6 +9,7 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { prepareSandboxed, type PlaceholderScope, type PreparedCommand, type SandboxSettings } from '../sandbox/index.ts';
+import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import { cleanEnv } from '../process/spawn.ts';
 import { spawnPiped, type PipedProcess } from '../process/piped.ts';
 import type { HttpSpec, ServerSpec, StdioSpec } from './config.ts';
@@ -117,7 +118,7 @@ async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<S
     try {
       prepared = await prepareSandboxed({
         ...settings.sandbox,
-        profile: spec.workspace === 'write' ? settings.sandbox.profile : 'read-only',
+        profile: effectiveProfile({ chosen: [settings.sandbox.profile], readOnly: spec.workspace !== 'write' }),
         network: spec.network ?? settings.sandbox.network,
         command: '',
         argv,

@@ -19,10 +19,9 @@ import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, ty
 import { openSeccompFd } from './seccomp-fd.ts';
 import { renderSeatbeltProfile, seatbeltArgv, SeatbeltPathError } from './seatbelt.ts';
 
-export type SandboxProfileName = 'workspace-write' | 'read-only';
-
 export interface SandboxSettings {
-  profile: SandboxProfileName;
+  /** A name from listProfiles() (profile-names.ts); effective-profile.ts decides which. */
+  profile: string;
   network: boolean;
   /** Extra writable roots (absolute), besides the workspace and temp. */
   writableRoots: string[];
@@ -39,7 +38,7 @@ export interface SandboxSettings {
   hidden?: string[];
   /**
    * The per-user toolchain cache (caches.ts): writable inside, with npm_config_cache, CARGO_HOME …
-   * pointing into it. Absent, or under the read-only profile: no cache, nothing set.
+   * pointing into it. Absent, or under a profile with "caches": false (read-only): no cache, nothing set.
    */
   cacheDir?: string;
   /**
@@ -173,8 +172,9 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const command =
     request.argv && request.argv.length > 0 ? ['/bin/sh', '-c', 'exec "$@"', 'sh', ...request.argv] : ['/bin/sh', '-c', request.command];
   const protectedPatterns = patterns(request.protectedGlobs);
-  const cacheEnv = request.cacheDir && request.profile !== 'read-only' ? prepareCache(request.cacheDir) : {};
-  const cacheRoots = request.cacheDir && request.profile !== 'read-only' ? [directory(request.cacheDir, 'sandbox cache', 'remove it; conch makes it again')] : [];
+  const cacheDir = profile.caches === false ? undefined : request.cacheDir;
+  const cacheEnv = cacheDir ? prepareCache(cacheDir) : {};
+  const cacheRoots = cacheDir ? [directory(cacheDir, 'sandbox cache', 'remove it; conch makes it again')] : [];
 
   const proxy = request.network ? request.proxy : undefined;
   if (!bwrap) {

@@ -1,14 +1,14 @@
 // Loads the sandbox policies from sandbox-profiles/ (data, not code): one JSON file per profile
 // describing the bubblewrap mounts and the Seatbelt template, plus protected.json with the paths
 // every profile keeps read-only. Files are read once per process and validated; a broken file is
-// reported with its name and the offending key.
-import { readdirSync, readFileSync } from 'node:fs';
+// reported with its name and the offending key. Which names are profiles: profile-names.ts.
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PACKAGE_ROOT } from '../core/package-root.ts';
 import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
+import { PROFILES_DIR, unknownProfile } from './profile-names.ts';
 
-export const PROFILES_DIR = join(PACKAGE_ROOT, 'sandbox-profiles');
+export { listProfiles, PROFILES_DIR } from './profile-names.ts';
 
 /** Symbolic mount sources filled in per command. */
 export const MOUNT_VARIABLES = ['{workspace}', '{tmpDir}', '{writableRoots}', '{protected}'] as const;
@@ -35,6 +35,8 @@ const ProfileSchema = Type.Object(
   {
     $comment: Type.Optional(Type.String()),
     description: Type.String(),
+    /** false: no toolchain cache (caches.ts) for commands under this profile. */
+    caches: Type.Optional(Type.Boolean()),
     bwrap: Type.Object(
       { $comment: Type.Optional(Type.String()), mounts: Type.Array(MountSchema, { minItems: 1 }) },
       { additionalProperties: false },
@@ -110,34 +112,15 @@ function firstError(check: { Errors(value: unknown): Iterable<unknown> }, value:
   return 'invalid';
 }
 
-/** The policy data files in sandbox-profiles/ that are not profiles. */
-const DATA_FILES = new Set(['protected', 'secrets', 'caches', 'network']);
-
-/** Profile names available in sandbox-profiles/ (every *.json except the data files above). */
-export function listProfiles(dir: string = PROFILES_DIR): string[] {
-  try {
-    return readdirSync(dir)
-      .filter((name) => name.endsWith('.json') && !DATA_FILES.has(name.slice(0, -'.json'.length)))
-      .map((name) => name.slice(0, -'.json'.length))
-      .sort();
-  } catch {
-    return [];
-  }
-}
-
 const profileCache = new Map<string, SandboxProfile>();
 
 export function loadProfile(name: string, dir: string = PROFILES_DIR): SandboxProfile {
   const key = `${dir}\0${name}`;
   const cached = profileCache.get(key);
   if (cached) return cached;
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name) || DATA_FILES.has(name)) {
-    throw new SandboxProfileError(`unknown sandbox profile "${name}"; available: ${listProfiles(dir).join(', ')}.`);
-  }
+  const unknown = unknownProfile(name, dir);
+  if (unknown) throw new SandboxProfileError(`${unknown}.`);
   const file = join(dir, `${name}.json`);
-  if (!listProfiles(dir).includes(name)) {
-    throw new SandboxProfileError(`unknown sandbox profile "${name}" (no ${file}); available: ${listProfiles(dir).join(', ')}.`);
-  }
   const value = readJson(file);
   if (!checkProfile.Check(value)) {
     throw new SandboxProfileError(`sandbox profile ${file} is malformed at ${firstError(checkProfile, value)}; restore it from the conch distribution.`);

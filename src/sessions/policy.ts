@@ -2,6 +2,7 @@
 // under: resuming can narrow, never widen. --unrestricted holds only if both the session and this
 // run have it; a session started --read-only stays read-only whatever the flags say now.
 import type { CliFlags, Config } from '../config/types.ts';
+import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import { SessionError } from './dir.ts';
 import type { PolicySnapshot } from './records.ts';
 
@@ -12,7 +13,7 @@ export function policySnapshot(config: Config): PolicySnapshot {
     shell: config.tools.shell,
     filesystem: config.tools.filesystem,
     network: config.sandbox.network,
-    profile: config.sandbox.profile === 'read-only' ? 'read-only' : 'workspace-write',
+    profile: effectiveProfile({ chosen: [config.sandbox.profile], readOnly: config.tools.readOnly }),
     only: config.tools.only,
     denied: [...new Set(config.tools.denied.map((d) => d.name))],
     writableRoots: [...config.workspace.writableRoots],
@@ -47,9 +48,11 @@ export function narrowToRecorded(config: Config, recorded: PolicySnapshot | null
     config.tools.readOnly = true;
     notes.push('read-only');
   }
-  if ((recorded.readOnly || recorded.profile === 'read-only') && config.sandbox.profile !== 'read-only') {
-    config.sandbox.profile = 'read-only';
-    if (!recorded.readOnly) notes.push('read-only sandbox profile');
+  // The recorded profile is the earlier layer: the one in force now can only narrow it.
+  const profile = effectiveProfile({ chosen: [recorded.profile, config.sandbox.profile], readOnly: config.tools.readOnly });
+  if (profile !== config.sandbox.profile) {
+    config.sandbox.profile = profile;
+    if (!recorded.readOnly) notes.push(`${profile} sandbox profile`);
   }
   if (!recorded.shell && config.tools.shell) {
     config.tools.shell = false;

@@ -15,7 +15,8 @@ export interface PolicySnapshot {
   shell: boolean;
   filesystem: boolean;
   network: boolean;
-  profile: 'workspace-write' | 'read-only';
+  /** The sandbox profile (a name from sandbox-profiles/). */
+  profile: string;
   /** --tools list (null = no restriction). */
   only: string[] | null;
   /** Tools denied by policy (names). */

@@ -3,7 +3,7 @@
 // real $HOME is read-only, and nothing is written under $HOME. Offline and without network: no
 // registry is ever contacted.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { prepareSandboxed } from '../../src/sandbox/index.ts';
 import { cacheVariables } from '../../src/sandbox/caches.ts';
@@ -35,9 +35,9 @@ beforeEach(() => {
 });
 afterEach(() => fx.cleanup());
 
-async function run(command: string, withCache: boolean): Promise<{ code: number; output: string }> {
+async function run(command: string, withCache: boolean, profile = 'workspace-write'): Promise<{ code: number; output: string }> {
   const prepared = await prepareSandboxed({
-    profile: 'workspace-write',
+    profile,
     network: false,
     writableRoots: [],
     protectedGlobs: [],
@@ -90,5 +90,16 @@ describe.skipIf(!canRun || !NPM)('toolchains with the sandbox cache', () => {
     expect(result.output).toContain('CACHE-WRITABLE');
     expect(result.output).toContain('HOME-READ-ONLY');
     expect(readFileSync(join(cache, 'pip', 'x'), 'utf8')).toBe('');
+  });
+});
+
+describe.skipIf(!canRun)('profiles without the cache', () => {
+  test('a profile that says "caches": false (read-only) gets no cache directory and no variables', async () => {
+    const probe = 'echo "npm=${npm_config_cache:-unset} cargo=${CARGO_HOME:-unset}"';
+    expect((await run(probe, true)).output).toContain(`npm=${join(cache, 'npm')}`);
+    rmSync(cache, { recursive: true, force: true });
+    const readOnly = await run(probe, true, 'read-only');
+    expect(readOnly.output).toContain('npm=unset cargo=unset');
+    expect(existsSync(cache)).toBe(false);
   });
 });

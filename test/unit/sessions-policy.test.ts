@@ -58,6 +58,17 @@ describe('policy on resume', () => {
     expect(narrowToRecorded(now, recorded)).toEqual([]);
   });
 
+  test('a recorded sandbox profile other than the default stays when the run now names none', async () => {
+    const recorded = { ...policySnapshotStub(), profile: 'offline' };
+    const now = await load();
+    expect(narrowToRecorded(now, recorded)).toEqual(['offline sandbox profile']);
+    expect(now.sandbox.profile).toBe('offline');
+    const readOnly = await load({ profile: 'read-only' });
+    expect(narrowToRecorded(readOnly, recorded)).toEqual([]);
+    expect(readOnly.sandbox.profile).toBe('read-only');
+    expect(narrowToRecorded(await load(), { ...recorded, profile: 'read-only' })).toEqual(['read-only sandbox profile']);
+  });
+
   test('the recorded --policy file is reused; a different one is refused', () => {
     const recorded = { ...policySnapshotStub(), policyFile: '/p/policy.json' };
     expect(resumedPolicyFlag({}, recorded, (p) => p, 'abc').policy).toBe('/p/policy.json');
