@@ -8,6 +8,7 @@ export { setupProblem } from './host/setup-error.ts';
 export { runTask } from './agent/loop.ts';
 export type { RunSpec } from './agent/loop.ts';
 export type { EventSink, RunEvent } from './agent/events.ts';
-export type { Outcome, OutcomeStatus } from './agent/outcome.ts';
+export type { Outcome, OutcomeStatus, OutputIssue } from './agent/outcome.ts';
+export type { OutputSchema } from './agent/output.ts';
 export type { CliFlags } from './config/types.ts';
 export type { Message, Provider } from './providers/types.ts';

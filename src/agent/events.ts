@@ -1,4 +1,4 @@
-import type { Outcome } from './outcome.ts';
+import type { Outcome, OutputIssue } from './outcome.ts';
 import type { Usage } from '../providers/types.ts';
 
 interface Base {
@@ -56,6 +56,8 @@ export type EventBody =
   | { type: 'model.finished'; turn: number; stopReason: string; usage: Usage; model?: string }
   /** The turn moved to the next model of the route; `reason` is why the previous one failed. */
   | { type: 'model.fallback'; turn: number; from: string; to: string; reason: string }
+  /** The final answer did not match the output schema: the one repair turn goes to the model with these. */
+  | { type: 'output.repair'; turn: number; errors: OutputIssue[] }
   | { type: 'run.finished'; outcome: Outcome };
 
 export type RunEvent = Base & EventBody;

@@ -6,12 +6,13 @@ import { ProviderError } from '../providers/types.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import type { EventBody, EventSink, SessionFacts } from './events.ts';
 import type { Limits } from '../core/limits.ts';
-import { addUsage, emptyUsage, type FailureCode, type Outcome, type OutcomeStatus } from './outcome.ts';
+import { addUsage, emptyUsage, type FailureCode, type Outcome, type OutcomeStatus, type OutputIssue } from './outcome.ts';
 import { dispatchCall, type ContextFactory } from './dispatch.ts';
 import { resultText } from '../tools/truncate.ts';
 import { fitContext } from './context.ts';
 import { startTimer } from '../core/duration.ts';
 import { CostMeter } from './budget.ts';
+import type { OutputContract, OutputSchema } from './output.ts';
 
 /** Where a host keeps the conversation as it grows (the session store); each call gets one whole message. */
 export interface Journal {
@@ -35,6 +36,11 @@ export interface RunSpec {
   stopOnDeny: boolean;
   /** The provider's prompt-cache key; stable per session so that runs that continue it share a cache (default: runId). */
   cacheKey?: string;
+  /**
+   * The final answer must be one JSON value this JSON Schema accepts (output.ts): the schema goes
+   * with the task, a wrong answer gets one repair turn, then the run fails as output_invalid.
+   */
+  outputSchema?: OutputSchema;
   /** Facts for run.started. */
   header: { mode: 'restricted' | 'unrestricted'; sandbox: string; session?: SessionFacts };
 }
@@ -85,8 +91,9 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
     sandbox: spec.header.sandbox,
     tools: spec.catalog.names(),
   });
-  spec.conversation.push({ role: 'user', content: spec.task });
-  journal?.message({ role: 'user', content: spec.task });
+  let contract: OutputContract | null = null;
+  let outputErrors: OutputIssue[] | undefined;
+  let repaired = false;
 
   const finish = (status: OutcomeStatus, message?: string, extra: Partial<Outcome> = {}): Outcome => {
     const outcome: Outcome = {
@@ -101,6 +108,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       promptTokens: meter.promptTokens(),
       answeredBy: [...answeredBy],
       ...(message ? { message } : {}),
+      ...(outputErrors && status !== 'completed' ? { outputErrors } : {}),
       ...extra,
     };
     emit({ type: 'run.finished', outcome });
@@ -112,6 +120,16 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       : new Stop('cancelled', 'cancelled by the user');
 
   try {
+    if (spec.outputSchema !== undefined) {
+      const { outputContract } = await import('./output.ts');
+      const made = outputContract(spec.outputSchema);
+      if ('problems' in made) throw new Stop('failed', `the output schema is not usable: ${made.problems.join('; ')}`, { code: 'config_invalid' });
+      contract = made;
+    }
+    const task = contract ? appendText(spec.task, contract.note) : spec.task;
+    spec.conversation.push({ role: 'user', content: task });
+    journal?.message({ role: 'user', content: task });
+
     for (let turn = 1; ; turn++) {
       if (controller.signal.aborted) throw interrupted();
       if (limits.model_calls > 0 && counts.modelCalls >= limits.model_calls) {
@@ -119,7 +137,13 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       }
       // Sorted, so the cached prefix (tools, then system) is byte-identical on every turn and every run.
       const tools = spec.catalog.specs().sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-      const request = { system: spec.system, messages: spec.conversation, tools, cacheKey: spec.cacheKey ?? spec.runId };
+      const request = {
+        system: spec.system,
+        messages: spec.conversation,
+        tools,
+        cacheKey: spec.cacheKey ?? spec.runId,
+        ...(contract?.providerSchema ? { outputSchema: contract.providerSchema } : {}),
+      };
       const { bytes: contextBytes, elided } = fitContext(request, limits.context_bytes);
       if (elided) emit({ type: 'context.elided', results: elided.results, bytes: elided.bytes });
       if (contextBytes > limits.context_bytes) {
@@ -201,7 +225,20 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
         if (response.stopReason === 'max_tokens') {
           emit({ type: 'model.warning', turn, text: "the answer was cut off at the model's output-token limit (raise it with --max-output-tokens)" });
         }
-        return finish('completed');
+        if (!contract) return finish('completed');
+        const checked = contract.check(response.text);
+        if (checked.ok) return finish('completed', undefined, { outputValue: checked.value });
+        outputErrors = checked.issues;
+        if (repaired) {
+          throw new Stop('failed', `the final answer does not match the output schema, also after the repair turn: ${describeIssues(checked.issues)}`, { code: 'output_invalid' });
+        }
+        // One repair turn, as a user message of this conversation: tools stay available, limits apply.
+        repaired = true;
+        emit({ type: 'output.repair', turn, errors: checked.issues });
+        const repair = { role: 'user' as const, content: [{ type: 'text' as const, text: contract.repair(checked.issues) }] };
+        spec.conversation.push(repair);
+        journal?.message(repair);
+        continue;
       }
       // Never start a tool whose result no model call is left to read.
       if (limits.model_calls > 0 && counts.modelCalls >= limits.model_calls) {
@@ -276,6 +313,17 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       return { ...ctx, update: (text: string) => { emit({ type: 'tool.updated', callId, name: call.name, text }); ctx.update(text); } };
     };
   }
+}
+
+function describeIssues(issues: OutputIssue[]): string {
+  return issues.slice(0, 3).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ') + (issues.length > 3 ? ` (and ${issues.length - 3} more)` : '');
+}
+
+/** The task with `text` as its last paragraph (one text block where it was one: what every server reads). */
+function appendText(task: ContentBlock[], text: string): ContentBlock[] {
+  const last = task[task.length - 1];
+  if (last?.type === 'text') return [...task.slice(0, -1), { type: 'text', text: `${last.text}\n\n${text}` }];
+  return [...task, { type: 'text', text }];
 }
 
 function parses(json: string): boolean {

@@ -17,9 +17,16 @@ export const FAILURE_CODES = [
   'provider_rejected',
   'config_invalid',
   'tool_cleanup',
+  'output_invalid',
   'internal',
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];
+
+/** What is wrong with an answer that had to match the output schema: a JSON Pointer into it ('' = the whole) and why. */
+export interface OutputIssue {
+  path: string;
+  message: string;
+}
 
 export interface RunCounts {
   modelCalls: number;
@@ -52,6 +59,10 @@ export interface Outcome {
   limit?: string;
   /** For `policy_denied`: the id of the deciding rule. */
   rule?: string;
+  /** With an output schema, a completed run's answer as the parsed JSON value. */
+  outputValue?: unknown;
+  /** With an output schema, why the last answer did not validate (`output_invalid`, or a limit hit before the repair). */
+  outputErrors?: OutputIssue[];
 }
 
 /** Documented, distinct exit codes (README "Exit codes"). */
@@ -61,12 +72,14 @@ export const EXIT_CODES = {
   setup_error: 2,
   policy_denied: 3,
   limit_exceeded: 4,
+  /** `failed` with code output_invalid: scripts tell a wrong answer from a broken run. */
+  output_invalid: 5,
   timed_out: 124,
   cancelled: 130,
 } as const;
 
-export function exitCodeFor(status: OutcomeStatus): number {
-  return EXIT_CODES[status];
+export function exitCodeFor(outcome: Pick<Outcome, 'status' | 'code'>): number {
+  return outcome.code === 'output_invalid' ? EXIT_CODES.output_invalid : EXIT_CODES[outcome.status];
 }
 
 export function emptyUsage(): Usage {

@@ -22,7 +22,9 @@ export function envelope(runId: string, outcome: Outcome, facts: EnvelopeFacts |
     ...(outcome.limit ? { limit: outcome.limit } : {}),
     ...(outcome.rule ? { rule: outcome.rule } : {}),
     ...(outcome.message ? { message: outcome.message } : {}),
-    output: outcome.output,
+    // With an output schema a completed run's answer is the parsed JSON value, not its text.
+    output: outcome.outputValue !== undefined ? outcome.outputValue : outcome.output,
+    ...(outcome.outputErrors ? { outputErrors: outcome.outputErrors } : {}),
     // A run that did not complete has no answer: `output` is only the last text the model wrote.
     partial: outcome.status !== 'completed',
     stopReason: outcome.stopReason,

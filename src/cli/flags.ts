@@ -43,6 +43,7 @@ const RUN: FlagSpec[] = [
   { usage: '--json', description: 'Print exactly one JSON document on stdout when the run ends' },
   { usage: '--trace <file>', description: 'Write every event as a JSON line to FILE' },
   { usage: '--trace-content', description: 'Include arguments, paths and output in the trace' },
+  { usage: '--output-schema <file>', description: 'The final answer must be one JSON value valid against this JSON Schema (one repair turn, else output_invalid, exit 5)' },
   { usage: '-c, --continue', description: "Continue this workspace's most recent session" },
   { usage: '--resume <id>', description: 'Continue an earlier session of this workspace by id (a unique prefix will do)' },
   { usage: '--fork', description: 'With -c or --resume: a new session from that point; the original stays as it was' },

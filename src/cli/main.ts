@@ -83,17 +83,19 @@ async function runCommand(task: string[], parsed: ParsedArgs) {
   };
   const trace = parsed.flags.get('trace')?.[0];
   const traceContent = parsed.flags.has('trace-content');
+  const outputSchema = parsed.flags.get('output-schema')?.[0];
   const json = parsed.flags.has('json');
   const terminal = stdinIsTTY() && stdout.isTTY && stderr.isTTY;
   if (parsed.flags.has('interactive') || (task.length === 0 && terminal && !json)) {
     if (json) throw new UsageError('--interactive and --json do not go together: --json prints one document for one run');
+    if (outputSchema !== undefined) throw new UsageError('--output-schema checks the answer of one run; it does not go with --interactive. Give the task: conch --output-schema FILE "what to do"');
     if (!terminal) throw new UsageError('--interactive needs a terminal on stdin, stdout and stderr; without one, give the task: conch "what to do"');
     if (traceContent && !trace) throw new UsageError('--trace-content needs --trace FILE: it says what to include in the trace.');
     const { runInteractive } = await import('./interactive.ts');
     process.exit(await runInteractive(toFlags(parsed), { firstTask: task.join(' ') || undefined, session, trace, traceContent }));
   }
   const { runCli } = await import('./run.ts');
-  const code = await runCli(task.join(' '), toFlags(parsed), { json, trace, traceContent, session });
+  const code = await runCli(task.join(' '), toFlags(parsed), { json, trace, traceContent, session, outputSchema });
   // The run is over: exit even if something abandoned (a tool stuck in a blocking call) still
   // holds the event loop. Nothing is lost: output.ts writes reach the fd before they return.
   process.exit(code);

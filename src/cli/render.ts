@@ -27,6 +27,11 @@ export interface HumanOptions {
   cwd?: string;
   /** The header line on a terminal (an interactive session shows it for its first run only). */
   header?: boolean;
+  /**
+   * --output-schema: stdout gets only the checked answer, at the end (compact JSON on one line on a
+   * pipe, indented and highlighted on a terminal), never the text of the turns before it.
+   */
+  jsonAnswer?: boolean;
 }
 
 export interface HumanSink extends EventSink {
@@ -46,7 +51,8 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
   const width = () => Math.max(20, (stderr.columns ?? 100) - 1);
   const cwd = options.cwd ?? process.cwd();
   const lineContext = (): LineContext => ({ paint, width: width(), cwd });
-  const md = options.streamText ? options.markdown : undefined;
+  const live = options.streamText && !options.jsonAnswer;
+  const md = live ? options.markdown : undefined;
   const toolArgs = new Map<string, unknown>();
   let atLineStart = true;
   let wroteText = false;
@@ -96,7 +102,12 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
   /** Text held back for a block to complete goes out before anything else is printed. */
   const flushText = () => {
     if (md) writeText(md.end());
-    if (options.streamText) endTextLine();
+    if (live) endTextLine();
+  };
+
+  const jsonAnswer = (value: unknown) => {
+    if (!options.streamText || !options.markdown) return `${JSON.stringify(value)}\n`;
+    return options.markdown.push(`\`\`\`json\n${JSON.stringify(value, null, 2)}\n\`\`\`\n`) + options.markdown.end();
   };
 
   return {
@@ -154,7 +165,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           stderr.write(`conch: ${terminalSafe(event.text)}\n`);
           break;
         case 'text.delta': {
-          if (!options.streamText) break;
+          if (!live) break;
           // Text of a new turn starts on a fresh paragraph, not glued to the previous turn's.
           if (!turnHasText && wroteText && !md) {
             endTextLine();
@@ -191,6 +202,12 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           for (const line of finishedLines(event, args, lineContext())) stderr.write(`${line}\n`);
           break;
         }
+        case 'output.repair': {
+          clearSpinner();
+          const first = event.errors.slice(0, 3).map((e) => `${e.path || '(root)'}: ${e.message}`).join('; ');
+          stderr.write(`conch: the answer does not match the output schema (${terminalSafe(first)}${event.errors.length > 3 ? ', …' : ''}); asking the model once to correct it\n`);
+          break;
+        }
         case 'model.finished':
           stopSpinner();
           flushText();
@@ -199,7 +216,8 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           stopSpinner();
           flushText();
           // Only a completed run has an answer; a stopped run's last text ("Let me look…") is not one.
-          if (!options.streamText && event.outcome.status === 'completed' && event.outcome.output) writeText(event.outcome.output);
+          if (event.outcome.status === 'completed' && event.outcome.outputValue !== undefined) writeText(jsonAnswer(event.outcome.outputValue));
+          else if (!live && event.outcome.status === 'completed' && event.outcome.output) writeText(event.outcome.output);
           if (wroteText) endTextLine();
           if (event.outcome.status !== 'completed') stderr.write(`${terminalSafe(describeOutcome(event.outcome))}\n`);
           if (options.interactive) stderr.write(`${dim(fit(closingLine(event.outcome), width()))}\n`);

@@ -16,12 +16,15 @@ import type { Watchdog } from './watchdog.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { setupFailure, terminalApprover } from './setup.ts';
 import type { SessionChoice } from '../sessions/open.ts';
+import type { OutputSchema } from '../agent/output.ts';
 
 export interface RunOutput {
   json: boolean;
   trace?: string;
   traceContent: boolean;
   session?: SessionChoice;
+  /** --output-schema FILE */
+  outputSchema?: string;
 }
 
 export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): Promise<number> {
@@ -32,6 +35,15 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   } catch (error) {
     return setupFailure(error, out.json, runId);
   }
+  let outputSchema: OutputSchema | undefined;
+  if (out.outputSchema !== undefined) {
+    try {
+      const { loadOutputSchema } = await import('../host/output-schema.ts');
+      outputSchema = loadOutputSchema(out.outputSchema, process.cwd());
+    } catch (error) {
+      return setupFailure(error, out.json, runId);
+    }
+  }
   // Read after the config: its limits bound stdin.
   const { config } = planned;
   const input = await readPipedStdin(config.limits.stdin_bytes);
@@ -40,7 +52,8 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   if (!task) return setupFailure(new SetupError('no task given. Usage: conch "what to do"  (or pipe text in: git diff | conch "review this")'), out.json, runId);
 
   const controller = new AbortController();
-  const human = humanSink({ stdout, stderr }, await terminalOptions(out.json, process.cwd()));
+  const display = await terminalOptions(out.json, process.cwd());
+  const human = humanSink({ stdout, stderr }, outputSchema === undefined ? display : { ...display, jsonAnswer: true });
   let host: StartedRun;
   let trace: EventSink | undefined;
   let watchdog: Watchdog | undefined;
@@ -100,7 +113,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
 
   let outcome: Outcome;
   try {
-    outcome = await host.run(task, { runId, sink: teeSinks(...sinks), signal: controller.signal });
+    outcome = await host.run(task, { runId, sink: teeSinks(...sinks), signal: controller.signal, ...(outputSchema !== undefined ? { outputSchema } : {}) });
   } finally {
     for (const s of signals) process.off(s, onSigint);
     await host.dispose();
@@ -110,7 +123,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   watchdog?.stop();
   const { recording } = host;
   for (const warning of recording.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
-  const code = exitCodeFor(outcome.status);
+  const code = exitCodeFor(outcome);
   if (out.json) stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);
   else if (recording.id && stderr.isTTY) stderr.write(`session ${recording.id}  (conch -c to continue)\n`);
   return code;
@@ -128,7 +141,7 @@ function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
     counts: { modelCalls: 0, toolCalls: 0, toolErrors: 0 },
     durationMs: 0,
   };
-  const code = exitCodeFor(outcome.status);
+  const code = exitCodeFor(outcome);
   // No run started, so nothing to say about provider or sandbox; the keys stay, as in every envelope.
   const none = { provider: null, model: null, mode: null, sandbox: null, sessionId: null };
   if (json) stdout.write(`${JSON.stringify({ ...envelope(runId, outcome, null, code), ...none })}\n`);

@@ -33,8 +33,16 @@ export function redact(event: RunEvent): Record<string, unknown> {
     case 'run.started':
       // What resuming narrowed can name writable roots: paths of the user's machine.
       return event.session ? { ...event, session: { ...event.session, narrowed: event.session.narrowed.length } } : { ...event };
-    case 'run.finished':
-      return { ...event, outcome: { ...event.outcome, output: undefined, message: undefined, outputChars: event.outcome.output.length } };
+    case 'output.repair':
+      // The paths can name keys the model wrote: counted, not quoted.
+      return { ...event, errors: event.errors.length };
+    case 'run.finished': {
+      const { outputValue: _value, outputErrors, ...outcome } = event.outcome;
+      return {
+        ...event,
+        outcome: { ...outcome, output: undefined, message: undefined, outputChars: outcome.output.length, ...(outputErrors ? { outputErrors: outputErrors.length } : {}) },
+      };
+    }
     default:
       return { ...event };
   }

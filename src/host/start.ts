@@ -12,6 +12,7 @@ import { SetupError } from '../core/errors.ts';
 import type { EventSink } from '../agent/events.ts';
 import { runTask } from '../agent/loop.ts';
 import type { Outcome } from '../agent/outcome.ts';
+import type { OutputSchema } from '../agent/output.ts';
 import type { CliFlags, Config } from '../config/types.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import type { ServerSpec } from '../mcp/index.ts';
@@ -56,6 +57,11 @@ export interface RunOptions {
   /** Cancels the run (Ctrl-C, session/cancel). */
   signal?: AbortSignal;
   runId?: string;
+  /**
+   * A JSON Schema the final answer must match: the completed outcome carries the parsed value
+   * (`outputValue`); an answer still wrong after one repair turn fails as output_invalid.
+   */
+  outputSchema?: OutputSchema;
 }
 
 export interface StartedRun {
@@ -128,6 +134,7 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
             limits: config.limits,
             makeContext: session.makeContext,
             stopOnDeny: config.policy.stopOnDeny,
+            ...(run.outputSchema !== undefined ? { outputSchema: run.outputSchema } : {}),
             header: { ...session.header, session: recording.facts },
             // One prompt cache per session: a continued session reads what its earlier runs wrote.
             ...(recording.facts ? { cacheKey: recording.facts.id } : {}),

@@ -42,6 +42,11 @@ export interface ModelRequest {
    * prompt cache. Anthropic needs none (its breakpoints are in the request itself).
    */
   cacheKey?: string;
+  /**
+   * The JSON Schema the final answer must match, for the provider's structured-output parameter
+   * where the provider takes it alongside tools (never in a way that turns tools off).
+   */
+  outputSchema?: Record<string, unknown>;
 }
 
 /** Token figures as reported by the provider; a figure not reported is null, never 0. */

@@ -142,7 +142,8 @@ function build(records: SessionRecord[]) {
         if (current && current.runId === record.runId) current.end = record;
         seal(conversation);
         // As in ACP: a failed run (a prompt the provider rejected) would only fail again if resent.
-        if (record.status === 'failed') conversation.length = runStart;
+        // An answer that missed the output schema is no such prompt: what the run did stays.
+        if (record.status === 'failed' && record.code !== 'output_invalid') conversation.length = runStart;
         break;
     }
   }

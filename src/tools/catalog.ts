@@ -1,5 +1,5 @@
 // The run's tool catalog: what the model is offered, and the gate every call passes before dispatch.
-import { Compile } from 'typebox/compile';
+import { compileSchema, schemaIssues, type Validator } from './json-schema.ts';
 import type { Tool } from './define.ts';
 import { MAX_DURATION_MS, MAX_DURATION_TEXT } from '../core/duration.ts';
 import type { ToolSpec } from '../core/content.ts';
@@ -8,8 +8,6 @@ export const TOOL_NAME = /^[a-z][a-z0-9_]{0,63}$/;
 /** MCP tools keep their servers' own spelling (providers accept [A-Za-z0-9_-]{1,64}). */
 export const MCP_TOOL_NAME = /^mcp__[A-Za-z0-9_-]{1,59}$/;
 export const KERNEL_TOOLS = ['bash', 'read', 'write', 'edit'] as const;
-
-type Validator = ReturnType<typeof Compile>;
 
 interface Entry {
   tool: Tool;
@@ -40,7 +38,7 @@ export function checkToolDefinition(value: unknown, source: string, options: { m
     return { ok: false, reason: `tool '${def.name}': parameters must be an object schema (Type.Object or { type: 'object', … })` };
   }
   try {
-    Compile(closeSchema(schema as Record<string, unknown>) as never);
+    compileSchema(closeSchema(schema as Record<string, unknown>));
   } catch (error) {
     return { ok: false, reason: `tool '${def.name}': invalid parameters schema: ${(error as Error).message}` };
   }
@@ -129,25 +127,19 @@ export class Catalog {
     if (!args || typeof args !== 'object' || Array.isArray(args)) {
       return { ok: false, message: `arguments for '${name}' must be a JSON object` };
     }
-    entry.validator ??= Compile(entry.spec.parameters as never);
+    entry.validator ??= compileSchema(entry.spec.parameters);
     if (entry.validator.Check(args)) return { ok: true, args: args as Record<string, unknown> };
     return { ok: false, message: `invalid arguments for '${name}': ${describeErrors(entry.validator, args)}` };
   }
 }
 
 function describeErrors(validator: Validator, value: unknown): string {
-  const seen = new Set<string>();
-  for (const error of validator.Errors(value)) {
-    const field = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
-    let text: string;
-    if (error.keyword === 'additionalProperties') continue; // reported per key below via the 'boolean' error
-    if (error.keyword === 'boolean' && error.schemaPath.endsWith('additionalProperties')) text = `unknown field '${field}'`;
-    else if (error.keyword === 'required') {
-      const missing = (error.params as { requiredProperties?: string[] }).requiredProperties ?? [];
-      text = missing.length ? missing.map((m) => `missing required field '${field ? `${field}.` : ''}${m}'`).join('; ') : error.message;
-    } else text = field ? `field '${field}' ${error.message}` : error.message;
-    seen.add(text);
-    if (seen.size >= 5) break;
+  const texts = new Set<string>();
+  for (const issue of schemaIssues(validator, value, 5)) {
+    const field = issue.path.replace(/^\//, '').replace(/\//g, '.');
+    if (issue.unknown) texts.add(`unknown field '${field}'`);
+    else if (issue.missing?.length) texts.add(issue.missing.map((m) => `missing required field '${field ? `${field}.` : ''}${m}'`).join('; '));
+    else texts.add(field ? `field '${field}' ${issue.message}` : issue.message);
   }
-  return seen.size ? [...seen].join('; ') : 'arguments do not match the schema';
+  return texts.size ? [...texts].join('; ') : 'arguments do not match the schema';
 }

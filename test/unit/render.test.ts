@@ -170,3 +170,32 @@ describe('lazy loading', () => {
     expect(JSON.parse(r.stdout.toString())).toEqual([]);
   });
 });
+
+describe('humanSink with an output schema (jsonAnswer)', () => {
+  const value = { owner: 'ada@example.org', tags: ['a', 'b'] };
+  const finishWith = (emit: (b: EventBody) => void) => {
+    emit({ type: 'model.started', turn: 1 });
+    emit({ type: 'text.delta', text: 'Let me look.' });
+    emit({ type: 'model.finished', turn: 1, stopReason: 'tool_use', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 } });
+    emit({ type: 'output.repair', turn: 1, errors: [{ path: '/owner', message: 'must match format "email"' }] });
+    emit({
+      type: 'run.finished',
+      outcome: { status: 'completed', output: JSON.stringify(value), outputValue: value, stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 }, counts: { modelCalls: 2, toolCalls: 0, toolErrors: 0 }, durationMs: 10 },
+    });
+  };
+
+  test('on a terminal: no streamed turn text, the value indented as a JSON block at the end', () => {
+    const { out, emit } = capture({ color: false, jsonAnswer: true });
+    finishWith(emit);
+    expect(out.stdout).not.toContain('Let me look.');
+    expect(out.stdout).toContain('"owner": "ada@example.org",');
+    expect(out.stdout).toContain('  "tags": [');
+    expect(out.stderr).toContain('conch: the answer does not match the output schema (/owner: must match format "email"); asking the model once to correct it');
+  });
+
+  test('piped: the value as compact JSON on one line', () => {
+    const { out, emit } = capture({ color: false, interactive: false, streamText: false, jsonAnswer: true });
+    finishWith(emit);
+    expect(out.stdout).toBe('{"owner":"ada@example.org","tags":["a","b"]}\n');
+  });
+});
