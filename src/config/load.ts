@@ -179,6 +179,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const firstParty = new Set<string>();
   const dirs: string[] = [];
   let allowOverride: string[] = [];
+  const pluginOptions: Record<string, Record<string, unknown>> = {};
   for (const { kind, file, base, value } of files) {
     for (const [key, n] of Object.entries(value.limits ?? {}) as [keyof Limits, number | undefined][]) {
       if (n !== undefined) limits[key] = kind === 'project' ? lower(key, limits[key], n) : n;
@@ -214,6 +215,13 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
       if (names.length) named.push({ names, where: (i) => ({ label: `${file}: "${key}[${i}]"`, file, key: `${key}[${i}]` }) });
     }
     dirs.push(...(plugins?.dirs ?? []).map((d) => resolve(base, d)));
+    for (const name of FIRST_PARTY_WITH_OPTIONS) {
+      const options = plugins && !Array.isArray(plugins) ? (plugins as Record<string, unknown>)[name] : undefined;
+      if (options === undefined) continue;
+      // Plugin settings say where a plugin reads and writes (the vault's root): a repository must not point them elsewhere.
+      if (kind === 'project') warnings.push(`${file}: "plugins.${name}" ignored: only your user config configures a plugin.`);
+      else pluginOptions[name] = options as Record<string, unknown>;
+    }
     if (plugins?.allowOverride) {
       allowOverride = kind === 'user' ? [...plugins.allowOverride] : allowOverride.filter((n) => plugins.allowOverride!.includes(n));
     }
@@ -288,7 +296,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     sandbox: policy.sandbox,
     workspace: policy.workspace,
     tools: policy.tools,
-    plugins: { enabled: pluginsEnabled, dirs, firstParty: [...firstParty], projectTools: flags.projectTools === true, allowOverride },
+    plugins: { enabled: pluginsEnabled, dirs, firstParty: [...firstParty], projectTools: flags.projectTools === true, allowOverride, ...(Object.keys(pluginOptions).length > 0 && { options: pluginOptions }) },
     shellRules,
     policy: { stopOnDeny, file: flags.policy ? resolve(cwd, flags.policy) : null, denied: policy.denied },
     mcp: { enabled: flags.mcp !== false, user: userMcp(files) },
@@ -326,6 +334,9 @@ async function untrustedModelChoice(
     warning: `${project.file}: ${keys.join(' and ')} ignored: this workspace is not trusted, and a repository must not choose your model server. Run \`conch trust\` here to use ${keys.length > 1 ? 'them' : 'it'}.`,
   };
 }
+
+/** First-party plugins that take settings of their own, as config plugins.NAME (each a key in schema.ts). */
+const FIRST_PARTY_WITH_OPTIONS = ['vault'] as const;
 
 /** First-party plugin names as one file or flag gave them; `where(i)` locates the i-th for a message. */
 interface PluginNames {

@@ -124,6 +124,8 @@ export const ConfigFileSchema = Type.Object(
             firstParty: Type.Optional(Names),
             dirs: Type.Optional(Names),
             allowOverride: Type.Optional(Names),
+            // A first-party plugin's own settings, checked by the plugin when it starts (plugins/vault).
+            vault: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'an object: the vault plugin\'s settings, such as { "root": "~/notes" }' })),
           },
           closed,
         ),

@@ -70,6 +70,8 @@ export interface PluginSettings {
   projectTools: boolean;
   /** Tool names a plugin may override (config plugins.allowOverride). */
   allowOverride: string[];
+  /** First-party plugins' own settings by plugin name (user config plugins.NAME, e.g. plugins.vault). */
+  options?: Record<string, Record<string, unknown>>;
 }
 
 export interface Config {

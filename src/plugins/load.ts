@@ -3,7 +3,7 @@
 import { realpath } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import type { PluginSettings } from '../config/types.ts';
-import type { Tool } from '../tools/define.ts';
+import type { PluginFactory, PluginSetup, Tool } from '../tools/define.ts';
 import { checkToolDefinition } from '../tools/catalog.ts';
 import { checkFirstParty, listPluginFiles, projectToolsDir, userToolsDir, type PluginCandidate } from './discover.ts';
 import { availableFirstParty, FIRST_PARTY_DIR } from '../config/first-party.ts';
@@ -60,6 +60,17 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
   const cacheDir = opts.cacheDir ?? defaultCacheDir();
   const timeout = opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
   const load = async (c: PluginCandidate): Promise<ImportOutcome> => {
+    const outcome = await importOne(c);
+    if (!outcome.ok || typeof outcome.module.default !== 'function') return outcome;
+    const label = pluginLabel(c.path);
+    const setup: PluginSetup = {
+      settings: (c.origin === 'first-party' ? settings.options?.[label] : undefined) ?? {},
+      cwd: opts.cwd,
+      configFile: join(opts.configDir, 'config.json'),
+    };
+    return runAsPlugin(label, () => startFactory(outcome.module, setup, timeout));
+  };
+  const importOne = async (c: PluginCandidate): Promise<ImportOutcome> => {
     const label = pluginLabel(c.path);
     if (!c.snapshot) {
       const jiti = await getImporter(cacheDir);
@@ -85,6 +96,22 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
     'report' in slot ? slot.report : settle(slot.candidate, outcomes[next++]!, settings.allowOverride, owners, tools),
   );
   return { tools: [...tools.values()], reports };
+}
+
+/** A default export that is a function (PluginFactory) is called once, bounded like the import, and its tools stand for it. */
+async function startFactory(module: Record<string, unknown>, setup: PluginSetup, timeoutMs: number): Promise<ImportOutcome> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`its setup function did not finish within ${timeoutMs} ms`)), timeoutMs);
+  });
+  try {
+    const tools = await Promise.race([Promise.resolve().then(() => (module.default as PluginFactory)(setup)), deadline]);
+    return { ok: true, module: { ...module, default: tools } };
+  } catch (error) {
+    return { ok: false, reason: error instanceof Error ? error.message : String(error) };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 type Slot = { candidate: PluginCandidate } | { report: PluginReport };

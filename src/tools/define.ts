@@ -36,8 +36,26 @@ export interface ToolDefinition<S extends TSchema | JsonSchema = TSchema | JsonS
   parameters: S;
   /** Per-tool deadline in ms; the run's tool deadline applies when absent. */
   timeoutMs?: number;
+  /** The tool changes files: a read-only run (--read-only, a home workspace) does not offer it, as with write and edit. */
+  writes?: boolean;
   execute(args: S extends TSchema ? Static<S> : Record<string, any>, ctx: ToolContext): Promise<ToolReturn> | ToolReturn;
 }
+
+/** What a plugin whose default export is a function is called with, once, when it loads. */
+export interface PluginSetup {
+  /** The plugin's settings from the user config (plugins.NAME, first-party plugins only); {} when none. */
+  settings: Record<string, unknown>;
+  /** Canonical workspace root. */
+  cwd: string;
+  /** The user config file, for a message that says where a missing setting goes. */
+  configFile: string;
+}
+
+/**
+ * A plugin's default export may be this instead of its tools: it gets its settings and returns the
+ * tools; what it throws (a missing setting) is the plugin's load failure, reported with its message.
+ */
+export type PluginFactory = (setup: PluginSetup) => ToolDefinition | ToolDefinition[] | Promise<ToolDefinition | ToolDefinition[]>;
 
 /** A registered tool: a definition plus where it came from. */
 export interface Tool extends ToolDefinition {

@@ -38,7 +38,7 @@ export function tempNameFor(name: string): string {
   return `.${name.slice(0, 180)}${TEMP_MARKER}${randomBytes(6).toString('hex')}`;
 }
 
-function defaultMode(): number {
+export function defaultMode(): number {
   return 0o666 & ~process.umask();
 }
 
@@ -80,7 +80,7 @@ async function writeInto(dir: PinnedDir, name: string, data: Uint8Array, options
   await dir.sync();
 }
 
-async function writeAll(fh: Awaited<ReturnType<typeof open>>, data: Uint8Array): Promise<void> {
+export async function writeAll(fh: Awaited<ReturnType<typeof open>>, data: Uint8Array): Promise<void> {
   for (let offset = 0; offset < data.length; ) {
     const { bytesWritten } = await fh.write(data, offset, data.length - offset);
     offset += bytesWritten;
@@ -88,7 +88,7 @@ async function writeAll(fh: Awaited<ReturnType<typeof open>>, data: Uint8Array):
 }
 
 /** When run as root on someone else's file, the replacement must stay theirs. */
-async function keepOwner(fh: Awaited<ReturnType<typeof open>>, original: Stats): Promise<void> {
+export async function keepOwner(fh: Awaited<ReturnType<typeof open>>, original: Stats): Promise<void> {
   if (process.getuid?.() !== 0) return;
   if (original.uid === 0 && original.gid === 0) return;
   await fh.chown(original.uid, original.gid).catch(() => {});

@@ -310,13 +310,21 @@ describe('limits, env and flags', () => {
     put(userFile(), { plugins: ['git'] });
     expect((await load()).plugins.firstParty).toEqual(['git']);
   });
+  test('plugins.vault: settings from the user config reach the plugin; a project config cannot set them', async () => {
+    put(userFile(), { plugins: { vault: { root: '~/notes', deny: ['Private'] } } });
+    expect((await load()).plugins.options).toEqual({ vault: { root: '~/notes', deny: ['Private'] } });
+    put(projectFile(), { plugins: { vault: { root: '/' } } });
+    const c = await load();
+    expect(c.plugins.options).toEqual({ vault: { root: '~/notes', deny: ['Private'] } });
+    expect(c.warnings?.join('\n')).toContain(`${projectFile()}: "plugins.vault" ignored: only your user config configures a plugin.`);
+  });
   test('an unknown first-party plugin is a setup error naming the flag or the file and the available ones', async () => {
     const flag = await refused({ plugin: ['git', 'nope'] });
-    expect(flag.message).toStartWith('--plugin: "nope" is not a first-party plugin; available: git, jobs, map.');
+    expect(flag.message).toStartWith('--plugin: "nope" is not a first-party plugin; available: git, jobs, map, vault.');
     expect(flag.key).toBe('--plugin');
     put(userFile(), { plugins: ['jobs', 'jbos'] });
     const file = await refused();
-    expect(file.message).toStartWith(`${userFile()}: "plugins[1]": "jbos" is not a first-party plugin; available: git, jobs, map.`);
+    expect(file.message).toStartWith(`${userFile()}: "plugins[1]": "jbos" is not a first-party plugin; available: git, jobs, map, vault.`);
     expect(file).toMatchObject({ file: userFile(), key: 'plugins[1]' });
     put(userFile(), { plugins: { firstParty: ['nope'] } });
     expect((await refused()).key).toBe('plugins.firstParty[0]');

@@ -1,0 +1,58 @@
+import { describe, expect, test } from 'bun:test';
+import { parseNote } from '../../plugins/vault/parse.ts';
+
+const NOTE = [
+  '---',
+  'title: Hello',
+  'tags: [a, "#b"]',
+  'related: "[[Fm Link]]"',
+  '---',
+  '# Heading #nottag',
+  '',
+  '- item `code [[x]]`',
+  '  ```',
+  '  [[in a listed fence]]',
+  '  ```',
+  '- [[Li|al]] and [md](Other%20Note.md#sec)',
+  '',
+  '> quoted `[[no]]` [[Quoted#h]]',
+  '',
+  'para ![[y]] #tag #123 #x/y',
+  '',
+  '    indented [[z]]',
+  '',
+  '```js',
+  '[[fenced]] #nope',
+  '```',
+  '| a | b |',
+  '|---|---|',
+  '| [[Tab]] | `[[no]]` |',
+  '',
+].join('\n');
+
+describe('vault note parsing', () => {
+  test('frontmatter, title, tags and headings', () => {
+    const p = parseNote(NOTE);
+    expect(p.frontmatter).toMatchObject({ title: 'Hello' });
+    expect(p.title).toBe('Hello');
+    expect(p.tags).toEqual(['a', 'b', 'tag', 'x/y']);
+    expect(p.headings).toEqual([{ depth: 1, text: 'Heading #nottag', line: 6 }]);
+    expect(parseNote('# First\n\n# Second\n').title).toBe('First');
+    expect(parseNote('no heading\n').title).toBeNull();
+  });
+
+  test('wikilinks and markdown links outside code, with offsets into the text as written (LF and CRLF)', () => {
+    for (const text of [NOTE, NOTE.replace(/\n/g, '\r\n')]) {
+      const p = parseNote(text);
+      expect(p.links.map((l) => text.slice(l.start, l.end))).toEqual(['[[Fm Link]]', '[[Li|al]]', 'Other%20Note.md#sec', '[[Quoted#h]]', '![[y]]', '[[Tab]]']);
+      expect(p.links.map((l) => [l.kind, l.target, l.heading ?? null, l.alias ?? null, l.embed, l.line])).toEqual([
+        ['wiki', 'Fm Link', null, null, false, 4],
+        ['wiki', 'Li', null, 'al', false, 12],
+        ['markdown', 'Other Note.md', 'sec', null, false, 12],
+        ['wiki', 'Quoted', 'h', null, false, 14],
+        ['wiki', 'y', null, null, true, 16],
+        ['wiki', 'Tab', null, null, false, 25],
+      ]);
+    }
+  });
+});
