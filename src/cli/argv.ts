@@ -1,7 +1,9 @@
 // The command line, read exactly as typed. cac's parser (mri) turns numeric-looking values into
 // numbers ("802e16" → 8.02e18, "" → 0), takes `--timeout -5` for a flag named -5, and reports flags
-// in camelCase; so conch parses argv itself and keeps cac only for the help text. Every value is the
-// string the user typed; a value flag given twice, or given empty, is a usage error naming the flag.
+// in camelCase; so conch reads argv with node:util's parseArgs and keeps cac only for the help text.
+// Every value is the string the user typed; a value flag given twice, or given empty, is a usage
+// error naming the flag.
+import { parseArgs as splitArgs } from 'node:util';
 
 /** What the help knows only once it is asked for (found on disk, so not read at every start). */
 export interface HelpFacts {
@@ -45,25 +47,35 @@ function flagOf(spec: FlagSpec): Flag {
 }
 
 /**
- * Read argv against the flags a command knows. `--name=value` and `--name value` both work; the
- * value is the next word whatever it looks like (`--timeout -5` is a value for --timeout to judge),
- * except another long flag, which means the value was left out.
+ * Read argv against the flags a command knows. node:util's parseArgs splits the words (flags,
+ * values, positionals, `--`); its tokens are then held to conch's rules, which it has no setting
+ * for: `--name=value` and `--name value` both work, and the value is the next word whatever it
+ * looks like (`--timeout -5` is a value for --timeout to judge) except another long flag, which
+ * means the value was left out; a short flag is one letter on its own (`-m x`, `-m=x`), never a
+ * group (`-ic`) or glued to its value (`-mx`); a single-valued flag given twice, an empty value, a
+ * value for a switch and an unknown flag are usage errors naming the flag.
  */
 export function parseArgs(argv: string[], specs: FlagSpec[]): ParsedArgs {
   const flags = specs.map(flagOf);
   const byLong = new Map(flags.map((f) => [f.long, f]));
   const byShort = new Map(flags.filter((f) => f.short).map((f) => [f.short!, f]));
+  const options = Object.fromEntries(
+    flags.map((f) => [f.long, { type: f.takesValue ? ('string' as const) : ('boolean' as const), ...(f.short && { short: f.short }) }]),
+  );
+  // strict: false so that an unknown flag is a token to name here, not parseArgs' own error.
+  const { tokens } = splitArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
   const parsed: ParsedArgs = { positionals: [], afterDashes: [], flags: new Map() };
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      parsed.afterDashes = argv.slice(i + 1);
+  for (const token of tokens) {
+    if (token.kind === 'option-terminator') {
+      parsed.afterDashes = argv.slice(token.index + 1);
       break;
     }
-    if (!arg.startsWith('-') || arg === '-') {
-      parsed.positionals.push(arg);
+    if (token.kind === 'positional') {
+      parsed.positionals.push(token.value);
       continue;
     }
+    // Judged by the word as typed: a short group (-ic) is several tokens of one word, refused at the first.
+    const arg = argv[token.index]!;
     const eq = arg.indexOf('=');
     const typed = eq === -1 ? arg : arg.slice(0, eq);
     const flag = typed.startsWith('--') ? byLong.get(typed.slice(2)) : typed.length === 2 ? byShort.get(typed[1]!) : undefined;
@@ -75,10 +87,9 @@ export function parseArgs(argv: string[], specs: FlagSpec[]): ParsedArgs {
       parsed.flags.set(flag.long, values ?? []);
       continue;
     }
-    let value: string;
-    if (eq !== -1) value = arg.slice(eq + 1);
-    else if (i + 1 < argv.length && !argv[i + 1]!.startsWith('--')) value = argv[++i]!;
-    else throw new UsageError(`${shown} needs a value`);
+    // parseArgs reads `-m=x` as the value '=x'; the word's own split is the one meant.
+    const value = eq !== -1 ? arg.slice(eq + 1) : token.value;
+    if (value === undefined || (!token.inlineValue && value.startsWith('--'))) throw new UsageError(`${shown} needs a value`);
     if (value === '') throw new UsageError(`${shown} was given an empty value`);
     if (values && !flag.repeatable) throw new UsageError(`${shown} was given more than once ('${values[0]}', then '${value}'); give it once`);
     parsed.flags.set(flag.long, [...(values ?? []), value]);

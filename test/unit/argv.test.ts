@@ -38,6 +38,13 @@ describe('parseArgs', () => {
     expect(p.afterDashes).toEqual(['--read-only', '-x']);
   });
 
+  test('a short flag is one letter on its own: -m x and -m=x, never a group or a glued value', () => {
+    expect(parse(['-m=a/b']).flags.get('model')).toEqual(['a/b']);
+    expect(parse(['-m', '-']).flags.get('model')).toEqual(['-']);
+    expect(refused(['-mfoo'])).toBe("unknown option '-mfoo'");
+    expect(refused(['-mm', 'a/b'])).toBe("unknown option '-mm'");
+  });
+
   test('a repeatable flag keeps every value in order', () => {
     expect(parse(['--limit', 'a=1', '--limit=b=2']).flags.get('limit')).toEqual(['a=1', 'b=2']);
   });
@@ -52,6 +59,7 @@ describe('parseArgs', () => {
     expect(refused(['--resume='])).toContain('--resume was given an empty value');
     expect(refused(['--resume'])).toContain('--resume needs a value');
     expect(refused(['--resume', '--read-only'])).toContain('--resume needs a value');
+    expect(refused(['--resume', '--', 'x'])).toContain('--resume needs a value');
     expect(refused(['--read-only=yes'])).toContain('--read-only takes no value');
   });
 
