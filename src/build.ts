@@ -1,33 +1,58 @@
 // Bundle the CLI for fast startup. Run from source, conch pays ~300 ms loading hundreds of small
-// dependency modules (TypeBox alone is ~700 files); bundled with code splitting, a run loads only
-// the chunks it uses. `npm install` runs this (the package's `prepare` script); bin/conch uses the
-// bundle only while it is newer than every source file, so editing src/ never runs stale code.
-import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+// dependency modules (TypeBox alone is ~700 files). The bundle is one CommonJS file with Bun's
+// bytecode beside it (.jsc): parsing 2.6 MB of JavaScript was most of a start (≈ 30 ms), and Bun
+// takes bytecode only for CommonJS outside `bun build --compile`. Modules a run does not use are
+// still evaluated only when first imported. `npm install` runs this (the package's `prepare`
+// script). bin/conch runs the launcher (src/cli/launch.ts), which uses the bundle only while it is
+// newer than every source file, so editing src/ never runs stale code.
+import { mkdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 
 const root = resolve(import.meta.dir, '..');
-const dist = join(root, 'node_modules', '.cache', 'conch', 'dist');
-const staging = `${dist}.${process.pid}`;
 
-await rm(staging, { recursive: true, force: true });
-await mkdir(staging, { recursive: true });
-const result = await Bun.build({
-  // The watchdog runs in a Worker, which loads its own entry file (watchdog.ts finds it beside the chunk).
-  entrypoints: [join(root, 'src', 'cli', 'main.ts'), join(root, 'src', 'cli', 'watchdog-worker.ts')],
-  outdir: staging,
-  target: 'bun',
-  splitting: true,
-  // Keep the SDKs and plugin tooling as real packages: they are loaded lazily and resolve their
-  // own files at run time.
-  external: ['jiti'],
-});
-if (!result.success) {
-  for (const log of result.logs) console.error(log);
+/** Bundle into `dist` (replaced whole, never left half-written); the number of files written. */
+export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch', 'dist')): Promise<number> {
+  const staging = `${dist}.${process.pid}`;
+  // The stamp says when the sources were read: a file saved during the build is newer than it.
+  const startedAt = new Date();
   await rm(staging, { recursive: true, force: true });
-  process.exit(1);
+  await mkdir(staging, { recursive: true });
+  const result = await Bun.build({
+    // The watchdog runs in a Worker, which loads its own entry file (watchdog.ts finds it beside the bundle).
+    entrypoints: ['main.ts', 'watchdog-worker.ts', 'launch.ts'].map((name) => join(root, 'src', 'cli', name)),
+    outdir: staging,
+    target: 'bun',
+    format: 'cjs',
+    bytecode: true,
+    // Smaller bytecode and source; names are kept for readable stack traces.
+    minify: { whitespace: true, syntax: true },
+    // In CommonJS output Bun would write each source file's own path for import.meta: the bundle must
+    // use its own location, as the modules expect of a bundle (package-root.ts, watchdog.ts).
+    // (Not __dirname itself: Bun replaces that too, per module, with the source file's folder.)
+    define: { 'import.meta.url': '__conchBundleUrl', 'import.meta.dir': '__conchBundleDir' },
+    banner: 'var __conchBundleDir = __dirname, __conchBundleUrl = require("node:url").pathToFileURL(__filename).href;',
+    // Plugin tooling stays a real package: it is loaded lazily and resolves its own files at run time.
+    external: ['jiti'],
+  });
+  if (!result.success) {
+    await rm(staging, { recursive: true, force: true });
+    throw new AggregateError(result.logs, 'conch: the bundle failed to build');
+  }
+  // The stamp is written last: the launcher trusts the bundle only when it exists and is newest.
+  const stamp = join(staging, 'BUILT');
+  await writeFile(stamp, `${startedAt.toISOString()}\n`);
+  await utimes(stamp, startedAt, startedAt);
+  await rm(dist, { recursive: true, force: true });
+  await rename(staging, dist);
+  return result.outputs.length;
 }
-// The stamp is written last: bin/conch trusts the bundle only when it exists and is newest.
-await writeFile(join(staging, 'BUILT'), `${new Date().toISOString()}\n`);
-await rm(dist, { recursive: true, force: true });
-await rename(staging, dist);
-console.log(`conch: bundled ${result.outputs.length} files into ${dist}`);
+
+if (import.meta.main) {
+  try {
+    const dist = join(root, 'node_modules', '.cache', 'conch', 'dist');
+    console.log(`conch: bundled ${await bundle(dist)} files into ${dist}`);
+  } catch (error) {
+    for (const log of (error as AggregateError).errors ?? [error]) console.error(log);
+    process.exit(1);
+  }
+}

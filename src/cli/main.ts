@@ -1,11 +1,11 @@
 // Entry point. Answers --version, --help and the bare command without loading anything heavy;
 // every subcommand imports its code lazily so a run pays only for what it uses.
-import pkg from '../../package.json' with { type: 'json' };
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { closest, parseArgs, UsageError, type ParsedArgs } from './argv.ts';
 import { ALL_FLAGS, checkFlagsOf, COMMANDS, outputHelp, toFlags } from './flags.ts';
 import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
 import { setupEnvelope } from './envelope.ts';
+import { answeredVersion, VERSION_LINE } from './version.ts';
 
 const argv = process.argv.slice(2);
 
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const args = command ? rest : parsed.positionals;
   checkFlagsOf(command, parsed);
   if (parsed.flags.has('help')) return outputHelp(command || undefined);
-  if (parsed.flags.has('version')) return void console.log(`conch ${pkg.version}`);
+  if (parsed.flags.has('version')) return void console.log(VERSION_LINE);
   const flags = () => toFlags(parsed);
   const json = parsed.flags.has('json');
   switch (command) {
@@ -110,17 +110,19 @@ function usageError(message: string): never {
   process.exit(EXIT_CODES.setup_error);
 }
 
-if (argv.length === 0 && stdinIsTTY() && !(stdout.isTTY && stderr.isTTY)) {
-  await outputHelp();
-} else if (argv.length === 1 && (argv[0] === '--version' || argv[0] === '-v')) {
-  // console.log, not process.stdout.write: Bun sets up the stdout stream lazily, at ~20 ms.
-  console.log(`conch ${pkg.version}`);
-} else {
-  try {
-    await main();
-  } catch (error) {
-    // A wrong command line is the user's to fix, not a bug.
-    if (error instanceof UsageError) usageError(error.message);
-    throw error;
+// No top-level await: the bundle is CommonJS (src/build.ts), whose bytecode spares the parse.
+async function start(): Promise<void> {
+  if (argv.length === 0 && stdinIsTTY() && !(stdout.isTTY && stderr.isTTY)) {
+    await outputHelp();
+  } else if (!answeredVersion(argv)) {
+    try {
+      await main();
+    } catch (error) {
+      // A wrong command line is the user's to fix, not a bug.
+      if (error instanceof UsageError) usageError(error.message);
+      throw error;
+    }
   }
 }
+
+void start();
