@@ -2,10 +2,37 @@
 // refuse it, the oldest tool results are replaced by a note the model reads (so it knows something
 // was there and can ask again), oldest first, until the request fits. Only when nothing is left to
 // elide does the run end as limit_exceeded.
-import type { ModelRequest, ToolResultMessage } from '../providers/types.ts';
+import type { Message, ModelRequest, ToolResultMessage } from '../providers/types.ts';
 
-const encoder = new TextEncoder();
-const bytesOf = (value: unknown) => encoder.encode(JSON.stringify(value)).length;
+const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value), 'utf8');
+
+// The size of every request is checked, and a long run's conversation is most of it: serialising it
+// whole on every turn made each turn cost more than the last. The conversation only grows at its
+// end, so the size of all messages but the last (a tool message whose results are still arriving)
+// is kept per conversation and only what follows is measured. Anything else (an elision, a
+// conversation replaced or cut) fails the check of the last message measured and is measured anew.
+interface Measured {
+  /** How many leading messages `bytes` covers, commas between them included. */
+  count: number;
+  bytes: number;
+  /** messages[count - 1] when measured. */
+  last: Message;
+}
+const measured = new WeakMap<Message[], Measured>();
+
+/** JSON.stringify(request) in UTF-8 bytes, each message serialised once unless it may still change. */
+function requestBytes(request: ModelRequest): number {
+  const { messages } = request;
+  let known = measured.get(messages);
+  if (known && (known.count > messages.length || messages[known.count - 1] !== known.last)) known = undefined;
+  let count = known?.count ?? 0;
+  let bytes = known?.bytes ?? 0;
+  for (; count < messages.length - 1; count++) bytes += bytesOf(messages[count]) + (count > 0 ? 1 : 0);
+  if (count > 0) measured.set(messages, { count, bytes, last: messages[count - 1]! });
+  const lastBytes = count < messages.length ? bytesOf(messages[count]) + (count > 0 ? 1 : 0) : 0;
+  // The rest of the request (system prompt, tools) is small: measured every time, messages as [].
+  return bytesOf({ ...request, messages: [] }) + bytes + lastBytes;
+}
 
 export const ELIDED_PREFIX = '[elided by conch:';
 
@@ -27,7 +54,7 @@ export interface Fit {
 
 /** Elide the oldest tool results of `request.messages` (in place) until the request fits `limit`. */
 export function fitContext(request: ModelRequest, limit: number): Fit {
-  let bytes = bytesOf(request);
+  let bytes = requestBytes(request);
   if (bytes <= limit) return { bytes, elided: null };
   let results = 0;
   let removed = 0;
@@ -42,6 +69,7 @@ export function fitContext(request: ModelRequest, limit: number): Fit {
       const after = bytesOf(content);
       if (after >= before) continue;
       message.results[i] = { ...result, content };
+      measured.delete(request.messages);
       // The content array appears verbatim in the serialized request, so the saving is exact.
       bytes -= before - after;
       results++;

@@ -43,4 +43,27 @@ describe('fitContext', () => {
     expect(second.bytes).toBeGreaterThan(10);
     expect(elisionNote(5)).toContain('context_bytes');
   });
+
+  test('the size stays exact as the conversation grows turn by turn, results arriving one by one', () => {
+    const messages = conversation();
+    const request: ModelRequest = { system: 'sé', messages, tools: [{ name: 'read', description: 'ünïcode', parameters: {} }], cacheKey: 'k' };
+    expect(fitContext(request, 1_000_000).bytes).toBe(size(request));
+    const results: Extract<Message, { role: 'tool' }>['results'] = [];
+    messages.push({ role: 'assistant', text: '→ two calls', toolCalls: [{ id: 'a', name: 'read', arguments: '{}' }, { id: 'b', name: 'read', arguments: '{}' }] });
+    messages.push({ role: 'tool', results });
+    expect(fitContext(request, 1_000_000).bytes).toBe(size(request));
+    // A result added to a tool message already measured (a run sealed after a stop).
+    results.push({ callId: 'a', name: 'read', content: [{ type: 'text', text: '😀 one' }], isError: false });
+    expect(fitContext(request, 1_000_000).bytes).toBe(size(request));
+    results.push({ callId: 'b', name: 'read', content: [{ type: 'text', text: 'two' }], isError: true });
+    expect(fitContext(request, 1_000_000).bytes).toBe(size(request));
+    // After an elision the next turn's figure still matches the request as sent.
+    fitContext(request, size(request) - 500);
+    messages.push({ role: 'user', content: [{ type: 'text', text: 'more' }] });
+    expect(fitContext(request, 1_000_000).bytes).toBe(size(request));
+    // A conversation cut short and grown again with other messages.
+    messages.splice(4);
+    messages.push({ role: 'assistant', text: 'a different answer', toolCalls: [] }, { role: 'user', content: [{ type: 'text', text: 'and again' }] });
+    expect(fitContext(request, 1_000_000).bytes).toBe(size(request));
+  });
 });
