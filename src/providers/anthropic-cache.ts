@@ -12,12 +12,17 @@ export const MAX_BREAKPOINTS = 4;
 
 type Cacheable = { cache_control?: Anthropic.CacheControlEphemeral | null };
 
-function markLast(message: Anthropic.MessageParam | undefined): boolean {
+/**
+ * Marks the last block of messages[index]. The message and its blocks may be shared with earlier
+ * requests (anthropic.ts converts each message once), so the marked block is a copy in a copy.
+ */
+function markLast(messages: Anthropic.MessageParam[], index: number): boolean {
+  const message = messages[index];
   if (!message || typeof message.content === 'string' || message.content.length === 0) return false;
   const last = message.content[message.content.length - 1] as Anthropic.ContentBlockParam & Cacheable;
   // Thinking blocks cannot carry cache_control; the user turns this marks never end in one.
   if (last.type === 'thinking' || last.type === 'redacted_thinking') return false;
-  last.cache_control = EPHEMERAL;
+  messages[index] = { ...message, content: [...message.content.slice(0, -1), { ...last, cache_control: EPHEMERAL }] } as Anthropic.MessageParam;
   return true;
 }
 
@@ -30,11 +35,11 @@ export function addCacheBreakpoints(params: Anthropic.MessageCreateParamsStreami
   }
   const { messages } = params;
   const lastIndex = messages.length - 1;
-  markLast(messages[lastIndex]);
+  markLast(messages, lastIndex);
   // The previous request ended with the user turn before the latest assistant turn.
   for (let i = lastIndex - 1; i >= 0; i--) {
     if (messages[i]!.role === 'assistant') {
-      if (i > 0) markLast(messages[i - 1]);
+      if (i > 0) markLast(messages, i - 1);
       break;
     }
   }

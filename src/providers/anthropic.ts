@@ -5,7 +5,7 @@ import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments 
 import { addCacheBreakpoints } from './anthropic-cache.ts';
 import { controlsFor } from './families.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
-import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type Usage } from './types.ts';
+import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type ToolResultMessage, type Usage } from './types.ts';
 import type { ProviderConfig } from '../config/provider-config.ts';
 import type { ContentBlock } from '../core/content.ts';
 
@@ -26,39 +26,49 @@ function toolUseId(id: string): string {
   return id.replace(/[^a-zA-Z0-9_-]/g, '_') || 'call';
 }
 
+// A long run sends the same messages on every turn: each is converted once. A tool message's
+// results are converted one by one (they arrive one by one, and an elided result is a new object).
+// The cache breakpoints never mark these shared objects; they mark copies (anthropic-cache.ts).
+const converted = new WeakMap<Message, Anthropic.MessageParam | null>();
+const convertedResults = new WeakMap<ToolResultMessage, Anthropic.ToolResultBlockParam>();
+
+function toolResult(r: ToolResultMessage): Anthropic.ToolResultBlockParam {
+  let param = convertedResults.get(r);
+  if (!param) {
+    const content = r.content.filter((b) => b.type !== 'text' || b.text !== '').map(block);
+    param = { type: 'tool_result', tool_use_id: toolUseId(r.callId), ...(content.length > 0 ? { content } : {}), is_error: r.isError };
+    convertedResults.set(r, param);
+  }
+  return param;
+}
+
+function convert(m: Exclude<Message, { role: 'tool' }>): Anthropic.MessageParam | null {
+  if (m.role === 'user') return { role: 'user', content: m.content.map(block) };
+  const content: Anthropic.ContentBlockParam[] = [];
+  // Signed thinking goes back byte for byte, first, as the API requires in a tool-use turn.
+  for (const t of m.thinking ?? []) {
+    if (t.type === 'redacted_thinking') content.push({ type: 'redacted_thinking', data: t.data });
+    else if (t.signature) content.push({ type: 'thinking', thinking: t.text, signature: t.signature });
+  }
+  // The API rejects empty text blocks.
+  if (m.text !== '') content.push({ type: 'text', text: m.text });
+  for (const c of m.toolCalls) {
+    content.push({ type: 'tool_use', id: toolUseId(c.id), name: c.name, input: historyArguments(c.arguments) });
+  }
+  return content.length > 0 ? { role: 'assistant', content } : null;
+}
+
 /** Neutral conversation → Anthropic messages. Tool results travel as a user turn of tool_result blocks. */
 export function toAnthropicMessages(messages: Message[]): Anthropic.MessageParam[] {
   const out: Anthropic.MessageParam[] = [];
   for (const m of messages) {
-    if (m.role === 'user') {
-      out.push({ role: 'user', content: m.content.map(block) });
-    } else if (m.role === 'assistant') {
-      const content: Anthropic.ContentBlockParam[] = [];
-      // Signed thinking goes back byte for byte, first, as the API requires in a tool-use turn.
-      for (const t of m.thinking ?? []) {
-        if (t.type === 'redacted_thinking') content.push({ type: 'redacted_thinking', data: t.data });
-        else if (t.signature) content.push({ type: 'thinking', thinking: t.text, signature: t.signature });
-      }
-      // The API rejects empty text blocks.
-      if (m.text !== '') content.push({ type: 'text', text: m.text });
-      for (const c of m.toolCalls) {
-        content.push({ type: 'tool_use', id: toolUseId(c.id), name: c.name, input: historyArguments(c.arguments) });
-      }
-      if (content.length > 0) out.push({ role: 'assistant', content });
-    } else {
-      out.push({
-        role: 'user',
-        content: m.results.map((r): Anthropic.ToolResultBlockParam => {
-          const content = r.content.filter((b) => b.type !== 'text' || b.text !== '').map(block);
-          return {
-            type: 'tool_result',
-            tool_use_id: toolUseId(r.callId),
-            ...(content.length > 0 ? { content } : {}),
-            is_error: r.isError,
-          };
-        }),
-      });
+    if (m.role === 'tool') {
+      out.push({ role: 'user', content: m.results.map(toolResult) });
+      continue;
     }
+    let param = converted.get(m);
+    if (param === undefined) converted.set(m, (param = convert(m)));
+    if (param) out.push(param);
   }
   return out;
 }

@@ -18,10 +18,17 @@ function part(b: ContentBlock): ContentPart {
     : { type: 'image_url', image_url: { url: `data:${b.mediaType};base64,${b.data}` } };
 }
 
+/** Each call's history arguments, parsed once: a long run sends every earlier call on every turn. */
+const historyTexts = new WeakMap<ToolCall, string>();
+
 /** Arguments for history: the raw text when it is a JSON object, else `{}` (servers that parse it would choke). */
-function historyArgumentText(raw: string): string {
-  const parsed = historyArguments(raw);
-  return Object.keys(parsed).length === 0 ? '{}' : raw;
+function historyArgumentText(call: ToolCall): string {
+  let text = historyTexts.get(call);
+  if (text === undefined) {
+    text = Object.keys(historyArguments(call.arguments)).length === 0 ? '{}' : call.arguments;
+    historyTexts.set(call, text);
+  }
+  return text;
 }
 
 /**
@@ -45,7 +52,7 @@ export function toOpenAIMessages(system: string, messages: Message[]): ChatMessa
         msg.tool_calls = m.toolCalls.map((c) => ({
           id: c.id,
           type: 'function' as const,
-          function: { name: c.name, arguments: historyArgumentText(c.arguments) },
+          function: { name: c.name, arguments: historyArgumentText(c) },
         }));
       }
       out.push(msg);
