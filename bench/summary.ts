@@ -17,7 +17,8 @@ import { anthropicResponse } from '../test/support/model-wire.ts';
 import { startModelServer, type ScriptedTurn } from '../test/support/model-server.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
-const CONCH = join(ROOT, 'bin', 'conch');
+/** CONCH_BIN: another checkout's bin/conch, to compare two builds with the same script. */
+const CONCH = process.env.CONCH_BIN ?? join(ROOT, 'bin', 'conch');
 const BUN = process.execPath;
 const RUNS = Number(process.argv[2] ?? 7);
 /** Sections to run (launch, tasks, long, plugins, sandbox); all when none are named. */
