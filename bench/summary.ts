@@ -227,9 +227,11 @@ export default defineTool({
   if (want('sandbox')) {
     const child = Bun.spawn([BUN, join(ROOT, 'bench', 'sandbox.ts'), '60'], { stdout: 'pipe', stderr: 'pipe' });
     const [out, err] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
-    const ratio = /^ratio conch \/ bare bwrap: ([\d.]+)x$/m.exec(out);
-    const conch = /^conch sandbox in a run[^:]*: ([\d.]+) ms\/call/m.exec(out);
-    const bare = /^bare bwrap[^:]*: ([\d.]+) ms\/call/m.exec(out);
+    // Both wordings of bench/sandbox.ts's lines: "conch sandbox in a run (…): N ms/call" and
+    // "conch sandboxed command in a run (…): N ms/call", "ratio conch [sandboxed ]/ bare bwrap: Nx".
+    const ratio = /^ratio conch (?:sandboxed )?\/ bare bwrap: ([\d.]+)x/m.exec(out);
+    const conch = /^conch sandbox(?:ed command)? in a run .*?\): ([\d.]+) ms\/call/m.exec(out);
+    const bare = /^bare bwrap.*?: ([\d.]+) ms\/call/m.exec(out);
     if ((await child.exited) !== 0 || !ratio) console.log(`sandboxed command: bench/sandbox.ts failed: ${err || out}`);
     else report('sandboxed command', `${conch?.[1]} ms against bare bwrap ${bare?.[1]} ms`, Number(ratio[1]), 1.3, '× bare bwrap');
   }
