@@ -16,6 +16,8 @@ export function withModelOptions(provider: ProviderConfig, files: ConfigFile[], 
     if (thinking !== undefined) out.thinking = thinking;
     const temperature = perModel?.temperature ?? value.temperature;
     if (temperature !== undefined) out.temperature = temperature;
+    const structuredOutput = value.providers?.[provider.name]?.structuredOutput;
+    if (structuredOutput !== undefined) out.structuredOutput = structuredOutput;
   }
   if (flags.maxOutputTokens !== undefined) out.maxOutputTokens = flags.maxOutputTokens;
   if (flags.thinking !== undefined) out.thinking = flags.thinking;

@@ -37,4 +37,11 @@ export interface ProviderConfig {
    * it (one SSE event, one response); default 4 MiB, like the limit's own default.
    */
   modelOutputBytes?: number;
+  /**
+   * Send an output schema as the provider's structured-output parameter (Anthropic output_config,
+   * OpenAI response_format) besides describing it in the task. Default: on for the provider's own
+   * API, off with a base URL (compatible servers such as Ollama and vLLM constrain the whole output
+   * to it, which stops tool calls).
+   */
+  structuredOutput?: boolean;
 }

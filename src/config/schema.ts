@@ -47,6 +47,7 @@ const ProviderSchema = Type.Object(
     baseUrl: Type.Optional(Type.String({ minLength: 1, description: 'a URL such as "http://localhost:11434/v1"' })),
     apiKey: Type.Optional(Type.String({ minLength: 1, description: 'a "${ENV_NAME}" reference (or a literal key)' })),
     maxOutputTokens: Type.Optional(Type.Integer({ minimum: 1, description: 'a whole number of tokens above 0' })),
+    structuredOutput: Type.Optional(Type.Boolean({ description: 'true or false: send --output-schema as the structured-output parameter' })),
   },
   closed,
 );

@@ -1,7 +1,7 @@
 // Anthropic Messages through the official SDK, streamed. The SDK is loaded on first use so that
 // runs on another provider (and `conch --help`) never pay for it.
 import type Anthropic from '@anthropic-ai/sdk';
-import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
+import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
 import { addCacheBreakpoints } from './anthropic-cache.ts';
 import { controlsFor } from './families.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
@@ -73,9 +73,14 @@ export function toAnthropicMessages(messages: Message[]): Anthropic.MessageParam
   return out;
 }
 
+/**
+ * `format`: the output schema as Anthropic's structured output (output_config.format), which
+ * constrains the answer's text and leaves the tools callable.
+ */
 export function toAnthropicParams(
   config: ProviderConfig,
   request: ModelRequest,
+  format?: Anthropic.JSONOutputFormat,
 ): Anthropic.MessageCreateParamsStreaming {
   const controls = controlsFor(config);
   const params: Anthropic.MessageCreateParamsStreaming = {
@@ -84,6 +89,7 @@ export function toAnthropicParams(
     stream: true,
     ...(controls.thinkingBudget !== undefined ? { thinking: { type: 'enabled', budget_tokens: controls.thinkingBudget } } : {}),
     ...(controls.temperature !== undefined ? { temperature: controls.temperature } : {}),
+    ...(format ? { output_config: { format } } : {}),
     messages: toAnthropicMessages(request.messages),
     ...(request.system !== '' ? { system: request.system } : {}),
     ...(request.tools.length > 0
@@ -202,21 +208,50 @@ export async function consumeAnthropicStream(
   return { text, toolCalls: calls, stopReason: normaliseStop(stop, calls.length > 0), usage, thinking, thinkingTokens: null };
 }
 
+/**
+ * The schema as Anthropic's structured output takes it: the SDK's own transform closes objects and
+ * moves constraints the API does not enforce into descriptions (conch still checks them all).
+ * null when it cannot (a schema without a type at some level): the task's description must do.
+ */
+async function outputFormat(schema: Record<string, unknown>): Promise<Anthropic.JSONOutputFormat | null> {
+  const { transformJSONSchema } = await import('@anthropic-ai/sdk/lib/transform-json-schema');
+  try {
+    return { type: 'json_schema', schema: transformJSONSchema(schema) as Record<string, unknown> };
+  } catch {
+    return null;
+  }
+}
+
 export async function createAnthropicProvider(config: ProviderConfig): Promise<Provider> {
   const provider = `Anthropic (${config.name})`;
   const options = sdkClientOptions(config, provider);
   const sdk = await import('@anthropic-ai/sdk');
   const client = new sdk.Anthropic(options);
   const ctx: RetryContext = { provider, credentialHint: credentialHint(config), sdk };
+  let structured = structuredOutputOn(config);
+  const formats = new WeakMap<object, Anthropic.JSONOutputFormat | null>();
   return {
     name: config.name,
     model: config.model,
     warnings: controlsFor(config).warnings,
-    stream(request, hooks, signal) {
-      const params = toAnthropicParams(config, request);
+    async stream(request, hooks, signal) {
+      const schema = structured ? request.outputSchema : undefined;
+      let format = schema ? formats.get(schema) : null;
+      if (schema && format === undefined) formats.set(schema, (format = await outputFormat(schema)));
+      const params = toAnthropicParams(config, request, format ?? undefined);
       return withRetry(config.retry, ctx, hooks, signal, async (attempt) => {
-        const events = await client.messages.create(params, { signal });
-        return consumeAnthropicStream(events, attempt.hooks, signal);
+        for (;;) {
+          try {
+            const events = await client.messages.create(params, { signal });
+            return await consumeAnthropicStream(events, attempt.hooks, signal);
+          } catch (error) {
+            // A model without structured outputs, or a schema it cannot take: conch checks the answer alone.
+            if (!params.output_config || !(error instanceof sdk.APIError) || error.status !== 400) throw error;
+            delete params.output_config;
+            structured = false;
+            hooks.onWarning?.(`${provider} rejected the output schema as structured output (${error.message.slice(0, 300)}); it is sent without it for the rest of the run, and conch alone checks the answer`);
+          }
+        }
       });
     },
   };

@@ -25,6 +25,11 @@ export function historyArguments(raw: string): Record<string, unknown> {
   }
 }
 
+/** Whether an output schema goes to this provider as its structured-output parameter (see ProviderConfig). */
+export function structuredOutputOn(config: ProviderConfig): boolean {
+  return config.structuredOutput ?? config.baseUrl === undefined;
+}
+
 const STANDARD_ENV: Record<ProviderConfig['type'], string> = {
   anthropic: 'ANTHROPIC_API_KEY',
   openai: 'OPENAI_API_KEY',

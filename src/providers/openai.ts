@@ -2,7 +2,7 @@
 // server by base URL (Ollama, vLLM, llama.cpp, OpenRouter), so parsing is deliberately tolerant:
 // usage, finish_reason and tool-call ids may all be missing. The SDK is loaded on first use.
 import type OpenAI from 'openai';
-import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments } from './common.ts';
+import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
 import { controlsFor } from './families.ts';
 import { abortError, withRetry, type RetryContext } from './retry.ts';
 import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type Usage } from './types.ts';
@@ -101,6 +101,10 @@ export function toOpenAIParams(
         }
       : {}),
     ...(request.cacheKey ? { prompt_cache_key: request.cacheKey } : {}),
+    // strict: false takes any schema, and Chat Completions keeps the tools callable beside it.
+    ...(request.outputSchema && structuredOutputOn(config)
+      ? { response_format: { type: 'json_schema' as const, json_schema: { name: 'final_answer', schema: request.outputSchema, strict: false } } }
+      : {}),
     ...(controls.effort ? { reasoning_effort: controls.effort } : {}),
     ...(controls.temperature !== undefined ? { temperature: controls.temperature } : {}),
     // OpenAI itself wants max_completion_tokens (reasoning models reject max_tokens); compatible servers know max_tokens.
@@ -247,7 +251,7 @@ export async function createOpenAIProvider(config: ProviderConfig): Promise<Prov
 }
 
 /** Optional fields conch adds that a compatible server may reject with a 400 naming them. */
-export const OPTIONAL_FIELDS = ['prompt_cache_key', 'reasoning_effort', 'temperature', 'stream_options'] as const;
+export const OPTIONAL_FIELDS = ['prompt_cache_key', 'reasoning_effort', 'temperature', 'stream_options', 'response_format'] as const;
 
 /** The optional field a 400 names, when it names one this request carries. */
 function rejectedField(error: unknown, params: object, APIError: abstract new (...args: never[]) => Error): string | null {
