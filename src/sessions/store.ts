@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ensurePrivateDir, SessionError } from './dir.ts';
 import { loadSession, type LoadedSession } from './load.ts';
 import { SESSION_FORMAT, SESSION_VERSION, type HeaderRecord } from './records.ts';
-import { SessionWriter } from './writer.ts';
+import { SessionWriter, writerHolds } from './writer.ts';
 
 const FILE = /^([0-9a-f]{16})\.jsonl$/;
 
@@ -102,7 +102,7 @@ export class SessionStore {
 
   /**
    * Remove sessions last active before `olderThanMs` ago, and beyond the newest `keep` (0 = no
-   * cap). `spare` is never removed (the session in use).
+   * cap). `spare` is never removed (the session in use), nor is any session a writer holds open.
    */
   prune(options: { olderThanMs?: number; keep?: number; spare?: string }): string[] {
     const now = Date.now();
@@ -114,7 +114,8 @@ export class SessionStore {
       if (file.id === options.spare) continue;
       const old = options.olderThanMs !== undefined && now - file.mtimeMs > options.olderThanMs;
       const over = options.keep !== undefined && options.keep > 0 && kept >= options.keep;
-      if (old || over) {
+      // A session some run writes to right now (another task of `conch run A B`, another conch) stays.
+      if ((old || over) && !writerHolds(file.path)) {
         try {
           unlinkSync(file.path);
           removed.push(file.id);

@@ -33,6 +33,27 @@ export interface WriterOptions {
   secrets?: { name: string; value: string }[];
 }
 
+/**
+ * Whether a writer (of this process or another) holds the session at `path` now. Takes and drops
+ * the writer's lock on a descriptor of its own; false when the file is gone or locks are unknown.
+ */
+export function writerHolds(path: string): boolean {
+  const libc = loadLibc();
+  if (!libc) return false;
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    // flock(2) locks belong to the open file, so a second open conflicts even within one process.
+    return libc.flock(fd, LOCK_EX | LOCK_NB) !== 0;
+  } finally {
+    closeSync(fd); // closing drops the lock if we got it
+  }
+}
+
 export class SessionWriter {
   private readonly fd: number;
   private readonly blobs: Set<string>;

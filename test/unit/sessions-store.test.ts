@@ -299,4 +299,17 @@ describe('finding sessions', () => {
     expect(store.prune({ keep: 1, spare: ids[2] }).sort()).toEqual([ids[0]!, ids[1]!].sort());
     expect(store.files().map((f) => f.id)).toEqual([ids[2]!]);
   });
+
+  test('prune never removes a session a writer still holds (another task of the same conch run)', () => {
+    const older = store.create('/work/a');
+    const t = new Date(Date.now() - 86_400_000);
+    utimesSync(older.path, t, t);
+    const newer = store.create('/work/a');
+    // Both writers open, as when `conch run A B` starts B's session while A's is being written.
+    expect(store.prune({ keep: 1, spare: newer.id })).toEqual([]);
+    expect(store.files().map((f) => f.id).sort()).toEqual([older.id, newer.id].sort());
+    older.close();
+    expect(store.prune({ keep: 1, spare: newer.id })).toEqual([older.id]);
+    newer.close();
+  });
 });
