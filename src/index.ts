@@ -2,8 +2,8 @@
 // what a plugin's `import 'conch'` gets). Embedders: startRun (the start the CLI and `conch acp`
 // use) and runTask (the loop itself, for a host that brings its own catalog and provider).
 export * from './tools/api.ts';
-export { planStart, startRun } from './host/start.ts';
-export type { PlanOptions, RunOptions, StartOptions, StartPlan, StartedRun } from './host/start.ts';
+export { planStart, startHost, startRun } from './host/start.ts';
+export type { HostTask, PlanOptions, RunOptions, StartOptions, StartPlan, StartedHost, StartedRun } from './host/start.ts';
 export { setupProblem } from './host/setup-error.ts';
 export { runTask } from './agent/loop.ts';
 export type { RunSpec } from './agent/loop.ts';

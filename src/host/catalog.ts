@@ -15,12 +15,19 @@ import type { RevisionTracker } from '../workspace/revision.ts';
 
 export type PluginLoader = (reserved: Map<string, string>, workspaceRoot: string) => Promise<{ tools: Tool[]; reports: PluginReport[] }>;
 
-export function kernelCatalog(config: Config, executor: Executor, workspace: Workspace, revisions: RevisionTracker): Catalog {
+/** bash, read, write and edit, bound to one run's executor and revisions. */
+export function kernelTools(config: Config, executor: Executor, workspace: Workspace, revisions: RevisionTracker): Tool[] {
+  return [
+    createBashTool({ exec: executor, limits: config.limits }),
+    createReadTool({ workspace, revisions }),
+    createWriteTool({ workspace, revisions }),
+    createEditTool({ workspace, revisions }),
+  ];
+}
+
+export function kernelCatalog(tools: Tool[]): Catalog {
   const catalog = new Catalog();
-  catalog.register(createBashTool({ exec: executor, limits: config.limits }));
-  catalog.register(createReadTool({ workspace, revisions }));
-  catalog.register(createWriteTool({ workspace, revisions }));
-  catalog.register(createEditTool({ workspace, revisions }));
+  for (const tool of tools) catalog.register(tool);
   return catalog;
 }
 

@@ -1,5 +1,6 @@
 // One private directory per session: tmp/ is the sandbox's /tmp, logs/ (full output of truncated
 // commands) stays out of the sandbox's reach.
+import { mkdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -10,6 +11,8 @@ export interface RunDir {
   root: string;
   tmpDir: string;
   logDir: string;
+  /** A further private, empty /tmp for a run that overlaps the others (host/session.ts lanes). */
+  laneTmpDir(): string;
   remove(): Promise<void>;
 }
 
@@ -19,10 +22,16 @@ export async function openRunDir(): Promise<RunDir> {
   const keep = removeAtExit(root);
   const tmpDir = join(root, 'tmp');
   await mkdir(tmpDir, { mode: 0o700 });
+  let lanes = 0;
   return {
     root,
     tmpDir,
     logDir: join(root, 'logs'),
+    laneTmpDir() {
+      const dir = join(root, `tmp-${++lanes}`);
+      mkdirSync(dir, { mode: 0o700 });
+      return dir;
+    },
     async remove() {
       await rm(root, { recursive: true, force: true });
       keep();

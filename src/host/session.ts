@@ -13,7 +13,7 @@ import { networkProxy } from './network.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import { Workspace } from '../workspace/paths.ts';
 import { RevisionTracker } from '../workspace/revision.ts';
-import { addPlugins, kernelCatalog, narrowCatalog, type PluginLoader } from './catalog.ts';
+import { addPlugins, kernelCatalog, kernelTools, narrowCatalog, type PluginLoader } from './catalog.ts';
 import { openRunDir } from './run-dir.ts';
 import { checkSandbox, sessionSandbox } from './sandbox.ts';
 import { contextFactory } from './tool-context.ts';
@@ -32,11 +32,20 @@ export interface SessionOptions {
   mcpServers?: ServerSpec[];
 }
 
-export interface Session {
-  workspace: Workspace;
+/**
+ * What one run of a session uses on its own: the kernel tools bound to an executor with its own
+ * placeholders and /tmp, and its own record of what it read. Concurrent runs each take one.
+ */
+export interface RunLane {
   catalog: Catalog;
-  system: string;
   makeContext: ContextFactory;
+  /** The run is over: its placeholders go once its last command has ended. */
+  endRun(): void;
+}
+
+export interface Session extends RunLane {
+  workspace: Workspace;
+  system: string;
   executor: Executor;
   header: { mode: 'restricted' | 'unrestricted'; sandbox: string };
   /** Warnings for the user (stderr): unusable sandbox, plugin failures. */
@@ -46,8 +55,12 @@ export interface Session {
   mcp: ServerReport[];
   /** The skills found, the catalog in the system prompt, and --skill bodies for the first task. */
   skills: RunSkills;
-  /** A run (a prompt) is over: its placeholders go once its last command has ended. */
-  endRun(): void;
+  /**
+   * One more lane for a run that overlaps the session's others (`conch run A B`): same tools,
+   * plugins, MCP servers and policy; its own placeholders (one run ending never unprotects a name
+   * another still binds), its own /tmp and its own reads. Released by its endRun, or at dispose.
+   */
+  lane(): RunLane;
   dispose(): Promise<void>;
 }
 
@@ -75,8 +88,8 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   const proxy = await networkProxy(sandbox, runDir.root);
   // Placeholders are made once per run, not around every command (file watchers see each one).
   const placeholders = new PlaceholderScope();
-  const executor = createExecutor({
-    placeholders,
+  const executorFor = (scope: PlaceholderScope, tmpDir: string) => createExecutor({
+    placeholders: scope,
     workspace,
     unrestricted: sandbox.unrestricted,
     sandbox: sandbox.settings,
@@ -84,11 +97,12 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     env: config.env,
     shellEnabled: config.tools.shell,
     guard: options.guard,
-    tmpDir: runDir.tmpDir,
+    tmpDir,
     logDir: runDir.logDir,
     secrets: config.workspace.secrets,
     ...(proxy ? { proxy } : {}),
   });
+  const executor = executorFor(placeholders, runDir.tmpDir);
   // Started now, so the servers come up while plugins load and the prompt is assembled.
   const mcp = await startMcp(config, options.mcpServers, {
     workspace: workspace.root,
@@ -98,7 +112,8 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     placeholders,
   });
 
-  const catalog = kernelCatalog(config, executor, workspace, new RevisionTracker());
+  const kernel = kernelTools(config, executor, workspace, new RevisionTracker());
+  const catalog = kernelCatalog(kernel);
   const warnings: string[] = [];
   if (sandbox.pinned) warnings.push('the policy denies paths, so shell commands stay sandboxed despite --unrestricted');
   const plugins = await addPlugins(catalog, config, options.loadPlugins, workspace.root, warnings);
@@ -133,6 +148,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     skills: skills.catalog,
   });
 
+  const lanes = new Set<PlaceholderScope>();
   return {
     workspace,
     catalog,
@@ -145,9 +161,22 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     mcp: mcpReports,
     skills,
     endRun: () => placeholders.close(),
+    lane() {
+      const scope = new PlaceholderScope();
+      lanes.add(scope);
+      const laneExecutor = executorFor(scope, runDir.laneTmpDir());
+      const own = kernelTools(config, laneExecutor, workspace, new RevisionTracker());
+      return {
+        // Plugin and MCP tools are shared; what they run goes through ctx.exec, the lane's executor.
+        catalog: catalog.copyWith(new Map(kernel.map((tool, i) => [tool, own[i]!]))),
+        makeContext: contextFactory(workspace, laneExecutor),
+        endRun: () => scope.close(),
+      };
+    },
     async dispose() {
       await mcp.stop();
       placeholders.close();
+      for (const scope of lanes) scope.close();
       await proxy?.close();
       await runDir.remove();
     },

@@ -17,9 +17,9 @@ import type { CliFlags, Config } from '../config/types.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import type { ServerSpec } from '../mcp/index.ts';
 import { ProviderError, type Provider } from '../providers/types.ts';
-import { sessionsDir } from '../sessions/dir.ts';
+import { SessionError, sessionsDir } from '../sessions/dir.ts';
 import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionChoice, type SessionPlan } from '../sessions/open.ts';
-import { openSession, type Session } from './session.ts';
+import { openSession, type RunLane, type Session } from './session.ts';
 import { prependText } from './skills.ts';
 import { buildGuard, buildPluginLoader, loadHostConfig, type Env } from './setup.ts';
 
@@ -78,6 +78,27 @@ export interface StartedRun {
   dispose(): Promise<void>;
 }
 
+/** One start shared by several runs at once (`conch run A B C`): one config, provider and plugin load. */
+export interface StartedHost {
+  readonly config: Config;
+  readonly session: Session;
+  readonly provider: Provider;
+  readonly warnings: string[];
+  /**
+   * One more run, overlapping the others: its own session record (none under --ephemeral), its own
+   * placeholders, /tmp and reads (a lane, host/session.ts), the same workspace, policy and tools.
+   */
+  task(): HostTask;
+  /** Stop plugins and MCP servers, release every lane, remove the private directory. */
+  dispose(): Promise<void>;
+}
+
+export interface HostTask {
+  readonly recording: Recording;
+  /** Run the task to its outcome; once. */
+  run(task: string | ContentBlock[], options?: RunOptions): Promise<Outcome>;
+}
+
 export async function planStart(flags: CliFlags, cwd: string, options: PlanOptions = {}): Promise<StartPlan> {
   const env = options.env ?? process.env;
   const plan = planSession(options.session ?? {}, cwd, sessionsDir(env));
@@ -85,7 +106,16 @@ export async function planStart(flags: CliFlags, cwd: string, options: PlanOptio
   return { plan, config, narrowed: narrowConfig(plan, config) };
 }
 
-export async function startRun(flags: CliFlags, cwd: string, options: StartOptions = {}): Promise<StartedRun> {
+interface Opened {
+  config: Config;
+  session: Session;
+  provider: Provider;
+  plan: SessionPlan;
+  narrowed: string[];
+}
+
+/** Config, model, provider, guard and session: what every run of this start shares. */
+async function open(flags: CliFlags, cwd: string, options: StartOptions): Promise<Opened> {
   const { plan, config, narrowed } = options.planned ?? (await planStart(flags, cwd, options));
   if (!config.provider) {
     const { noModelMessage } = await import('../config/load.ts');
@@ -102,9 +132,53 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
     loadPlugins: buildPluginLoader(config, options.beforePluginImport),
     mcpServers: options.mcpServers,
   });
+  return { config, session, provider, plan, narrowed };
+}
+
+/** One run on `lane`, continuing and recording `recording`'s conversation. */
+async function runOn(opened: Opened, lane: RunLane, recording: Recording, content: ContentBlock[], run: RunOptions): Promise<Outcome> {
+  const { config, session, provider } = opened;
+  const runId = run.runId ?? randomUUID();
+  try {
+    const outcome = await runTask(
+      {
+        runId,
+        task: content,
+        conversation: recording.conversation,
+        journal: recording.begin(runId, provider),
+        system: session.system,
+        catalog: lane.catalog,
+        limits: config.limits,
+        makeContext: lane.makeContext,
+        stopOnDeny: config.policy.stopOnDeny,
+        ...(run.outputSchema !== undefined ? { outputSchema: run.outputSchema } : {}),
+        header: { ...session.header, session: recording.facts },
+        // One prompt cache per session: a continued session reads what its earlier runs wrote.
+        ...(recording.facts ? { cacheKey: recording.facts.id } : {}),
+      },
+      provider,
+      run.sink ?? { emit: () => {} },
+      run.signal ?? new AbortController().signal,
+    );
+    recording.finish(outcome);
+    return outcome;
+  } finally {
+    // The run is over: its placeholders go once its last command has ended.
+    lane.endRun();
+  }
+}
+
+function asContent(task: string | ContentBlock[], preface: string[]): ContentBlock[] {
+  const content: ContentBlock[] = typeof task === 'string' ? [{ type: 'text', text: task }] : task;
+  return preface.length ? prependText(content, preface.join('\n\n')) : content;
+}
+
+export async function startRun(flags: CliFlags, cwd: string, options: StartOptions = {}): Promise<StartedRun> {
+  const opened = await open(flags, cwd, options);
+  const { config, session, provider } = opened;
   let recording: Recording;
   try {
-    recording = openRecording(plan, config, narrowed, options.sessionId);
+    recording = openRecording(opened.plan, config, opened.narrowed, options.sessionId);
   } catch (error) {
     await session.dispose();
     throw error;
@@ -117,42 +191,53 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
     provider,
     recording,
     warnings: [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings, ...recording.warnings.splice(0)],
-    async run(task, run = {}) {
-      const runId = run.runId ?? randomUUID();
-      let content: ContentBlock[] = typeof task === 'string' ? [{ type: 'text', text: task }] : task;
-      if (preface.length) content = prependText(content, preface.join('\n\n'));
+    run(task, run = {}) {
+      const content = asContent(task, preface);
       preface = [];
-      try {
-        const outcome = await runTask(
-          {
-            runId,
-            task: content,
-            conversation: recording.conversation,
-            journal: recording.begin(runId, provider),
-            system: session.system,
-            catalog: session.catalog,
-            limits: config.limits,
-            makeContext: session.makeContext,
-            stopOnDeny: config.policy.stopOnDeny,
-            ...(run.outputSchema !== undefined ? { outputSchema: run.outputSchema } : {}),
-            header: { ...session.header, session: recording.facts },
-            // One prompt cache per session: a continued session reads what its earlier runs wrote.
-            ...(recording.facts ? { cacheKey: recording.facts.id } : {}),
-          },
-          provider,
-          run.sink ?? { emit: () => {} },
-          run.signal ?? new AbortController().signal,
-        );
-        recording.finish(outcome);
-        return outcome;
-      } finally {
-        // The run is over: its placeholders go once its last command has ended.
-        session.endRun();
-      }
+      return runOn(opened, session, recording, content, run);
     },
     async dispose() {
       await session.dispose();
       recording.close();
+    },
+  };
+}
+
+/**
+ * A start for several runs at once. Each task is a new session of its own (or none under
+ * --ephemeral): runs that overlap cannot continue one conversation, so continuing is refused.
+ */
+export async function startHost(flags: CliFlags, cwd: string, options: StartOptions = {}): Promise<StartedHost> {
+  const choice = options.planned?.plan.choice ?? options.session ?? {};
+  if (choice.continue || choice.resume !== undefined) {
+    throw new SessionError('several tasks at once cannot continue one session (-c, --resume, --fork): each task starts a session of its own; run them one at a time to continue one.');
+  }
+  const opened = await open(flags, cwd, options);
+  const { config, session, provider } = opened;
+  const recordings: Recording[] = [];
+  return {
+    config,
+    session,
+    provider,
+    warnings: [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings],
+    task() {
+      const recording = openRecording(opened.plan, config, opened.narrowed);
+      recordings.push(recording);
+      const lane = session.lane();
+      let ran = false;
+      return {
+        recording,
+        run(task, run = {}) {
+          if (ran) throw new Error('a host task runs once');
+          ran = true;
+          // Every task is the first of its session: each gets the --skill bodies.
+          return runOn(opened, lane, recording, asContent(task, session.skills.preface), run);
+        },
+      };
+    },
+    async dispose() {
+      await session.dispose();
+      for (const recording of recordings) recording.close();
     },
   };
 }

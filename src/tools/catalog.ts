@@ -109,6 +109,18 @@ export class Catalog {
     if (this.entries.delete(name)) this.removed.set(name, reason);
   }
 
+  /**
+   * A catalog for another run of the same session: the same tools, order and removals, with each
+   * tool in `swap` replaced by its counterpart (the kernel tools bound to that run's executor). The
+   * schemas are the same, so specs and compiled validators are shared.
+   */
+  copyWith(swap: Map<Tool, Tool>): Catalog {
+    const copy = new Catalog();
+    for (const [name, entry] of this.entries) copy.entries.set(name, { ...entry, tool: swap.get(entry.tool) ?? entry.tool });
+    for (const [name, reason] of this.removed) copy.removed.set(name, reason);
+    return copy;
+  }
+
   /** Parse and validate raw JSON arguments against the tool's closed schema. */
   validate(name: string, rawArguments: string): Validation {
     const entry = this.entries.get(name);
