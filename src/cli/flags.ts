@@ -49,6 +49,8 @@ const RUN: FlagSpec[] = [
   { usage: '--fork', description: 'With -c or --resume: a new session from that point; the original stays as it was' },
   EPHEMERAL,
   { usage: '-i, --interactive', description: 'A conversation on the terminal, each message one more run of one session (the default on a terminal without a task)' },
+  { usage: '--tasks-file <file>', description: 'Run the tasks in FILE (one a line, or a JSON array of strings), each its own run' },
+  { usage: '--max-concurrent <n>', description: 'With several tasks: how many run at once (default 3)' },
 ];
 
 /** What every command accepts (cac adds --help to the help by itself). */
@@ -67,7 +69,7 @@ export interface CommandSpec {
 /** '' is the default command: `conch "task"`. */
 export const COMMANDS: Record<string, CommandSpec> = {
   '': { usage: '[...task]', description: 'Run a task (the default command; `conch run WORD` for a one-word task)', flags: RUN },
-  run: { usage: 'run [...task]', description: 'Run a task (same as the default command)', flags: RUN },
+  run: { usage: 'run [...task]', description: 'Run each argument as a task of its own, several at once (one task: same as the default command)', flags: RUN },
   tools: {
     usage: 'tools [action] [name]',
     description: 'List the tool catalog as the model sees it; `tools new NAME` writes a starter plugin',

@@ -28,7 +28,7 @@ async function main(): Promise<void> {
       // One word a typo away from a command is far more likely the typo than a task.
       const near = !command && args.length === 1 && parsed.afterDashes.length === 0 ? closest(args[0]!, Object.keys(COMMANDS).filter(Boolean)) : undefined;
       if (near) throw new UsageError(`did you mean 'conch ${near}'? To run '${args[0]}' as a task: conch run ${args[0]}`);
-      return runCommand([...args, ...parsed.afterDashes], parsed);
+      return runCommand(command, [...args, ...parsed.afterDashes], parsed);
     }
     case 'tools': {
       if (args.length > 2) throw new UsageError(`'conch tools' takes an action and a name, got: ${args.join(' ')}`);
@@ -74,7 +74,13 @@ async function main(): Promise<void> {
   }
 }
 
-async function runCommand(task: string[], parsed: ParsedArgs) {
+async function runCommand(command: string, task: string[], parsed: ParsedArgs) {
+  const tasksFile = parsed.flags.get('tasks-file')?.[0];
+  const { maxConcurrent } = await import('./tasks.ts');
+  const concurrency = maxConcurrent(parsed.flags.get('max-concurrent')?.[0]);
+  // `conch run A B`: each argument a task of its own; `conch A B` stays one task of two words.
+  if (tasksFile !== undefined && task.length) throw new UsageError(`give the tasks as arguments or in --tasks-file ${tasksFile}, not both`);
+  if (tasksFile !== undefined || (command === 'run' && task.length > 1)) return runTasks(tasksFile ?? task, concurrency, parsed);
   const session = {
     continue: parsed.flags.has('continue'),
     resume: parsed.flags.get('resume')?.[0],
@@ -99,6 +105,22 @@ async function runCommand(task: string[], parsed: ParsedArgs) {
   // The run is over: exit even if something abandoned (a tool stuck in a blocking call) still
   // holds the event loop. Nothing is lost: output.ts writes reach the fd before they return.
   process.exit(code);
+}
+
+async function runTasks(tasks: string[] | string, maxConcurrent: number, parsed: ParsedArgs) {
+  if (Array.isArray(tasks)) {
+    const empty = tasks.findIndex((t) => t.trim() === '');
+    if (empty !== -1) throw new UsageError(`task ${empty + 1} is empty; each argument of 'conch run' is a task`);
+  }
+  for (const name of ['interactive', 'continue', 'resume', 'fork']) {
+    if (parsed.flags.has(name)) {
+      throw new UsageError(`--${name} does not go with several tasks: each task is a new session of its own (run one task to ${name === 'interactive' ? 'talk' : 'continue a session'})`);
+    }
+  }
+  const { runTasksCli } = await import('./run-tasks.ts');
+  const trace = parsed.flags.get('trace')?.[0];
+  const out = { json: parsed.flags.has('json'), trace, traceContent: parsed.flags.has('trace-content'), session: { ephemeral: parsed.flags.has('ephemeral') }, maxConcurrent };
+  process.exit(await runTasksCli(tasks, toFlags(parsed), out));
 }
 
 function usageError(message: string): never {

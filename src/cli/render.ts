@@ -32,6 +32,8 @@ export interface HumanOptions {
    * pipe, indented and highlighted on a terminal), never the text of the turns before it.
    */
   jsonAnswer?: boolean;
+  /** false: no spinner (tasks that run at once, whose output is held back until its turn). */
+  spinner?: boolean;
 }
 
 export interface HumanSink extends EventSink {
@@ -74,7 +76,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
     clearSpinner();
   };
   const startSpinner = (text: string) => {
-    if (!options.interactive) return;
+    if (!options.interactive || options.spinner === false) return;
     clearSpinner();
     label = text;
     if (held) return;

@@ -1,7 +1,7 @@
 // `conch "task"`: the host start (host/start.ts) → one run → output and exit code.
 import { randomUUID } from 'node:crypto';
 import type { CliFlags } from '../config/types.ts';
-import { emptyUsage, EXIT_CODES, exitCodeFor, type Outcome } from '../agent/outcome.ts';
+import { emptyUsage, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
 import { planStart, startRun, type StartedRun, type StartPlan } from '../host/start.ts';
@@ -9,7 +9,7 @@ import { describeOutcome, humanSink, terminalSafe } from './render.ts';
 import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { composeTask, readPipedStdin } from './stdin.ts';
-import { killAllNow } from '../process/spawn.ts';
+import { cancelOnSignals } from './interrupts.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { openTrace } from './trace.ts';
 import type { Watchdog } from './watchdog.ts';
@@ -91,23 +91,9 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   else sinks.push(human);
   if (trace) sinks.push(trace);
 
-  // First Ctrl-C cancels through the one AbortSignal; a second one exits at once.
-  let interrupts = 0;
-  const onSigint = () => {
-    interrupts++;
-    if (interrupts === 1) {
-      controller.abort(new Error('cancelled'));
-      if (!out.json && stderr.isTTY) stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
-    } else {
-      killAllNow();
-      process.exit(EXIT_CODES.cancelled);
-    }
-  };
-  // A closed terminal (SIGHUP) or a polite kill (SIGTERM) cancel the same way, so cleanup runs.
-  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-  for (const s of signals) process.on(s, onSigint);
+  const interrupts = cancelOnSignals(controller, out.json);
   if (watchdog) {
-    watchdog.arm(config.limits.deadline_ms, onSigint);
+    watchdog.arm(config.limits.deadline_ms, interrupts.onSignal);
     sinks.push(watchdog.sink);
   }
 
@@ -115,7 +101,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   try {
     outcome = await host.run(task, { runId, sink: teeSinks(...sinks), signal: controller.signal, ...(outputSchema !== undefined ? { outputSchema } : {}) });
   } finally {
-    for (const s of signals) process.off(s, onSigint);
+    interrupts.remove();
     await host.dispose();
   }
   // The watchdog ended the run already (the main thread was stuck until now): it exits the process.
@@ -131,7 +117,19 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
 
 /** More piped input than stdin_bytes allows: the run does not start, and says which limit. */
 function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
-  const outcome: Outcome = {
+  const outcome = stdinTooLargeOutcome(maxBytes);
+  const code = exitCodeFor(outcome);
+  // No run started, so nothing to say about provider or sandbox; the keys stay, as in every envelope.
+  if (json) stdout.write(`${JSON.stringify({ ...envelope(runId, outcome, null, code), ...NOT_STARTED })}\n`);
+  else stderr.write(`${describeOutcome(outcome)}\n`);
+  return code;
+}
+
+/** The envelope facts of a run that never started. */
+export const NOT_STARTED = { provider: null, model: null, mode: null, sandbox: null, sessionId: null };
+
+export function stdinTooLargeOutcome(maxBytes: number): Outcome {
+  return {
     status: 'limit_exceeded',
     limit: 'stdin_bytes',
     message: `stdin is larger than ${maxBytes} bytes (limit stdin_bytes); pass less, or raise it with --limit stdin_bytes=N (0 = unlimited)`,
@@ -141,10 +139,4 @@ function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
     counts: { modelCalls: 0, toolCalls: 0, toolErrors: 0 },
     durationMs: 0,
   };
-  const code = exitCodeFor(outcome);
-  // No run started, so nothing to say about provider or sandbox; the keys stay, as in every envelope.
-  const none = { provider: null, model: null, mode: null, sandbox: null, sessionId: null };
-  if (json) stdout.write(`${JSON.stringify({ ...envelope(runId, outcome, null, code), ...none })}\n`);
-  else stderr.write(`${describeOutcome(outcome)}\n`);
-  return code;
 }

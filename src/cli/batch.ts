@@ -1,0 +1,50 @@
+// What several tasks of one `conch run` add up to: the exit code of the most severe outcome, the
+// counts, and the one --json document.
+import { EXIT_CODES, exitCodeFor, type Outcome, type OutcomeStatus } from '../agent/outcome.ts';
+import { ENVELOPE_VERSION } from './envelope.ts';
+
+type Ended = Pick<Outcome, 'status' | 'code'>;
+
+/**
+ * Exit codes, most severe first. A cancelled batch was stopped by the user; a failure is conch or
+ * the provider broken; an answer that never matched --output-schema; then a task that ran out of
+ * time, of a limit, or met a policy denial.
+ */
+export const SEVERITY: number[] = [
+  EXIT_CODES.cancelled,
+  EXIT_CODES.failed,
+  EXIT_CODES.output_invalid,
+  EXIT_CODES.timed_out,
+  EXIT_CODES.limit_exceeded,
+  EXIT_CODES.policy_denied,
+];
+
+/** 0 only when every task completed; otherwise the exit code of the most severe outcome. */
+export function batchExitCode(outcomes: Ended[]): number {
+  const codes = new Set(outcomes.map(exitCodeFor));
+  return SEVERITY.find((code) => codes.has(code)) ?? EXIT_CODES.completed;
+}
+
+/** A run's envelope plus its task; a task that never started has null provider, model, mode, sandbox. */
+export type TaskEnvelope = { status: OutcomeStatus; code?: Outcome['code']; task: string } & Record<string, unknown>;
+
+const STATUSES: OutcomeStatus[] = ['completed', 'failed', 'cancelled', 'timed_out', 'limit_exceeded', 'policy_denied'];
+
+export function batchSummary(outcomes: Ended[], durationMs: number) {
+  const counts = Object.fromEntries(STATUSES.map((status) => [status, outcomes.filter((o) => o.status === status).length])) as Record<OutcomeStatus, number>;
+  return { tasks: outcomes.length, ...counts, exitCode: batchExitCode(outcomes), durationMs };
+}
+
+/** `{ version, tasks: [envelope…], summary }`, each envelope as a single run's plus its task. */
+export function batchDocument(tasks: TaskEnvelope[], durationMs: number) {
+  return { version: ENVELOPE_VERSION, tasks, summary: batchSummary(tasks, durationMs) };
+}
+
+/** The stderr line after the tasks: "3 tasks: 2 completed, 1 failed". */
+export function summaryLine(outcomes: Ended[]): string {
+  const parts = STATUSES.flatMap((status) => {
+    const n = outcomes.filter((o) => o.status === status).length;
+    return n ? [`${n} ${status}`] : [];
+  });
+  return `${outcomes.length} tasks: ${parts.join(', ')}`;
+}

@@ -1,0 +1,169 @@
+// `conch run "task one" "task two" …` / `--tasks-file FILE`: one host start (host/start.ts startHost:
+// config, provider, plugins and MCP servers once), then each task its own run, at most
+// --max-concurrent at a time. Output in task order under a header per task; --json prints one
+// document; the exit code is the most severe task's (batch.ts).
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { randomUUID } from 'node:crypto';
+import { emptyUsage, exitCodeFor, type Outcome } from '../agent/outcome.ts';
+import { teeSinks, type EventSink } from '../agent/events.ts';
+import type { CliFlags } from '../config/types.ts';
+import { SetupError } from '../core/errors.ts';
+import { stderr, stdout } from '../core/stdio.ts';
+import { planStart, startHost, type StartedHost, type StartPlan } from '../host/start.ts';
+import type { Approver } from '../policy/command-rules.ts';
+import { batchDocument, batchExitCode, summaryLine, type TaskEnvelope } from './batch.ts';
+import { envelope, envelopeSink } from './envelope.ts';
+import { cancelOnSignals } from './interrupts.ts';
+import { OrderedOutput, type Section } from './ordered-output.ts';
+import { describeOutcome, humanSink, terminalSafe } from './render.ts';
+import { NOT_STARTED, stdinTooLargeOutcome, type RunOutput } from './run.ts';
+import { setupFailure, terminalApprover } from './setup.ts';
+import { composeTask, readPipedStdin } from './stdin.ts';
+import { readTasksFile } from './tasks.ts';
+import { terminalOptions } from './terminal.ts';
+import { openTrace } from './trace.ts';
+import type { Watchdog } from './watchdog.ts';
+
+export interface TasksOutput extends RunOutput {
+  maxConcurrent: number;
+}
+
+interface Finished {
+  runId: string;
+  outcome: Outcome;
+  facts: ReturnType<typeof envelopeSink>['facts'];
+}
+
+/** `source`: the tasks, or the --tasks-file to read them from. */
+export async function runTasksCli(source: string[] | string, flags: CliFlags, out: TasksOutput): Promise<number> {
+  const startedAt = Date.now();
+  const cwd = process.cwd();
+  let planned: StartPlan;
+  let tasks: string[];
+  try {
+    tasks = typeof source === 'string' ? readTasksFile(source) : source;
+    planned = await planStart(flags, cwd, { session: out.session });
+  } catch (error) {
+    return setupFailure(error, out.json, randomUUID());
+  }
+  const { config } = planned;
+  // Piped input goes to every task (`git diff | conch run "review the tests" "review the docs"`).
+  const input = await readPipedStdin(config.limits.stdin_bytes);
+  if ('tooLarge' in input) {
+    const outcome = stdinTooLargeOutcome(input.maxBytes);
+    if (!out.json) stderr.write(`${describeOutcome(outcome)}\n`);
+    return report(tasks, tasks.map(() => ({ runId: randomUUID(), outcome, facts: null })), out.json, startedAt);
+  }
+
+  const controller = new AbortController();
+  const output = new OrderedOutput({ stdout, stderr }, tasks.length);
+  // Which task a question comes from: the guard is shared, the asking run is the async context.
+  const asking = new AsyncLocalStorage<number>();
+  let host: StartedHost;
+  let trace: EventSink | undefined;
+  let watchdog: Watchdog | undefined;
+  try {
+    if (out.traceContent && !out.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
+    trace = out.trace ? openTrace(out.trace, out.traceContent) : undefined;
+    const ask = out.json ? undefined : await terminalApprover(controller.signal);
+    // The guard asks one question at a time; while it is on screen, every task's output waits.
+    const approver: Approver | undefined = ask && (async (command, rule) => {
+      output.pause();
+      try {
+        const index = asking.getStore();
+        if (index !== undefined) stderr.write(`\nconch: task ${index + 1} (${label(tasks[index]!)}) asks:`);
+        return await ask(command, rule);
+      } finally {
+        output.resume();
+      }
+    });
+    host = await startHost(flags, cwd, {
+      approver,
+      planned,
+      beforePluginImport: async () => {
+        const { startWatchdog } = await import('./watchdog.ts');
+        watchdog ??= startWatchdog(randomUUID(), out.json, config.limits.deadline_ms);
+      },
+    });
+  } catch (error) {
+    return setupFailure(error, out.json, randomUUID());
+  }
+  for (const warning of host.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
+
+  const interrupts = cancelOnSignals(controller, out.json);
+  const finished: Finished[] = new Array(tasks.length);
+  const runOne = async (index: number): Promise<void> => {
+    const section = output.section(index);
+    if (!out.json) section.stdout.write(`${index > 0 ? '\n' : ''}── task ${index + 1}/${tasks.length}: ${label(tasks[index]!)}\n`);
+    if (controller.signal.aborted) {
+      finished[index] = notStarted();
+      if (!out.json) section.stderr.write(`${describeOutcome(finished[index]!.outcome)}\n`);
+    } else finished[index] = await runTask(host, index, section);
+    section.done();
+  };
+  const runTask = async (started: StartedHost, index: number, section: Section): Promise<Finished> => {
+    const runId = randomUUID();
+    const run = started.task();
+    const facts = envelopeSink();
+    const sinks: EventSink[] = [out.json ? facts : humanSink(section, { ...(await terminalOptions(out.json, cwd)), spinner: false, header: index === 0 })];
+    if (trace) sinks.push(trace);
+    // Each task has its own deadline; the watchdog keeps the latest of them.
+    watchdog?.arm(config.limits.deadline_ms, interrupts.onSignal);
+    const outcome = await asking.run(index, () => run.run(composeTask(tasks[index]!, input.text), { runId, sink: teeSinks(...sinks), signal: controller.signal }));
+    for (const warning of run.recording.warnings) section.stderr.write(`conch: ${terminalSafe(warning)}\n`);
+    if (!out.json && run.recording.id && stderr.isTTY) section.stderr.write(`session ${run.recording.id}\n`);
+    return { runId, outcome, facts: facts.facts };
+  };
+  try {
+    await pool(tasks.length, out.maxConcurrent, runOne);
+  } finally {
+    interrupts.remove();
+    await host.dispose();
+  }
+  // The watchdog ended the runs already (the main thread was stuck until now): it exits the process.
+  if (watchdog && !watchdog.finishing()) await new Promise(() => {});
+  watchdog?.stop();
+  return report(tasks, finished, out.json, startedAt);
+}
+
+/** Tasks still queued when Ctrl-C came never start: cancelled, having done nothing. */
+function notStarted(): Finished {
+  const outcome: Outcome = {
+    status: 'cancelled',
+    message: 'cancelled before it started',
+    output: '',
+    stopReason: null,
+    usage: emptyUsage(),
+    counts: { modelCalls: 0, toolCalls: 0, toolErrors: 0 },
+    durationMs: 0,
+  };
+  return { runId: randomUUID(), outcome, facts: null };
+}
+
+function report(tasks: string[], finished: Finished[], json: boolean, startedAt: number): number {
+  const outcomes = finished.map((f) => f.outcome);
+  if (json) {
+    const envelopes: TaskEnvelope[] = finished.map((f, i) => ({
+      ...envelope(f.runId, f.outcome, f.facts, exitCodeFor(f.outcome)),
+      ...(f.facts ? {} : NOT_STARTED),
+      task: tasks[i]!,
+    }));
+    stdout.write(`${JSON.stringify(batchDocument(envelopes, Date.now() - startedAt))}\n`);
+  } else stderr.write(`conch: ${summaryLine(outcomes)}\n`);
+  return batchExitCode(outcomes);
+}
+
+/** The task's first line, short enough for a header. */
+function label(task: string): string {
+  const first = terminalSafe(task.trim().split('\n')[0] ?? '');
+  return first.length > 60 ? `${first.slice(0, 59)}…` : first;
+}
+
+/** Run work(0) … work(count - 1), at most `limit` at a time, each started in order. */
+async function pool(count: number, limit: number, work: (index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < count) await work(next++);
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, count) }, worker));
+}

@@ -1,0 +1,49 @@
+// Several tasks in one `conch run`: from the arguments (each one a task) or from --tasks-file (one
+// task a line, or a JSON array of strings), and how many run at once.
+import { readFileSync } from 'node:fs';
+import { SetupError } from '../core/errors.ts';
+import { UsageError } from './argv.ts';
+
+export const DEFAULT_MAX_CONCURRENT = 3;
+
+/** --max-concurrent: a whole number above 0. */
+export function maxConcurrent(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_CONCURRENT;
+  if (!/^\d+$/.test(value) || Number(value) < 1) {
+    throw new UsageError(`--max-concurrent takes a whole number of tasks above 0 (default ${DEFAULT_MAX_CONCURRENT}), got '${value}'`);
+  }
+  return Number(value);
+}
+
+/**
+ * The tasks in FILE. A file whose first non-blank character is `[` is a JSON array of non-empty
+ * strings (tasks that span lines); any other file has one task a line, blank lines skipped.
+ * Every problem is a setup error naming the file.
+ */
+export function readTasksFile(file: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
+    throw new SetupError(`--tasks-file ${file}: cannot read it (${why}). Give a file with one task a line, or a JSON array of strings.`);
+  }
+  text = text.replace(/^\uFEFF/, '');
+  const tasks = text.trimStart().startsWith('[') ? jsonTasks(file, text) : text.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
+  if (tasks.length === 0) throw new SetupError(`--tasks-file ${file}: the file holds no task. Write one task a line, or a JSON array of strings.`);
+  return tasks;
+}
+
+function jsonTasks(file: string, text: string): string[] {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new SetupError(`--tasks-file ${file}: not valid JSON (${(error as Error).message}). Write a JSON array of strings, or one task a line.`);
+  }
+  if (!Array.isArray(value)) throw new SetupError(`--tasks-file ${file}: the JSON must be an array of strings.`);
+  const bad = value.findIndex((task) => typeof task !== 'string' || task.trim() === '');
+  if (bad !== -1) throw new SetupError(`--tasks-file ${file}: entry ${bad} is not a non-empty string (${JSON.stringify(value[bad])}); every task is a string.`);
+  return (value as string[]).map((task) => task.trim());
+}

@@ -1,0 +1,148 @@
+// `conch run A B C`: several tasks from one start, through the real CLI, the real SDKs and the local
+// model server. Output in task order whatever order they finish in, one --json document, the most
+// severe task's exit code, and Ctrl-C leaves nothing running.
+import { describe, expect, test } from 'bun:test';
+import { existsSync, readdirSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { RecordedRequest, ScriptedTurn } from '../support/model-server.ts';
+import { anthropicEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
+
+const harness = useHarness(async (d) => {
+  await writeConfig(d, { retry: { maxRetries: 1, initialDelayMs: 1, maxDelayMs: 5 } });
+});
+
+const MODEL = 'anthropic/test-model';
+const run = (args: string[], extra: { stdin?: string; onSpawn?: (c: ReturnType<typeof Bun.spawn>) => void } = {}) =>
+  runConch({ dirs: harness.dirs, args: ['--model', MODEL, ...args], env: anthropicEnv(harness.server.anthropicBaseUrl), ...extra });
+
+/** The first user message's text: which task a request belongs to. */
+function taskOf(req: RecordedRequest): string {
+  const first = req.body?.messages?.[0]?.content;
+  return typeof first === 'string' ? first : (first ?? []).map((b: any) => b.text ?? '').join('');
+}
+const hasToolResult = (req: RecordedRequest) => JSON.stringify(req.body?.messages ?? []).includes('tool_result');
+
+/** alpha answers slowly (so it finishes last), beta's provider refuses it, gamma runs a command. */
+function threeTasks(req: RecordedRequest): ScriptedTurn {
+  const task = taskOf(req);
+  if (task.includes('alpha')) return { text: 'answer alpha', delayMs: 700 };
+  if (task.includes('beta')) return { error: { status: 400, message: 'beta is refused' } };
+  if (!hasToolResult(req)) return { toolCalls: [{ name: 'bash', arguments: { command: 'echo gamma-ran' } }] };
+  return { text: 'answer gamma' };
+}
+
+describe('conch run with several tasks', () => {
+  test('three tasks, one failing: answers in task order under headers, the summary, and the failed exit code', async () => {
+    harness.server.script(threeTasks);
+    const r = await run(['run', 'task alpha', 'task beta', 'task gamma']);
+    expect(r.stdout).toBe('── task 1/3: task alpha\nanswer alpha\n\n── task 2/3: task beta\n\n── task 3/3: task gamma\nanswer gamma\n');
+    expect(r.stderr).toContain('conch: failed (provider_rejected)');
+    expect(r.stderr).toContain('conch: 3 tasks: 2 completed, 1 failed\n');
+    expect(r.code).toBe(1);
+  });
+
+  test('--json: one document with every envelope in task order and the summary', async () => {
+    harness.server.script(threeTasks);
+    const r = await run(['run', '--json', 'task alpha', 'task beta', 'task gamma']);
+    expect(r.code).toBe(1);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.tasks.map((t: any) => [t.task, t.status, t.code ?? null, t.exitCode, t.output])).toEqual([
+      ['task alpha', 'completed', null, 0, 'answer alpha'],
+      ['task beta', 'failed', 'provider_rejected', 1, ''],
+      ['task gamma', 'completed', null, 0, 'answer gamma'],
+    ]);
+    expect(doc.summary).toMatchObject({ tasks: 3, completed: 2, failed: 1, cancelled: 0, timed_out: 0, limit_exceeded: 0, policy_denied: 0, exitCode: 1 });
+    // Each its own run and its own session record.
+    expect(new Set(doc.tasks.map((t: any) => t.runId)).size).toBe(3);
+    const sessions = doc.tasks.map((t: any) => t.sessionId);
+    expect(new Set(sessions).size).toBe(3);
+    const files = readdirSync(join(harness.dirs.home, '.local/state/conch/sessions')).filter((f) => f.endsWith('.jsonl'));
+    expect(files.sort()).toEqual(sessions.map((id: string) => `${id}.jsonl`).sort());
+  });
+
+  test('--tasks-file (lines or a JSON array), --max-concurrent 1 runs them one after another, piped stdin goes to each', async () => {
+    const seen: string[] = [];
+    harness.server.script((req) => {
+      seen.push(taskOf(req));
+      return { text: `done ${seen.length}` };
+    });
+    const file = join(harness.dirs.home, 'tasks.txt');
+    await writeFile(file, 'first task\n\n  second task  \n');
+    const r = await run(['run', '--json', '--max-concurrent', '1', '--tasks-file', file], { stdin: 'PIPED' });
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).tasks.map((t: any) => [t.task, t.output])).toEqual([
+      ['first task', 'done 1'],
+      ['second task', 'done 2'],
+    ]);
+    expect(seen.map((t) => t.split('\n')[0])).toEqual(['first task', 'second task']);
+    for (const t of seen) expect(t).toContain('<stdin>\nPIPED\n</stdin>');
+
+    await writeFile(file, JSON.stringify(['one\nspanning lines']));
+    const one = await run(['--json', '--tasks-file', file]);
+    expect(one.code).toBe(0);
+    // A tasks file always gives the document, even for one task.
+    expect(JSON.parse(one.stdout).summary).toMatchObject({ tasks: 1, completed: 1, exitCode: 0 });
+  });
+
+  test('one task is the ordinary run: `conch run "x"` prints what `conch "x"` prints', async () => {
+    harness.server.script([{ text: 'plain answer' }]);
+    const r = await run(['run', '--json', 'just this']);
+    expect(r.code).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.tasks).toBeUndefined();
+    expect(doc.output).toBe('plain answer');
+  });
+
+  test('setup errors name the file or flag and exit 2', async () => {
+    const missing = join(harness.dirs.home, 'nope.txt');
+    const bad = join(harness.dirs.home, 'bad.json');
+    const empty = join(harness.dirs.home, 'empty.txt');
+    await writeFile(bad, '["unterminated');
+    await writeFile(empty, '\n\n');
+    for (const [args, message] of [
+      [['run', '--tasks-file', missing], `--tasks-file ${missing}: cannot read it (no such file)`],
+      [['run', '--tasks-file', bad], `--tasks-file ${bad}: not valid JSON`],
+      [['run', '--tasks-file', empty], `--tasks-file ${empty}: the file holds no task`],
+      [['run', '--max-concurrent', '0', 'a', 'b'], "--max-concurrent takes a whole number of tasks above 0 (default 3), got '0'"],
+      [['run', '--max-concurrent', '1.5', 'a', 'b'], "--max-concurrent takes a whole number of tasks above 0 (default 3), got '1.5'"],
+      [['run', '-c', 'a', 'b'], '--continue does not go with several tasks'],
+      [['run', '--tasks-file', empty, 'a'], 'give the tasks as arguments or in --tasks-file'],
+    ] as const) {
+      const r = await run([...args]);
+      expect({ args, code: r.code, has: r.stderr.includes(message) }).toEqual({ args, code: 2, has: true });
+      expect(r.stderr).not.toContain('    at ');
+    }
+    const json = await run(['run', '--json', '--tasks-file', missing]);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'failed', code: 'config_invalid' });
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('Ctrl-C mid-way cancels every task, queued ones never start, and no command or bwrap survives', async () => {
+    const marker = `33.${Math.floor(Math.random() * 1e9)}`;
+    harness.server.script((req) => {
+      const n = taskOf(req).match(/slow (\d)/)?.[1];
+      if (hasToolResult(req)) return { text: 'unreachable' };
+      return { toolCalls: [{ name: 'bash', arguments: { command: `touch started-${n}; sleep ${marker}` } }] };
+    });
+    let child: ReturnType<typeof Bun.spawn> | undefined;
+    const pending = run(['run', '--json', '--max-concurrent', '2', 'slow 1', 'slow 2', 'slow 3'], { onSpawn: (c) => (child = c) });
+    const ws = harness.dirs.workspace;
+    const alive = async (pattern: string) => (await Bun.$`pgrep -f ${pattern}`.nothrow().quiet()).exitCode === 0;
+    for (let i = 0; i < 400 && !(existsSync(join(ws, 'started-1')) && existsSync(join(ws, 'started-2'))); i++) await Bun.sleep(25);
+    expect(await alive(`sleep ${marker}`)).toBe(true);
+    child!.kill('SIGINT');
+    const r = await pending;
+    expect(r.code).toBe(130);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.tasks.map((t: any) => t.status)).toEqual(['cancelled', 'cancelled', 'cancelled']);
+    expect(doc.tasks[2]).toMatchObject({ message: 'cancelled before it started', counts: { modelCalls: 0 } });
+    expect(doc.summary).toMatchObject({ tasks: 3, cancelled: 3, exitCode: 130 });
+    expect(existsSync(join(ws, 'started-3'))).toBe(false);
+    // Nothing of any task is left: not the commands, not a bwrap (whose argv names the workspace).
+    for (let i = 0; i < 40 && ((await alive(`sleep ${marker}`)) || (await alive(ws))); i++) await Bun.sleep(50);
+    expect(await alive(`sleep ${marker}`)).toBe(false);
+    expect(await alive(ws)).toBe(false);
+  });
+});
