@@ -42,6 +42,8 @@ export function createRoute(configs: ProviderConfig[], create: (config: Provider
     },
     async stream(request, hooks, signal) {
       for (;;) {
+        // Runs share the route (`conch run A B`): only the first of the calls that failed together moves it on.
+        const tried = at;
         let shown = false;
         const tracked: StreamHooks = {
           ...hooks,
@@ -59,13 +61,12 @@ export function createRoute(configs: ProviderConfig[], create: (config: Provider
           },
         };
         try {
-          const provider = (made[at] ??= await create(current()));
+          const provider = (made[tried] ??= await create(configs[tried]!));
           return await provider.stream(request, tracked, signal);
         } catch (error) {
-          if (shown || signal.aborted || at + 1 >= configs.length || !canFallBack(error)) throw error;
-          const from = label(current());
-          at++;
-          hooks.onFallback?.({ from, to: label(current()), reason: error.message });
+          if (shown || signal.aborted || tried + 1 >= configs.length || !canFallBack(error)) throw error;
+          if (at === tried) at++;
+          hooks.onFallback?.({ from: label(configs[tried]!), to: label(current()), reason: error.message });
         }
       }
     },
