@@ -119,7 +119,7 @@ async function runTasks(tasks: string[] | string, maxConcurrent: number, parsed:
   }
   const { runTasksCli } = await import('./run-tasks.ts');
   const trace = parsed.flags.get('trace')?.[0];
-  const out = { json: parsed.flags.has('json'), trace, traceContent: parsed.flags.has('trace-content'), session: { ephemeral: parsed.flags.has('ephemeral') }, maxConcurrent };
+  const out = { json: parsed.flags.has('json'), trace, traceContent: parsed.flags.has('trace-content'), session: { ephemeral: parsed.flags.has('ephemeral') }, maxConcurrent, outputSchema: parsed.flags.get('output-schema')?.[0] };
   process.exit(await runTasksCli(tasks, toFlags(parsed), out));
 }
 

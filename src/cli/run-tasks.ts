@@ -6,6 +6,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import { emptyUsage, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
+import type { OutputSchema } from '../agent/output.ts';
 import type { CliFlags } from '../config/types.ts';
 import { SetupError } from '../core/errors.ts';
 import { stderr, stdout } from '../core/stdio.ts';
@@ -40,9 +41,12 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   const cwd = process.cwd();
   let planned: StartPlan;
   let tasks: string[];
+  let outputSchema: OutputSchema | undefined;
   try {
     tasks = typeof source === 'string' ? readTasksFile(source) : source;
     planned = await planStart(flags, cwd, { session: out.session });
+    // --output-schema checks every task's answer.
+    if (out.outputSchema !== undefined) outputSchema = (await import('../host/output-schema.ts')).loadOutputSchema(out.outputSchema, cwd);
   } catch (error) {
     return setupFailure(error, out.json, randomUUID());
   }
@@ -105,11 +109,13 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     const runId = randomUUID();
     const run = started.task();
     const facts = envelopeSink();
-    const sinks: EventSink[] = [out.json ? facts : humanSink(section, { ...(await terminalOptions(out.json, cwd)), spinner: false, header: index === 0 })];
+    const display = { ...(await terminalOptions(out.json, cwd)), spinner: false, header: index === 0, ...(outputSchema !== undefined ? { jsonAnswer: true } : {}) };
+    const sinks: EventSink[] = [out.json ? facts : humanSink(section, display)];
     if (trace) sinks.push(trace);
     // Each task has its own deadline; the watchdog keeps the latest of them.
     watchdog?.arm(config.limits.deadline_ms, interrupts.onSignal);
-    const outcome = await asking.run(index, () => run.run(composeTask(tasks[index]!, input.text), { runId, sink: teeSinks(...sinks), signal: controller.signal }));
+    const options = { runId, sink: teeSinks(...sinks), signal: controller.signal, ...(outputSchema !== undefined ? { outputSchema } : {}) };
+    const outcome = await asking.run(index, () => run.run(composeTask(tasks[index]!, input.text), options));
     for (const warning of run.recording.warnings) section.stderr.write(`conch: ${terminalSafe(warning)}\n`);
     if (!out.json && run.recording.id && stderr.isTTY) section.stderr.write(`session ${run.recording.id}\n`);
     return { runId, outcome, facts: facts.facts };

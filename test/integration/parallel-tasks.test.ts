@@ -85,6 +85,20 @@ describe('conch run with several tasks', () => {
     expect(JSON.parse(one.stdout).summary).toMatchObject({ tasks: 1, completed: 1, exitCode: 0 });
   });
 
+  test('--output-schema checks every task: the valid one completes with its value, the invalid one is output_invalid, exit 5', async () => {
+    await writeFile(join(harness.dirs.workspace, 'schema.json'), JSON.stringify({ type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] }));
+    harness.server.script((req) => ({ text: taskOf(req).includes('good') ? '{"n": 1}' : 'no JSON here' }));
+    const r = await run(['run', '--json', '--output-schema', 'schema.json', 'the good task', 'the bad task']);
+    expect(r.code).toBe(5);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.tasks.map((t: any) => [t.status, t.code ?? null, t.exitCode])).toEqual([
+      ['completed', null, 0],
+      ['failed', 'output_invalid', 5],
+    ]);
+    expect(doc.tasks[0].output).toEqual({ n: 1 });
+    expect(doc.summary).toMatchObject({ completed: 1, failed: 1, exitCode: 5 });
+  });
+
   test('one task is the ordinary run: `conch run "x"` prints what `conch "x"` prints', async () => {
     harness.server.script([{ text: 'plain answer' }]);
     const r = await run(['run', '--json', 'just this']);
