@@ -1,14 +1,17 @@
 // The vault plugin end to end: `--plugin vault`, the real CLI, the real SDKs and the local model
 // server, over a fixture vault outside the workspace with a deny subtree that must stay invisible.
 import { describe, expect, test } from 'bun:test';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { readdirSync, readFileSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { anthropicEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
+import { probeSandbox } from '../../src/sandbox/index.ts';
+import { revisionOf } from '../../src/workspace/revision.ts';
+import { anthropicEnv, CONCH, conchEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
 
 export const VAULT: Record<string, string> = {
-  'Index.md': ['---', 'title: Home', 'tags: [hub]', '---', 'Start at [[Projects/Plan]] and [[Alpha|the alpha]].', '', '```', '[[Code]] is not a link', '```', ''].join('\n'),
+  'Index.md': ['---', 'title: Home', 'tags: [hub]', '---', 'Start at [[Projects/Plan]] and [[Alpha|the alpha]].', 'See [the alpha doc](Projects/Alpha.md).', '', '```', '[[Code]] is not a link', '```', ''].join('\n'),
   'Projects/Plan.md': ['# Plan', '', 'Goals live in [[Alpha#Goals]]. #project', ''].join('\n'),
-  'Projects/Alpha.md': ['# Alpha project', '', '## Goals', '', 'Ship it. #project/alpha', ''].join('\n'),
+  'Projects/Alpha.md': ['# Alpha project', '', '## Goals', '', 'Ship it. #project/alpha', 'See [the plan](Plan.md).', ''].join('\n'),
   'Daily/2026-01-01.md': ['Today: ![[Alpha]] and [the plan](../Projects/Plan.md).', 'needle in the daily note', ''].join('\n'),
   'Private/Secret.md': ['# Secret plan', '', 'needle [[Alpha]] #hidden', ''].join('\n'),
   '.obsidian/hidden.md': 'needle [[Alpha]]\n',
@@ -69,7 +72,7 @@ describe('vault plugin read tools through the CLI', () => {
     expect(lookup).toContain('L5 Alpha → Projects/Alpha.md');
     expect(lookup).not.toContain('Code');
 
-    expect(read).toMatch(/^Projects\/Alpha\.md · revision [0-9a-f]{64} · lines 1-5 of 5\n/);
+    expect(read).toMatch(/^Projects\/Alpha\.md · revision [0-9a-f]{64} · lines 1-6 of 6\n/);
     expect(read).toContain('3\t## Goals');
 
     expect(find).toContain('2 notes');
@@ -81,7 +84,7 @@ describe('vault plugin read tools through the CLI', () => {
 
     expect(links).toContain('L3 links Alpha#Goals → Projects/Alpha.md');
 
-    expect(backlinks).toContain('3 links from 3 notes to Projects/Alpha.md');
+    expect(backlinks).toContain('4 links from 3 notes to Projects/Alpha.md');
     expect(backlinks).toContain('Daily/2026-01-01.md:L1: Today: ![[Alpha]]');
     expect(backlinks).toContain('Projects/Plan.md:L3:');
   });
@@ -114,7 +117,7 @@ describe('vault plugin read tools through the CLI', () => {
     expect(everything).toContain('4 notes');
     expect(tagged).toBe('no note matches');
     expect(search).toContain('1 matching line');
-    expect(backlinks).toContain('3 links from 3 notes');
+    expect(backlinks).toContain('4 links from 3 notes');
     for (const text of named) expect(text).toMatch(/^no note '[^']*' in the vault \(note_find lists notes\)$/);
   });
 
@@ -124,5 +127,117 @@ describe('vault plugin read tools through the CLI', () => {
     const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--plugin', 'vault', 'hi'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
     expect(r.stderr).toContain(`vault/index.ts failed: the vault plugin needs the folder of your notes: add "plugins": { "vault": { "root": "~/notes" } } to ${join(harness.dirs.configHome, 'conch', 'config.json')} (an absolute path or ~/…)`);
     expect(harness.server.requests[0]!.body.tools.map((t: { name: string }) => t.name)).not.toContain('vault_overview');
+  });
+});
+
+/** Every file under the vault with its text, dot folders included (leftover temporary files show up here). */
+function snapshot(): Record<string, string> {
+  const root = vaultRoot();
+  const files = readdirSync(root, { recursive: true, withFileTypes: true }).filter((e) => e.isFile());
+  return Object.fromEntries(files.map((e) => [join(e.parentPath, e.name).slice(root.length + 1), readFileSync(join(e.parentPath, e.name), 'utf8')]).sort());
+}
+
+const sandbox = await probeSandbox();
+
+describe('vault plugin write tools through the CLI', () => {
+  test('note_create, note_append and note_edit (exact text, expected_revision)', async () => {
+    const alpha = VAULT['Projects/Alpha.md']!;
+    await run([
+      [{ name: 'note_create', arguments: { path: 'Projects/Beta', content: '# Beta\n\nlinks to [[Alpha]]\n' } }],
+      [{ name: 'note_append', arguments: { note: 'Beta', text: '- one more line' } }],
+      [{ name: 'note_edit', arguments: { note: '[[Alpha]]', edits: [{ old_text: 'Ship it.', new_text: 'Shipped.' }], expected_revision: revisionOf(alpha) } }],
+      [
+        { name: 'note_edit', arguments: { note: 'Alpha', edits: [{ old_text: 'Shipped.', new_text: 'x' }], expected_revision: revisionOf(alpha) } },
+        { name: 'note_edit', arguments: { note: 'Alpha', edits: [{ old_text: 'not in the note', new_text: 'x' }] } },
+        { name: 'note_create', arguments: { path: 'Projects/Beta.md', content: 'again' } },
+        { name: 'note_backlinks', arguments: { note: 'Alpha' } },
+      ],
+    ]);
+    expect(results(1)[0]).toBe(`Created Projects/Beta.md; revision ${revisionOf('# Beta\n\nlinks to [[Alpha]]\n')}.`);
+    expect(results(2)[0]).toStartWith('Appended 1 line to Projects/Beta.md; revision ');
+    const edited = alpha.replace('Ship it.', 'Shipped.');
+    expect(results(3)[0]).toStartWith(`Edited Projects/Alpha.md: +1 -1 lines; revision ${revisionOf(edited)}.`);
+    const [stale, miss, exists, backlinks] = results(4) as [string, string, string, string];
+    expect(stale).toBe(`Projects/Alpha.md is not at revision ${revisionOf(alpha)}: its current revision is ${revisionOf(edited)}. Read it again (note_read) before changing it.`);
+    expect(miss).toStartWith('old_text was not found in Projects/Alpha.md.');
+    expect(exists).toBe('Projects/Beta.md already exists: change it with note_edit or note_append, or choose another path.');
+    expect(backlinks).toContain('Projects/Beta.md:L3: links to [[Alpha]]');
+    expect(await readFile(join(vaultRoot(), 'Projects/Beta.md'), 'utf8')).toBe('# Beta\n\nlinks to [[Alpha]]\n- one more line\n');
+    expect(await readFile(join(vaultRoot(), 'Projects/Alpha.md'), 'utf8')).toBe(edited);
+  });
+
+  test('note_rename rewrites the links in three notes ([[name|alias]], [[name#heading]], an embed, a markdown link), not those in code or deny subtrees', async () => {
+    const before = snapshot();
+    await run([[{ name: 'note_rename', arguments: { note: 'Alpha', to: 'Archive/Shipped' } }, { name: 'note_backlinks', arguments: { note: 'Shipped' } }]]);
+    const [renamed, backlinks] = results(1) as [string, string];
+    expect(renamed).toBe('Renamed Projects/Alpha.md to Archive/Shipped.md; rewrote 4 links in 3 other notes.');
+    expect(backlinks).toContain('4 links from 3 notes to Archive/Shipped.md');
+    const after = snapshot();
+    expect(after['Projects/Alpha.md']).toBeUndefined();
+    // Its own relative link follows it to the new folder.
+    expect(after['Archive/Shipped.md']).toBe(before['Projects/Alpha.md']!.replace('(Plan.md)', '(../Projects/Plan.md)'));
+    expect(after['Index.md']).toBe(before['Index.md']!.replace('[[Alpha|the alpha]]', '[[Shipped|the alpha]]').replace('(Projects/Alpha.md)', '(Archive/Shipped.md)'));
+    expect(after['Projects/Plan.md']).toBe(before['Projects/Plan.md']!.replace('[[Alpha#Goals]]', '[[Shipped#Goals]]'));
+    expect(after['Daily/2026-01-01.md']).toBe(before['Daily/2026-01-01.md']!.replace('![[Alpha]]', '![[Shipped]]'));
+    // Invisible to the vault, so untouched: the denied note and the dot folder.
+    expect(after['Private/Secret.md']).toBe(before['Private/Secret.md']);
+    expect(after['.obsidian/hidden.md']).toBe(before['.obsidian/hidden.md']);
+    expect(Object.keys(after).sort()).toEqual(Object.keys(before).map((k) => (k === 'Projects/Alpha.md' ? 'Archive/Shipped.md' : k)).sort());
+  });
+
+  test.skipIf(!sandbox.ok)('a rename that fails midway (the third note cannot be replaced) leaves every note as it was', async () => {
+    const before = snapshot();
+    harness.server.script([{ toolCalls: [{ name: 'note_rename', arguments: { note: 'Alpha', to: 'Beta' } }] }, { text: 'done' }]);
+    // Projects/Plan.md, the last of the three notes that link to Alpha, is a mount point: it cannot be
+    // replaced by rename(2) nor linked as a backup, for root as for anyone, after the two others were.
+    const plan = join(vaultRoot(), 'Projects/Plan.md');
+    const child = Bun.spawn(['bwrap', '--dev-bind', '/', '/', '--bind', plan, plan, CONCH, '--model', 'anthropic/test-model', '--plugin', 'vault', '--no-shell', 'rename it'], {
+      cwd: harness.dirs.workspace,
+      env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+      stdout: 'pipe',
+      stderr: 'pipe',
+    });
+    const [, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    expect(stderr).not.toContain('failed');
+    expect(code).toBe(0);
+    expect(results(1)[0]).toMatch(/^nothing was changed: Projects\/Plan\.md: the system refused \((EXDEV|EBUSY)\)\.$/);
+    expect(snapshot()).toEqual(before);
+  });
+
+  test('deny subtrees refuse writes; --read-only offers no write tool', async () => {
+    const before = snapshot();
+    await run([
+      [
+        { name: 'note_create', arguments: { path: 'Private/New.md', content: 'x' } },
+        { name: 'note_create', arguments: { path: '.obsidian/New.md', content: 'x' } },
+        { name: 'note_create', arguments: { path: '../escape.md', content: 'x' } },
+        { name: 'note_append', arguments: { note: 'Private/Secret.md', text: 'x' } },
+        { name: 'note_edit', arguments: { note: 'Secret plan', edits: [{ old_text: 'needle', new_text: 'x' }] } },
+        { name: 'note_rename', arguments: { note: 'Alpha', to: 'Private/Alpha' } },
+        { name: 'note_rename', arguments: { note: 'Private/Secret.md', to: 'Public' } },
+      ],
+    ]);
+    const refused = results(1);
+    expect(refused.slice(0, 3).every((t) => t.includes('is not a place for a note in the vault'))).toBe(true);
+    expect(refused[5]).toStartWith("'Private/Alpha' is not a place for a note in the vault");
+    for (const t of [refused[3], refused[4], refused[6]]) expect(t).toMatch(/^no note '[^']*' in the vault/);
+    expect(snapshot()).toEqual(before);
+    expect(readdirSync(dirname(vaultRoot()))).not.toContain('escape.md');
+
+    harness.server.requests.length = 0;
+    await run([[{ name: 'vault_overview', arguments: {} }]], ['--read-only']);
+    const offered = harness.server.requests[0]!.body.tools.map((t: { name: string }) => t.name);
+    expect(offered).toContain('note_read');
+    for (const name of ['note_create', 'note_append', 'note_edit', 'note_rename', 'write', 'edit']) expect(offered).not.toContain(name);
+  });
+
+  test("a vault inside the workspace: conch's write policy holds for the vault tools", async () => {
+    await writeVault(join(harness.dirs.workspace, 'notes'));
+    await writeConfig(harness.dirs, { plugins: { vault: { root: join(harness.dirs.workspace, 'notes') } }, write: { protected: ['notes/Projects/**'] } });
+    await run([[{ name: 'note_edit', arguments: { note: 'Alpha', edits: [{ old_text: 'Ship it.', new_text: 'x' }] } }, { name: 'note_append', arguments: { note: 'Index', text: 'fine' } }]]);
+    const [protectedEdit, allowed] = results(1) as [string, string];
+    expect(protectedEdit).toBe("'notes/Projects/Alpha.md' may not be written: the policy denies it (rule 'user:write.protected[0]'); --unrestricted does not lift policy denials.");
+    expect(allowed).toStartWith('Appended 1 line to Index.md');
+    expect(await readFile(join(harness.dirs.workspace, 'notes/Projects/Alpha.md'), 'utf8')).toBe(VAULT['Projects/Alpha.md']!);
   });
 });
