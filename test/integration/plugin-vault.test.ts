@@ -2,7 +2,7 @@
 // server, over a fixture vault outside the workspace with a deny subtree that must stay invisible.
 import { describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { probeSandbox } from '../../src/sandbox/index.ts';
 import { revisionOf } from '../../src/workspace/revision.ts';
@@ -26,6 +26,10 @@ export async function writeVault(root: string, files: Record<string, string> = V
 
 const harness = useHarness(async (d) => {
   await writeVault(join(d.home, 'notes'));
+  // Links out of the vault: a note and a folder that lead to files outside its root.
+  await writeVault(join(d.home, 'outside'), { 'Out.md': '# Outside\n\nneedle [[Alpha]]\n' });
+  await symlink('../outside/Out.md', join(d.home, 'notes', 'Out.md'));
+  await symlink('../outside', join(d.home, 'notes', 'OutDir'));
   await writeConfig(d, { plugins: { vault: { root: '~/notes', deny: ['Private'] } } });
 });
 const vaultRoot = () => join(harness.dirs.home, 'notes');
@@ -103,12 +107,16 @@ describe('vault plugin read tools through the CLI', () => {
         { name: 'note_read', arguments: { note: 'Projects/../Private/Secret.md' } },
         { name: 'note_read', arguments: { note: '.obsidian/hidden.md' } },
         { name: 'note_links', arguments: { note: '../notes/Private/Secret' } },
+        { name: 'note_read', arguments: { note: 'Out.md' } },
+        { name: 'note_read', arguments: { note: 'OutDir/Out.md' } },
+        { name: 'note_read', arguments: { note: '../outside/Out.md' } },
       ],
     ]);
     const all = results(1);
     // The named ones echo the name given; none says more than that it is not there.
     for (const text of all.slice(0, 5)) {
       expect(text).not.toContain('Private');
+      expect(text).not.toContain('Out');
       expect(text).not.toContain('Secret plan');
       expect(text).not.toContain('hidden');
       expect(text).not.toContain('.obsidian');
@@ -215,13 +223,16 @@ describe('vault plugin write tools through the CLI', () => {
         { name: 'note_edit', arguments: { note: 'Secret plan', edits: [{ old_text: 'needle', new_text: 'x' }] } },
         { name: 'note_rename', arguments: { note: 'Alpha', to: 'Private/Alpha' } },
         { name: 'note_rename', arguments: { note: 'Private/Secret.md', to: 'Public' } },
+        { name: 'note_create', arguments: { path: 'OutDir/New.md', content: 'x' } },
       ],
     ]);
     const refused = results(1);
     expect(refused.slice(0, 3).every((t) => t.includes('is not a place for a note in the vault'))).toBe(true);
     expect(refused[5]).toStartWith("'Private/Alpha' is not a place for a note in the vault");
     for (const t of [refused[3], refused[4], refused[6]]) expect(t).toMatch(/^no note '[^']*' in the vault/);
+    expect(refused[7]).toStartWith("'OutDir/New.md' is not a place for a note in the vault");
     expect(snapshot()).toEqual(before);
+    expect(readdirSync(join(harness.dirs.home, 'outside'))).toEqual(['Out.md']);
     expect(readdirSync(dirname(vaultRoot()))).not.toContain('escape.md');
 
     harness.server.requests.length = 0;
