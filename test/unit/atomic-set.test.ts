@@ -9,7 +9,7 @@ let dir: string;
 beforeEach(async () => {
   dir = await realpath(await mkdtemp(join(tmpdir(), 'conch-atomic-set-')));
   await mkdir(join(dir, 'sub'));
-  for (const [name, text] of [['a.md', 'A'], ['b.md', 'B'], ['sub/c.md', 'C'], ['gone.md', 'G']]) await writeFile(join(dir, name), text);
+  for (const [name, text] of [['a.md', 'A'], ['b.md', 'B'], ['sub/c.md', 'C'], ['gone.md', 'G']] as const) await writeFile(join(dir, name), text);
 });
 afterEach(() => rm(dir, { recursive: true, force: true }));
 
