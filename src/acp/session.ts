@@ -1,6 +1,5 @@
 // One ACP session: its own config (the session's cwd is the workspace), workspace policy, sandbox,
 // plugins and provider, and one conversation that every prompt in the session continues.
-import { randomUUID } from 'node:crypto';
 import { RequestError, type AgentContext, type PromptResponse, type SessionUpdate } from '@agentclientprotocol/sdk';
 import type { CliFlags } from '../config/types.ts';
 import type { Message } from '../providers/types.ts';
@@ -89,7 +88,7 @@ export class AcpSession {
     } catch (error) {
       throw setupError(error);
     }
-    const id = options.load ?? (options.ephemeral ? randomUUID() : newSessionId());
+    const id = options.load ?? (options.ephemeral ? crypto.randomUUID() : newSessionId());
     const notifier = new Notifier(client, id, log);
     for (const note of planned.narrowed) log(`session ${id}: the recorded policy keeps this run narrower: ${note}`);
     // The approver reads the session's live state; it is bound before the session object exists.

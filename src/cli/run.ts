@@ -1,5 +1,4 @@
 // `conch "task"`: the host start (host/start.ts) → one run → output and exit code.
-import { randomUUID } from 'node:crypto';
 import type { CliFlags } from '../config/types.ts';
 import { emptyUsage, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
@@ -28,7 +27,7 @@ export interface RunOutput {
 }
 
 export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): Promise<number> {
-  const runId = randomUUID();
+  const runId = crypto.randomUUID();
   let planned: StartPlan;
   try {
     planned = await planStart(flags, process.cwd(), { session: out.session });

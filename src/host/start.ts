@@ -5,7 +5,6 @@
 // What differs between hosts comes in as arguments: who answers `ask` rules, where events go. A
 // failure the user can fix is a ConfigError, SetupError or SessionError (setup-error.ts classifies
 // them); each host reports it its own way.
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import type { ContentBlock } from '../core/content.ts';
 import { SetupError } from '../core/errors.ts';
@@ -138,7 +137,7 @@ async function open(flags: CliFlags, cwd: string, options: StartOptions): Promis
 /** One run on `lane`, continuing and recording `recording`'s conversation. */
 async function runOn(opened: Opened, lane: RunLane, recording: Recording, content: ContentBlock[], run: RunOptions): Promise<Outcome> {
   const { config, session, provider } = opened;
-  const runId = run.runId ?? randomUUID();
+  const runId = run.runId ?? crypto.randomUUID();
   try {
     const outcome = await runTask(
       {

@@ -2,7 +2,6 @@
 // per-user folder named by that hash; conch imports from there. What was hashed (and compared with the
 // trusted hash) is therefore exactly what runs: a file changed in the workspace after the hash, or
 // during the import, is not what gets imported.
-import { createHash } from 'node:crypto';
 import { closeSync, constants, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readdir, realpath, rename, rm, stat, utimes } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -30,7 +29,7 @@ export interface FolderContent {
  * small files, where Bun's promise-based calls cost more than the reads.
  */
 export async function readFolder(dir: string): Promise<FolderContent> {
-  const hash = createHash('sha256');
+  const hash = new Bun.CryptoHasher('sha256');
   const entries: FolderEntry[] = [];
   const seen = new Set<string>();
   const walk = (abs: string, rel: string): void => {

@@ -1,6 +1,5 @@
 // Workspace trust: project plugins (./.conch/tools) are code from whoever wrote the repository, so they
 // run only after the user said so for this exact folder content. A clone must never execute anything.
-import { createHash } from 'node:crypto';
 import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { projectToolsDir } from './discover.ts';
@@ -106,7 +105,7 @@ export async function isTrusted(configDir: string, cwd: string): Promise<boolean
  * the ones trusted. The hash of `text` as read, '' for no file.
  */
 export function mcpFileHash(text: string | null): string {
-  return text === null ? '' : createHash('sha256').update(text).digest('hex');
+  return text === null ? '' : new Bun.CryptoHasher('sha256').update(text).digest('hex');
 }
 
 /** The .mcp.json hash trusted for `cwd`: null when the workspace is not trusted, undefined when the record predates it. */

@@ -1,7 +1,6 @@
 // The lines of a session file. One JSON object per line, `t` first; the first line is the header.
 // Images are stored once per file as a `blob` line and referenced by content hash from messages, so
 // a screenshot sent once and carried through fifty turns is on disk once.
-import { createHash } from 'node:crypto';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
 import type { ContentBlock } from '../core/content.ts';
 
@@ -95,7 +94,7 @@ export interface EndRecord {
 export type SessionRecord = HeaderRecord | RunRecord | BlobRecord | MessageRecord | ResultRecord | EndRecord;
 
 export function imageHash(data: string): string {
-  return createHash('sha256').update(data).digest('hex');
+  return new Bun.CryptoHasher('sha256').update(data).digest('hex');
 }
 
 /**

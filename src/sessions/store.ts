@@ -1,13 +1,13 @@
 // The session store: one `<id>.jsonl` per session in a private directory. Finding a session (by id,
 // unique prefix, or the latest of a workspace), starting, continuing and forking one, and removing
 // old ones.
-import { randomBytes } from 'node:crypto';
 import { readdirSync, readSync, openSync, closeSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { ensurePrivateDir, SessionError } from './dir.ts';
 import { loadSession, type LoadedSession } from './load.ts';
 import { SESSION_FORMAT, SESSION_VERSION, type HeaderRecord } from './records.ts';
 import { SessionWriter, writerHolds } from './writer.ts';
+import { randomHex } from '../core/random.ts';
 
 const FILE = /^([0-9a-f]{16})\.jsonl$/;
 
@@ -130,7 +130,7 @@ export class SessionStore {
 
 /** 16 hex digits: short enough to type a prefix of, long enough never to collide in one store. */
 export function newSessionId(): string {
-  return randomBytes(8).toString('hex');
+  return randomHex(8);
 }
 
 export type WriterSecrets = { name: string; value: string }[];

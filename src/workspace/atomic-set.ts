@@ -6,13 +6,13 @@
 //
 // Not atomic against a crash between two renames (no file system offers that); a killed process
 // leaves the backups (named with TEMP_MARKER) beside their files.
-import { randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { copyFile, link, lstat, open, rename, rmdir, unlink } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { defaultMode, keepOwner, TEMP_MARKER, tempNameFor, writeAll } from './atomic.ts';
 import { PinnedDir } from './pinned-dir.ts';
 import { revisionOf } from './revision.ts';
+import { randomHex } from '../core/random.ts';
 
 export interface FileChange {
   /** Canonical absolute path of the target. */
@@ -154,7 +154,7 @@ async function check(slot: Slot): Promise<void> {
 async function apply(slot: Slot): Promise<void> {
   const target = slot.dir.entry(slot.name);
   if (slot.change.expectedRevision !== null) {
-    const backup = tempNameFor(slot.name).replace(TEMP_MARKER, `${TEMP_MARKER}bak-${randomBytes(2).toString('hex')}`);
+    const backup = tempNameFor(slot.name).replace(TEMP_MARKER, `${TEMP_MARKER}bak-${randomHex(2)}`);
     try {
       await link(target, slot.dir.entry(backup));
     } catch (error) {

@@ -3,11 +3,11 @@
 // Until that rename the original is untouched; on any failure the temporary file is removed.
 // Every step goes through the pinned directory (see pinned-dir.ts), so a directory on the path
 // swapped for a symbolic link meanwhile cannot send the file, or the temporary file, elsewhere.
-import { randomBytes } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { link, lstat, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { PinnedDir } from './pinned-dir.ts';
+import { randomHex } from '../core/random.ts';
 
 export interface AtomicWriteOptions {
   /** Permission bits of the result. Default: the existing file's, else 0o666 minus the umask. */
@@ -35,7 +35,7 @@ function errorCode(error: unknown): string | undefined {
 
 export function tempNameFor(name: string): string {
   // Stay well under NAME_MAX (255) whatever the target's name length.
-  return `.${name.slice(0, 180)}${TEMP_MARKER}${randomBytes(6).toString('hex')}`;
+  return `.${name.slice(0, 180)}${TEMP_MARKER}${randomHex(6)}`;
 }
 
 export function defaultMode(): number {
