@@ -1,6 +1,6 @@
 // Importing one plugin file with jiti: TypeScript without a build step, `conch` and `typebox` mapped to
 // conch's own module instances wherever the file lives, transpiled output cached on disk.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -90,7 +90,7 @@ function createGuardedJiti(options: JitiOptions, confinement?: Confinement): Jit
   const dist = join(dirname(require.resolve('jiti/package.json')), 'dist');
   const core = require(join(dist, 'jiti.cjs')) as JitiCore;
   let babel: ((opts: unknown) => unknown) | undefined;
-  const transform = ((opts: unknown) => (babel ??= require(join(dist, 'babel.cjs')) as (o: unknown) => unknown)(opts)) as JitiOptions['transform'];
+  const transform = ((opts: unknown) => (babel ??= require(babelPath(dist)) as (o: unknown) => unknown)(opts)) as JitiOptions['transform'];
   const guardedRequire = ((id: string | URL) => {
     const real = createRequire(id);
     const resolve = ((request: string, opts?: { paths?: string[] }) => {
@@ -109,6 +109,13 @@ function createGuardedJiti(options: JitiOptions, confinement?: Confinement): Jit
     nativeImport: confinement?.nativeImport ?? ((id) => import(String(id))),
     createRequire: confinement?.createRequire ?? guardedRequire,
   });
+}
+
+/** The bundle's bytecode copy of jiti's Babel (src/build.ts) when conch runs bundled, else jiti's own. */
+function babelPath(jitiDist: string): string {
+  const { version } = createRequire(import.meta.url)(join(jitiDist, '..', 'package.json')) as { version: string };
+  const copy = join(import.meta.dir, `jiti-babel-${version}.js`);
+  return existsSync(copy) ? copy : join(jitiDist, 'babel.cjs');
 }
 
 function isBare(request: string): boolean {
