@@ -126,7 +126,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       if ('problems' in made) throw new Stop('failed', `the output schema is not usable: ${made.problems.join('; ')}`, { code: 'config_invalid' });
       contract = made;
     }
-    const task = contract ? appendText(spec.task, contract.note) : spec.task;
+    const task = contract ? contract.task(spec.task) : spec.task;
     spec.conversation.push({ role: 'user', content: task });
     journal?.message({ role: 'user', content: task });
 
@@ -230,7 +230,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
         if (checked.ok) return finish('completed', undefined, { outputValue: checked.value });
         outputErrors = checked.issues;
         if (repaired) {
-          throw new Stop('failed', `the final answer does not match the output schema, also after the repair turn: ${describeIssues(checked.issues)}`, { code: 'output_invalid' });
+          throw new Stop('failed', contract.failure(checked.issues), { code: 'output_invalid' });
         }
         // One repair turn, as a user message of this conversation: tools stay available, limits apply.
         repaired = true;
@@ -313,17 +313,6 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       return { ...ctx, update: (text: string) => { emit({ type: 'tool.updated', callId, name: call.name, text }); ctx.update(text); } };
     };
   }
-}
-
-function describeIssues(issues: OutputIssue[]): string {
-  return issues.slice(0, 3).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ') + (issues.length > 3 ? ` (and ${issues.length - 3} more)` : '');
-}
-
-/** The task with `text` as its last paragraph (one text block where it was one: what every server reads). */
-function appendText(task: ContentBlock[], text: string): ContentBlock[] {
-  const last = task[task.length - 1];
-  if (last?.type === 'text') return [...task.slice(0, -1), { type: 'text', text: `${last.text}\n\n${text}` }];
-  return [...task, { type: 'text', text }];
 }
 
 function parses(json: string): boolean {

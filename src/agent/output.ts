@@ -5,6 +5,7 @@
 import type { TSchema } from 'typebox';
 import { Meta } from 'typebox/schema';
 import { compileSchema, schemaIssues, type Validator } from '../tools/json-schema.ts';
+import type { ContentBlock } from '../core/content.ts';
 import type { OutputIssue } from './outcome.ts';
 
 /** A JSON Schema document (an object, or true/false), or a TypeBox schema. */
@@ -19,11 +20,15 @@ const metaValidators = new Map<string, Validator>();
 export interface OutputContract {
   /** What the task gets appended: the schema and the rules of the answer. */
   note: string;
+  /** The task with the note as its last paragraph (one text block where it was one: what every server reads). */
+  task(task: ContentBlock[]): ContentBlock[];
   /** The schema for the provider's structured-output parameter; absent when the root is not an object schema. */
   providerSchema?: Record<string, unknown>;
   check(answer: string): { ok: true; value: unknown } | { ok: false; issues: OutputIssue[] };
   /** The repair turn's text. */
   repair(issues: OutputIssue[]): string;
+  /** The outcome's message when the answer after the repair is still wrong. */
+  failure(issues: OutputIssue[]): string;
 }
 
 /** The contract for a schema, or what is wrong with the schema itself. */
@@ -40,14 +45,20 @@ export function outputContract(given: OutputSchema): OutputContract | { problems
   const validator = compileSchema(schema);
   const text = JSON.stringify(schema, null, 2);
   const objectRoot = typeof schema === 'object' && schema.type === 'object' ? schema : undefined;
+  const note = [
+    'Your final answer must be exactly one JSON value, with no prose before or after it, that validates against this JSON Schema:',
+    '```json',
+    text,
+    '```',
+    'Use the tools as the task needs first; only the final answer is checked against the schema.',
+  ].join('\n');
   return {
-    note: [
-      'Your final answer must be exactly one JSON value, with no prose before or after it, that validates against this JSON Schema:',
-      '```json',
-      text,
-      '```',
-      'Use the tools as the task needs first; only the final answer is checked against the schema.',
-    ].join('\n'),
+    note,
+    task(task) {
+      const last = task[task.length - 1];
+      if (last?.type === 'text') return [...task.slice(0, -1), { type: 'text', text: `${last.text}\n\n${note}` }];
+      return [...task, { type: 'text', text: note }];
+    },
     ...(objectRoot ? { providerSchema: objectRoot } : {}),
     check(answer) {
       const parsed = parseAnswer(answer);
@@ -61,6 +72,10 @@ export function outputContract(given: OutputSchema): OutputContract | { problems
         ...issues.map((i) => `- ${i.path || '(root)'}: ${i.message}`),
         'Reply with the corrected final answer: exactly one JSON value that validates, and nothing else. You may use tools first if you need to.',
       ].join('\n');
+    },
+    failure(issues) {
+      const first = issues.slice(0, 3).map((i) => `${i.path || '(root)'}: ${i.message}`).join('; ');
+      return `the final answer does not match the output schema, also after the repair turn: ${first}${issues.length > 3 ? ` (and ${issues.length - 3} more)` : ''}`;
     },
   };
 }

@@ -91,6 +91,20 @@ describe('checking the answer', () => {
   });
 });
 
+describe('the task', () => {
+  test('the schema note is the last paragraph of a text task, its own block after an image', () => {
+    const c = contract({ type: 'object' });
+    expect(c.task([{ type: 'text', text: 'go' }])).toEqual([{ type: 'text', text: `go\n\n${c.note}` }]);
+    const image = { type: 'image' as const, mediaType: 'image/png', data: 'AA==' };
+    expect(c.task([{ type: 'text', text: 'look' }, image])).toEqual([{ type: 'text', text: 'look' }, image, { type: 'text', text: c.note }]);
+  });
+
+  test('the failure message lists the first three problems and counts the rest', () => {
+    const issues = ['/a', '/b', '/c', '/d', '/e'].map((path) => ({ path, message: 'must be string' }));
+    expect(contract(true).failure(issues)).toBe('the final answer does not match the output schema, also after the repair turn: /a: must be string; /b: must be string; /c: must be string (and 2 more)');
+  });
+});
+
 describe('a schema that is not usable', () => {
   test('not a schema of its dialect', () => {
     expect(schemaProblems(5)).toEqual(['a JSON Schema is an object (or true/false)']);
