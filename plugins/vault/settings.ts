@@ -4,7 +4,7 @@
 // workspace policy, so a link can neither lead out of the vault nor into a denied subtree.
 import { stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { canonicalize, isWithin } from 'conch';
 
 export interface VaultSettings {
@@ -51,7 +51,9 @@ export async function loadSettings(raw: Record<string, unknown>, configFile: str
       }),
     );
   };
-  return { root, allow: await subtrees('allow'), deny: await subtrees('deny') };
+  // conch's own folder (config, plugins, AGENTS.md) is never part of a vault: a note written there would steer every later run.
+  const conch = await canonicalize(dirname(configFile));
+  return { root, allow: await subtrees('allow'), deny: [...(await subtrees('deny')), conch] };
 }
 
 /** Root-relative, '/'-separated form of a path inside the root ('' for the root itself). */

@@ -176,7 +176,9 @@ export function writeTools(vault: Vault, options: AtomicSetOptions = {}): ToolDe
       const selfEdits = self.parsed.links.flatMap((l) => {
         const r = index.resolve(l, self);
         if (l.kind === 'wiki' && 'note' in r && r.note === old && l.target !== '') return [{ start: l.start, end: l.end, text: relink(l, own.text.slice(l.start, l.end), target, unique, target.folder) }];
-        if (l.kind === 'markdown' && 'note' in r && target.folder !== old.folder) return [{ start: l.start, end: l.end, text: relink(l, '', r.note === old ? target : r.note, true, target.folder) }];
+        if (l.kind === 'markdown' && 'note' in r && (r.note === old || target.folder !== old.folder)) {
+          return [{ start: l.start, end: l.end, text: relink(l, '', r.note === old ? target : r.note, true, target.folder) }];
+        }
         return [];
       });
       changes.push({ path: dest.abs, data: Buffer.from(rewrite(own.text, selfEdits), 'utf8'), expectedRevision: null });

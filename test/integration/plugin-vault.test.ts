@@ -129,6 +129,16 @@ describe('vault plugin read tools through the CLI', () => {
     for (const text of named) expect(text).toMatch(/^no note '[^']*' in the vault \(note_find lists notes\)$/);
   });
 
+  test("conch's own folder inside the vault is not part of it", async () => {
+    await writeFile(join(harness.dirs.configHome, 'conch', 'AGENTS.md'), '# Guidance\n');
+    await writeFile(join(harness.dirs.configHome, 'Note.md'), '# A note\n');
+    await writeConfig(harness.dirs, { plugins: { vault: { root: harness.dirs.configHome } } });
+    await run([[{ name: 'note_find', arguments: {} }, { name: 'note_create', arguments: { path: 'conch/tools/x.md', content: 'x' } }]]);
+    const [listed, create] = results(1) as [string, string];
+    expect(listed).toBe('1 note\nNote.md — A note');
+    expect(create).toStartWith("'conch/tools/x.md' is not a place for a note in the vault");
+  });
+
   test('without a configured root the plugin does not start and says how to configure one', async () => {
     await writeConfig(harness.dirs, {});
     harness.server.script([{ text: 'done' }]);
@@ -210,6 +220,41 @@ describe('vault plugin write tools through the CLI', () => {
     expect(code).toBe(0);
     expect(results(1)[0]).toMatch(/^nothing was changed: Projects\/Plan\.md: the system refused \((EXDEV|EBUSY)\)\.$/);
     expect(snapshot()).toEqual(before);
+  });
+
+  test('a name shared by two notes: links are resolved or reported ambiguous, and a rename onto a taken name writes paths', async () => {
+    await writeVault(vaultRoot(), {
+      'Projects/Alpha.md': `${VAULT['Projects/Alpha.md']}[this note](Alpha.md), [[Alpha#Goals]], [[#Goals]]\n`,
+      'Archive/Plan.md': '# Old plan\n\n[[Plan]] here is this one; [[Alpha]]\n',
+    });
+    await run([
+      [
+        { name: 'note_read', arguments: { note: 'Plan' } },
+        { name: 'note_links', arguments: { note: 'Index' } },
+        { name: 'note_links', arguments: { note: 'Archive/Plan.md' } },
+        { name: 'note_rename', arguments: { note: 'Alpha', to: 'Plan2' } },
+      ],
+    ]);
+    const [read, fromIndex, fromArchive, renamed] = results(1) as [string, string, string, string];
+    expect(read).toBe("'Plan' names 2 notes: Archive/Plan.md, Projects/Plan.md; give the path");
+    expect(fromIndex).toContain('L5 links Projects/Plan → Projects/Plan.md');
+    expect(fromArchive).toContain('L3 links Plan → Archive/Plan.md');
+    expect(renamed).toBe('Renamed Projects/Alpha.md to Projects/Plan2.md; rewrote 5 links in 4 other notes.');
+    // Within its folder, its own links to itself follow the new name; [[#Goals]] needs nothing.
+    const mid = snapshot();
+    expect(mid['Projects/Plan2.md']).toEndWith('[this note](Plan2.md), [[Plan2#Goals]], [[#Goals]]\n');
+    expect(mid['Index.md']).toContain('[[Plan2|the alpha]]');
+    // Onto a name two other notes have: every link names the path.
+    harness.server.requests.length = 0;
+    await run([[{ name: 'note_rename', arguments: { note: 'Projects/Plan2.md', to: 'Daily/Plan' } }]]);
+    expect(results(1)[0]).toBe("Renamed Projects/Plan2.md to Daily/Plan.md; rewrote 5 links in 4 other notes. Another note is also named 'Plan', so links to it name its path.");
+    const after = snapshot();
+    expect(after['Index.md']).toContain('[[Daily/Plan|the alpha]]');
+    expect(after['Index.md']).toContain('[the alpha doc](Daily/Plan.md)');
+    expect(after['Projects/Plan.md']).toContain('[[Daily/Plan#Goals]]');
+    expect(after['Archive/Plan.md']).toContain('[[Plan]] here is this one; [[Daily/Plan]]');
+    expect(after['Daily/Plan.md']).toEndWith('[this note](Plan.md), [[Daily/Plan#Goals]], [[#Goals]]\n');
+    expect(after['Daily/Plan.md']).toContain('See [the plan](../Projects/Plan.md).');
   });
 
   test('deny subtrees refuse writes; --read-only offers no write tool', async () => {
