@@ -129,6 +129,26 @@ describe('vault plugin read tools through the CLI', () => {
     for (const text of named) expect(text).toMatch(/^no note '[^']*' in the vault \(note_find lists notes\)$/);
   });
 
+  test('allow narrows the vault to its subtrees, and deny wins inside them', async () => {
+    await writeVault(vaultRoot(), { 'Projects/Private/Hidden.md': '# Hidden\n' });
+    await writeConfig(harness.dirs, { plugins: { vault: { root: '~/notes', allow: ['Projects'], deny: ['Projects/Private'] } } });
+    await run([
+      [
+        { name: 'vault_overview', arguments: {} },
+        { name: 'note_read', arguments: { note: 'Index.md' } },
+        { name: 'note_create', arguments: { path: 'Daily/New.md', content: 'x' } },
+        { name: 'note_create', arguments: { path: 'Projects/New.md', content: 'see [[Plan]]' } },
+        { name: 'note_backlinks', arguments: { note: 'Plan' } },
+      ],
+    ]);
+    const [overview, read, outside, inside, backlinks] = results(1) as [string, string, string, string, string];
+    expect(overview).toBe('2 notes in 1 folder\nProjects/ — 2 notes\ntags: #project (1), #project/alpha (1)');
+    expect(read).toStartWith("no note 'Index.md' in the vault");
+    expect(outside).toStartWith("'Daily/New.md' is not a place for a note in the vault");
+    expect(inside).toStartWith('Created Projects/New.md');
+    expect(backlinks).toBe('2 links from 2 notes to Projects/Plan.md\nProjects/Alpha.md:L6: See [the plan](Plan.md).\nProjects/New.md:L1: see [[Plan]]');
+  });
+
   test("conch's own folder inside the vault is not part of it", async () => {
     await writeFile(join(harness.dirs.configHome, 'conch', 'AGENTS.md'), '# Guidance\n');
     await writeFile(join(harness.dirs.configHome, 'Note.md'), '# A note\n');

@@ -70,6 +70,23 @@ export default {
 `;
 
 describe('loadPlugins', () => {
+  test('a default export that is a function gets its setup once and stands for the tools it returns; what it throws is the failure', async () => {
+    const f = await fixture({
+      'config/conch/tools/made.ts': `
+import { defineTool, Type, type PluginSetup } from 'conch';
+export default (setup: PluginSetup) => [defineTool({
+  name: 'made', description: 'Made by a setup function', parameters: Type.Object({}),
+  execute: () => JSON.stringify(setup),
+})];`,
+      'config/conch/tools/refuses.ts': `export default async () => { throw new Error('refuses.ts needs a setting: add it to your config'); };`,
+    });
+    const { tools, reports } = await loadPlugins({ ...f, settings: settings(), reserved: kernel, cacheDir });
+    expect(byFile(reports, 'made.ts')).toMatchObject({ status: 'loaded', tools: ['made'] });
+    expect(byFile(reports, 'refuses.ts')).toMatchObject({ status: 'failed', reason: 'refuses.ts needs a setting: add it to your config' });
+    // A user plugin gets no settings (they are for first-party plugins, plugins.NAME in the user config).
+    expect(JSON.parse(String(await tools[0]!.execute({}, ctx)))).toEqual({ settings: {}, cwd: f.cwd, configFile: join(f.configDir, 'config.json') });
+  });
+
   test('a TypeBox plugin and a plain JSON Schema plugin load, validate closed, and execute', async () => {
     const f = await fixture({ 'config/conch/tools/greet.ts': GOOD_TYPEBOX, 'config/conch/tools/add.mjs': GOOD_JSON_SCHEMA });
     const { tools, reports } = await loadPlugins({ ...f, settings: settings(), reserved: kernel, cacheDir });
