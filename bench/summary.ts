@@ -106,7 +106,9 @@ try {
     await server.close();
     const extra = median(launch) - median(bare);
     console.log(`bun -e 0: ${median(bare).toFixed(1)} ms; conch --version: ${median(version).toFixed(1)} ms (Karl ${KARL.version} ms)`);
-    report('launch to first model request', `${median(launch).toFixed(1)} ms, +${extra.toFixed(1)} ms over bun -e 0`, extra / 40, 1, '× the 40 ms allowance');
+    // The minimum is the steadier figure on a shared machine; the target is judged on medians.
+    const minExtra = Math.min(...launch) - Math.min(...bare);
+    report('launch to first model request', `${median(launch).toFixed(1)} ms, +${extra.toFixed(1)} ms over bun -e 0 (minimums: +${minExtra.toFixed(1)} ms)`, extra / 40, 1, '× the 40 ms allowance');
   }
 
   // ── task rows against Karl ─────────────────────────────────────────────────────────────────
@@ -148,7 +150,8 @@ try {
     console.log(`mock server start and stop alone: ${serverMs.toFixed(1)} ms (the issue's: ${KARL_SERVER_MS} ms)`);
     const task = (name: string, key: string, karl: number, target: number, strict = false) => {
       const net = (m(key) - serverMs) / (karl - KARL_SERVER_MS);
-      report(name, `${m(key).toFixed(1)} ms (gross ${(m(key) / karl).toFixed(2)} × Karl's ${karl} ms)`, net, target, '× Karl net of the servers', strict);
+      const min = Math.min(...samples[key]!);
+      report(name, `${m(key).toFixed(1)} ms, min ${min.toFixed(1)} (gross ${(m(key) / karl).toFixed(2)} × Karl's ${karl} ms)`, net, target, '× Karl net of the servers', strict);
     };
     task('1 tool turn, sandboxed', 's1', KARL.sandboxed1, 0.6);
     task('49 tool turns, sandboxed', 's49', KARL.sandboxed49, 0.7);
