@@ -113,7 +113,7 @@ export class AcpSession {
       throw setupError(error);
     }
     // The config's own (a project config ignored in an untrusted workspace, a home workspace made read-only) first.
-    for (const warning of host.warnings) log(`session ${id}: ${warning}`);
+    for (const warning of host.warnings.splice(0)) log(`session ${id}: ${warning}`);
     self = new AcpSession(id, host, notifier, log);
     return self;
   }
@@ -199,6 +199,8 @@ export class AcpSession {
       await turn.done.catch(() => {});
     }
     await this.host.dispose();
+    // dispose() adds what went wrong at the end (spans the collector never got).
+    for (const warning of this.host.warnings.splice(0)) this.log(`session ${this.id}: ${warning}`);
   }
 }
 

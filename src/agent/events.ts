@@ -51,6 +51,8 @@ export type EventBody =
       /** Text sent to the model. */
       output: string;
       details?: Record<string, unknown>;
+      /** The id of the policy rule that refused the call (an id such as 'workspace.outside', not content). */
+      policyRule?: string;
     }
   /** The model that answered the turn ("provider/model"): with a fallback route, not always the first. */
   | { type: 'model.finished'; turn: number; stopReason: string; usage: Usage; model?: string }

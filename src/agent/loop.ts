@@ -295,6 +295,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       durationMs: Math.round(performance.now() - startedAt),
       output: resultText(outcome.result),
       ...(outcome.result.details ? { details: outcome.result.details } : {}),
+      ...('policyRule' in outcome && outcome.policyRule ? { policyRule: outcome.policyRule } : {}),
     });
     const message: ToolResultMessage = { callId: call.id, name: call.name, content: outcome.result.content, isError: outcome.isError };
     if ('cleanupError' in outcome && outcome.cleanupError) {

@@ -37,6 +37,7 @@ const GLOBAL: FlagSpec[] = [
 ];
 
 const EPHEMERAL: FlagSpec = { usage: '--ephemeral', description: 'Store nothing: no session file for this run' };
+const OTEL: FlagSpec = { usage: '--otel', description: 'Export an OpenTelemetry trace per run over OTLP (also on when OTEL_EXPORTER_OTLP_ENDPOINT is set)' };
 
 const RUN: FlagSpec[] = [
   ...GLOBAL,
@@ -48,6 +49,7 @@ const RUN: FlagSpec[] = [
   { usage: '--resume <id>', description: 'Continue an earlier session of this workspace by id (a unique prefix will do)' },
   { usage: '--fork', description: 'With -c or --resume: a new session from that point; the original stays as it was' },
   EPHEMERAL,
+  OTEL,
   { usage: '-i, --interactive', description: 'A conversation on the terminal, each message one more run of one session (the default on a terminal without a task)' },
   { usage: '--tasks-file <file>', description: 'Run the tasks in FILE (one a line, or a JSON array of strings), each its own run' },
   { usage: '--max-concurrent <n>', description: 'With several tasks: how many run at once (default 3)' },
@@ -94,7 +96,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
       { usage: '--profile <name>', description: (facts) => `Sandbox profile: ${facts.profiles}` },
     ],
   },
-  acp: { usage: 'acp', description: 'Serve the Agent Client Protocol on stdio (for editors)', flags: [...GLOBAL, EPHEMERAL] },
+  acp: { usage: 'acp', description: 'Serve the Agent Client Protocol on stdio (for editors)', flags: [...GLOBAL, EPHEMERAL, OTEL] },
   sessions: {
     usage: 'sessions [action] [id]',
     description: 'Stored sessions: list (this workspace), `show ID`, `rm ID`, `prune --older-than 30d`',
@@ -193,6 +195,7 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
     profile: one('profile'),
     env: all('env'),
     skill: all('skill'),
+    otel: on('otel'),
   };
 }
 

@@ -140,6 +140,12 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     const h = host ?? (await pending?.catch(() => undefined));
     if (!h) return EXIT_CODES.completed;
     await h.dispose();
+    // dispose() adds what went wrong at the end (spans the collector never got).
+    const late = h.warnings.splice(0);
+    if (late.length) {
+      const { terminalSafe } = await import('./tool-lines.ts');
+      for (const warning of late) stderr.write(`conch: ${terminalSafe(warning)}\n`);
+    }
     if (h.recording.id && runs > 0) stderr.write(`session ${h.recording.id}  (conch -c to continue)\n`);
     return EXIT_CODES.completed;
   };

@@ -83,6 +83,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   }
   // Warnings quote files and servers (a failed MCP server's stderr): no control sequence passes.
   for (const warning of host.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
+  const shownWarnings = host.warnings.length;
 
   const sinks: EventSink[] = [];
   const facts = envelopeSink();
@@ -107,7 +108,8 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   if (watchdog && !watchdog.finishing()) await new Promise(() => {});
   watchdog?.stop();
   const { recording } = host;
-  for (const warning of recording.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
+  // dispose() adds what went wrong at the end (spans the collector never got).
+  for (const warning of [...recording.warnings, ...host.warnings.slice(shownWarnings)]) stderr.write(`conch: ${terminalSafe(warning)}\n`);
   const code = exitCodeFor(outcome);
   if (out.json) stdout.write(`${JSON.stringify(envelope(runId, outcome, facts.facts, code))}\n`);
   else if (recording.id && stderr.isTTY) stderr.write(`session ${recording.id}  (conch -c to continue)\n`);

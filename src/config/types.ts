@@ -45,6 +45,7 @@ export interface CliFlags {
   temperature?: number; // --temperature T
   maxCost?: number; // --max-cost USD (limit cost_usd)
   skill?: string[]; // --skill NAME (repeatable): that skill's body goes into the task up front
+  otel?: boolean; // --otel: export an OpenTelemetry trace per run (host/start.ts; the config does not read it)
 }
 
 export interface ToolsPolicy {

@@ -8,7 +8,7 @@
 import { join } from 'node:path';
 import type { ContentBlock } from '../core/content.ts';
 import { SetupError } from '../core/errors.ts';
-import type { EventSink } from '../agent/events.ts';
+import { teeSinks, type EventSink } from '../agent/events.ts';
 import { runTask } from '../agent/loop.ts';
 import type { Outcome } from '../agent/outcome.ts';
 import type { OutputSchema } from '../agent/output.ts';
@@ -21,6 +21,9 @@ import { narrowConfig, openRecording, planSession, policyFlags, type Recording, 
 import { openSession, type RunLane, type Session } from './session.ts';
 import { prependText } from './skills.ts';
 import { buildGuard, buildPluginLoader, loadHostConfig, type Env } from './setup.ts';
+import type { Tracer } from '@opentelemetry/api';
+import { openTracing } from '../telemetry/open.ts';
+import type { Tracing } from '../telemetry/spans.ts';
 
 export interface PlanOptions {
   /** Which stored session to continue (-c, --resume, --fork, --ephemeral); a new one when absent. */
@@ -48,6 +51,11 @@ export interface StartOptions extends PlanOptions {
   beforePluginImport?: () => Promise<void> | void;
   /** MCP servers besides the configured ones (an editor's session/new). */
   mcpServers?: ServerSpec[];
+  /**
+   * An embedder's OpenTelemetry tracer: each run's spans go there, under the span active when run()
+   * is called. Without it, conch exports its own traces when flags.otel or OTEL_EXPORTER_OTLP_ENDPOINT says so.
+   */
+  tracer?: Tracer;
 }
 
 export interface RunOptions {
@@ -69,11 +77,14 @@ export interface StartedRun {
   readonly provider: Provider;
   /** The stored session: its id, the conversation runs continue, write failures (`warnings`). */
   readonly recording: Recording;
-  /** What the user should know that is not an error (config notes, no sandbox, plugin failures). */
+  /**
+   * What the user should know that is not an error (config notes, no sandbox, plugin failures).
+   * dispose() may add more at the end (traces that could not be exported).
+   */
   readonly warnings: string[];
   /** Run one task to its outcome, continuing the session's conversation and recording it. */
   run(task: string | ContentBlock[], options?: RunOptions): Promise<Outcome>;
-  /** Stop plugins, release placeholders, remove the run's private directory, close the recording. */
+  /** Stop plugins, release placeholders, remove the run's private directory, close the recording, send the last spans. */
   dispose(): Promise<void>;
 }
 
@@ -82,13 +93,14 @@ export interface StartedHost {
   readonly config: Config;
   readonly session: Session;
   readonly provider: Provider;
+  /** As StartedRun's: dispose() may add more at the end. */
   readonly warnings: string[];
   /**
    * One more run, overlapping the others: its own session record (none under --ephemeral), its own
    * placeholders, /tmp and reads (a lane, host/session.ts), the same workspace, policy and tools.
    */
   task(): HostTask;
-  /** Stop plugins and MCP servers, release every lane, remove the private directory. */
+  /** Stop plugins and MCP servers, release every lane, remove the private directory, send the last spans. */
   dispose(): Promise<void>;
 }
 
@@ -111,6 +123,10 @@ interface Opened {
   provider: Provider;
   plan: SessionPlan;
   narrowed: string[];
+  /** Each run's spans (one trace per run, overlapping runs included); absent when tracing is off. */
+  tracing?: Tracing;
+  /** What the user should know about tracing (an unsupported protocol, an SDK that did not load). */
+  tracingWarnings: string[];
 }
 
 /** Config, model, provider, guard and session: what every run of this start shares. */
@@ -131,13 +147,21 @@ async function open(flags: CliFlags, cwd: string, options: StartOptions): Promis
     loadPlugins: buildPluginLoader(config, options.beforePluginImport),
     mcpServers: options.mcpServers,
   });
-  return { config, session, provider, plan, narrowed };
+  const { tracing, warning } = await openTracing({ flag: flags.otel, tracer: options.tracer, env: options.env ?? process.env });
+  return { config, session, provider, plan, narrowed, tracing, tracingWarnings: warning ? [warning] : [] };
+}
+
+/** The last spans sent (waiting a bounded time); what went wrong goes to the host's warnings. */
+async function closeTracing(opened: Opened, warnings: string[]): Promise<void> {
+  if (opened.tracing) warnings.push(...(await opened.tracing.close()));
 }
 
 /** One run on `lane`, continuing and recording `recording`'s conversation. */
 async function runOn(opened: Opened, lane: RunLane, recording: Recording, content: ContentBlock[], run: RunOptions): Promise<Outcome> {
   const { config, session, provider } = opened;
   const runId = run.runId ?? crypto.randomUUID();
+  const spans = opened.tracing?.run();
+  const sink = run.sink ?? { emit: () => {} };
   try {
     const outcome = await runTask(
       {
@@ -156,7 +180,7 @@ async function runOn(opened: Opened, lane: RunLane, recording: Recording, conten
         ...(recording.facts ? { cacheKey: recording.facts.id } : {}),
       },
       provider,
-      run.sink ?? { emit: () => {} },
+      spans ? teeSinks(sink, spans) : sink,
       run.signal ?? new AbortController().signal,
     );
     recording.finish(outcome);
@@ -164,6 +188,8 @@ async function runOn(opened: Opened, lane: RunLane, recording: Recording, conten
   } finally {
     // The run is over: its placeholders go once its last command has ended.
     lane.endRun();
+    spans?.end();
+    opened.tracing?.runEnded();
   }
 }
 
@@ -184,12 +210,13 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
   }
   // --skill bodies go in front of the first task only: later prompts of an editor's session follow it.
   let preface = session.skills.preface;
+  const warnings = [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings, ...opened.tracingWarnings, ...recording.warnings.splice(0)];
   return {
     config,
     session,
     provider,
     recording,
-    warnings: [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings, ...recording.warnings.splice(0)],
+    warnings,
     run(task, run = {}) {
       const content = asContent(task, preface);
       preface = [];
@@ -198,6 +225,7 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
     async dispose() {
       await session.dispose();
       recording.close();
+      await closeTracing(opened, warnings);
     },
   };
 }
@@ -214,11 +242,12 @@ export async function startHost(flags: CliFlags, cwd: string, options: StartOpti
   const opened = await open(flags, cwd, options);
   const { config, session, provider } = opened;
   const recordings: Recording[] = [];
+  const warnings = [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings, ...opened.tracingWarnings];
   return {
     config,
     session,
     provider,
-    warnings: [...(config.warnings ?? []), ...(provider.warnings ?? []), ...session.warnings],
+    warnings,
     task() {
       const recording = openRecording(opened.plan, config, opened.narrowed);
       recordings.push(recording);
@@ -237,6 +266,7 @@ export async function startHost(flags: CliFlags, cwd: string, options: StartOpti
     async dispose() {
       await session.dispose();
       for (const recording of recordings) recording.close();
+      await closeTracing(opened, warnings);
     },
   };
 }

@@ -9,6 +9,7 @@ const LAYERS: string[][] = [
   ['cli'],
   ['acp'],
   ['host'],
+  ['telemetry'], // OpenTelemetry spans from a run's events (host/start.ts loads it only when tracing is on)
   ['sessions'],
   ['agent'],
   ['mcp'],
