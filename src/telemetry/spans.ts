@@ -127,6 +127,10 @@ export function runSpans(tracer: Tracer, parent: Context): RunSpans {
         span.end();
         return;
       }
+      case 'output.repair':
+        // The issues quote the answer: only how many there were.
+        root?.addEvent('conch.output.repair', { 'conch.turn': event.turn, 'conch.output.errors': event.errors.length });
+        return;
       case 'run.finished':
         finish(event.outcome);
         return;
@@ -166,6 +170,7 @@ export function runSpans(tracer: Tracer, parent: Context): RunSpans {
       ...(outcome.cost ? { 'conch.cost.usd': outcome.cost.usd, 'conch.cost.estimated': outcome.cost.estimated } : {}),
       ...(outcome.thinking ? { 'conch.thinking.chars': outcome.thinking.chars } : {}),
       ...(outcome.thinking?.tokens != null ? { 'gen_ai.usage.reasoning.output_tokens': outcome.thinking.tokens } : {}),
+      ...(outcome.outputErrors ? { 'conch.output.errors': outcome.outputErrors.length } : {}),
       ...(elided.results ? { 'conch.context.elided_results': elided.results, 'conch.context.elided_bytes': elided.bytes } : {}),
     });
     if (failed) {
