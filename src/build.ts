@@ -7,6 +7,7 @@
 // newer than every source file, so editing src/ never runs stale code.
 import { mkdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
+import { SDK_BUNDLE } from './telemetry/open.ts';
 
 const root = resolve(import.meta.dir, '..');
 
@@ -17,9 +18,7 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
   const startedAt = new Date();
   await rm(staging, { recursive: true, force: true });
   await mkdir(staging, { recursive: true });
-  const result = await Bun.build({
-    // The watchdog runs in a Worker, which loads its own entry file (watchdog.ts finds it beside the bundle).
-    entrypoints: ['main.ts', 'watchdog-worker.ts', 'launch.ts'].map((name) => join(root, 'src', 'cli', name)),
+  const options = {
     outdir: staging,
     target: 'bun',
     format: 'cjs',
@@ -33,7 +32,15 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     banner: 'var __conchBundleDir = __dirname, __conchBundleUrl = require("node:url").pathToFileURL(__filename).href;',
     // Plugin tooling stays a real package: it is loaded lazily and resolves its own files at run time.
     external: ['jiti'],
+  } satisfies Partial<Bun.BuildConfig>;
+  const result = await Bun.build({
+    ...options,
+    // The watchdog runs in a Worker, which loads its own entry file (watchdog.ts finds it beside the bundle).
+    entrypoints: ['main.ts', 'watchdog-worker.ts', 'launch.ts'].map((name) => join(root, 'src', 'cli', name)),
   });
+  // The OpenTelemetry SDK is a file of its own that only a traced run reads (telemetry/open.ts):
+  // in main.js its bytecode would be loaded by every start.
+  const otel = await Bun.build({ ...options, entrypoints: [join(root, 'src', 'telemetry', 'sdk.ts')], naming: SDK_BUNDLE });
   // jiti's Babel (1.5 MB) transpiles plugins on a first start: parsed from bytecode it loads in a
   // fraction of the time (plugins/importer.ts takes this copy when it is beside the bundle).
   const jiti = dirname(Bun.resolveSync('jiti/package.json', root));
@@ -48,9 +55,9 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     bytecode: true,
     minify: { whitespace: true, syntax: true },
   });
-  if (!result.success || !babel.success) {
+  if (!result.success || !otel.success || !babel.success) {
     await rm(staging, { recursive: true, force: true });
-    throw new AggregateError([...result.logs, ...babel.logs], 'conch: the bundle failed to build');
+    throw new AggregateError([...result.logs, ...otel.logs, ...babel.logs], 'conch: the bundle failed to build');
   }
   // The stamp is written last: the launcher trusts the bundle only when it exists and is newest.
   const stamp = join(staging, 'BUILT');
@@ -58,7 +65,7 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
   await utimes(stamp, startedAt, startedAt);
   await rm(dist, { recursive: true, force: true });
   await rename(staging, dist);
-  return result.outputs.length + babel.outputs.length;
+  return result.outputs.length + otel.outputs.length + babel.outputs.length;
 }
 
 if (import.meta.main) {
