@@ -93,6 +93,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     return setupFailure(error, out.json, randomUUID());
   }
   for (const warning of host.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
+  const shownWarnings = host.warnings.length;
 
   const interrupts = cancelOnSignals(controller, out.json);
   const finished: Finished[] = new Array(tasks.length);
@@ -126,6 +127,8 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     interrupts.remove();
     await host.dispose();
   }
+  // dispose() adds what went wrong at the end (spans the collector never got).
+  for (const warning of host.warnings.slice(shownWarnings)) stderr.write(`conch: ${terminalSafe(warning)}\n`);
   // The watchdog ended the runs already (the main thread was stuck until now): it exits the process.
   if (watchdog && !watchdog.finishing()) await new Promise(() => {});
   watchdog?.stop();

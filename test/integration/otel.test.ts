@@ -173,6 +173,21 @@ describe('OpenTelemetry export', () => {
     expect(root!.status.code).toBe(2);
   });
 
+  test('several tasks at once (conch run A B): each task is a trace of its own', async () => {
+    harness.server.script(() => ({ text: 'done' }));
+    const r = await run(['run', '--json', 'first task-text-one', 'second task-text-two'], otlp());
+    expect(r.code).toBe(0);
+    const roots = named(receiver.spans(), 'invoke_agent conch');
+    expect(roots).toHaveLength(2);
+    expect(new Set(roots.map((s) => s.traceId)).size).toBe(2);
+    expect(new Set(roots.map((s) => s.attributes['conch.run.id'])).size).toBe(2);
+    for (const root of roots) {
+      expect(root.attributes['conch.outcome']).toBe('completed');
+      expect(receiver.spans().filter((s) => s.traceId === root.traceId).map((s) => s.name).sort()).toEqual(['chat test-model', 'invoke_agent conch']);
+    }
+    expect(receiver.everything()).not.toContain('task-text');
+  });
+
   test('a collector that is not there does not fail the run: exit 0, the envelope, one warning, the process ends', async () => {
     harness.server.script([{ text: 'fine' }]);
     const r = await run(['--json', 'go'], { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await closedPort()}` });
