@@ -1,6 +1,6 @@
 // Figures for the agent loop: startup, a one-turn task end to end, per-turn harness overhead and
 // peak RSS, against the local model server. Run: ./node_modules/.bin/bun bench/loop.ts
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startModelServer } from '../test/support/model-server.ts';
@@ -17,9 +17,9 @@ const env = {
   ANTHROPIC_BASE_URL: server.anthropicBaseUrl,
 };
 
-async function run(args: string[]) {
+async function run(args: string[], cwd = base) {
   const started = performance.now();
-  const child = Bun.spawn([CONCH, ...args], { cwd: base, env, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
+  const child = Bun.spawn([CONCH, ...args], { cwd, env, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
   const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
   const code = await child.exited;
   const ms = performance.now() - started;
@@ -76,6 +76,35 @@ for (const n of [1, 50]) {
 const perTurn = (results[50]!.ms - results[50]!.tools - (results[1]!.ms - results[1]!.tools)) / 49;
 console.log(`harness overhead per turn (model round trip on loopback included): ${perTurn.toFixed(2)} ms (target ≤ 5)`);
 console.log(`peak RSS: ${(rss / 1024 / 1024).toFixed(1)} MB (target ≤ 80)`);
+
+// Shell turns, sandboxed and unrestricted: call i runs `echo hi i` (issue 17's measurement), from a
+// git workspace. Medians of runs alternated between the modes; peak RSS is the sandboxed runs' max.
+await mkdir(join(base, 'ws', '.git'), { recursive: true });
+await writeFile(join(base, 'ws', '.git', 'HEAD'), 'ref: refs/heads/main\n');
+async function shellTask(turns: number, sandboxed: boolean) {
+  server.script([
+    ...Array.from({ length: turns }, (_, i) => ({ toolCalls: [{ name: 'bash', arguments: { command: `echo hi ${i}` } }] })),
+    { text: 'done' },
+  ]);
+  return run(['--model', 'anthropic/bench', ...(sandboxed ? [] : ['--unrestricted']), '--json', 'bench'], join(base, 'ws'));
+}
+const shell: Record<string, number[]> = {};
+let sandboxedRss = 0;
+for (let i = 0; i < 5; i++) {
+  for (const turns of [1, 49]) {
+    for (const sandboxed of [true, false]) {
+      const r = await shellTask(turns, sandboxed);
+      (shell[`${turns} ${sandboxed}`] ??= []).push(r.ms);
+      if (sandboxed && turns === 49) sandboxedRss = Math.max(sandboxedRss, r.maxRssBytes);
+    }
+  }
+}
+for (const turns of [1, 49]) {
+  const sandboxed = median(shell[`${turns} true`]!);
+  const open = median(shell[`${turns} false`]!);
+  console.log(`${turns} shell turn(s): sandboxed ${sandboxed.toFixed(0)} ms, unrestricted ${open.toFixed(0)} ms (${((sandboxed - open) / turns).toFixed(2)} ms per sandboxed command extra)`);
+}
+console.log(`peak RSS, 49 sandboxed shell turns: ${(sandboxedRss / 1024 / 1024).toFixed(1)} MiB (target ≤ 50)`);
 
 await server.close();
 await rm(base, { recursive: true, force: true });

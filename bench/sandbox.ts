@@ -1,121 +1,148 @@
-// Per-call wall time of `true`: through conch's sandbox as a run uses it (prepareSandboxed + spawn +
-// release, the placeholders held by the run's scope), the same with a scope per call (what `conch
-// sandbox run` does, and what every call did before placeholders were kept per run), through bare
-// bwrap with the same flags, mounts and seccomp filter (argv prepared once, reused), and through
-// /bin/sh -c. The workspace is a git repo without .conch or .env.* files: the usual case, where
-// conch makes placeholders for the absent protected names.
-// Prints one line per figure and the ratios; conch's own overhead is the first ratio (target <= 1.3).
+// Per-call wall time of `true`, medians of interleaved calls (load from other processes hits all alike):
+// - conch: a sandboxed command as the bash tool runs it in a run (the executor: prepare, spawn,
+//   output capture, teardown, release; the placeholders held by the run's scope);
+// - conch with a placeholder scope per call (what `conch sandbox run` does);
+// - bare bwrap: the same namespaces, base mounts and seccomp filter, none of conch's protected-path
+//   mounts, spawned directly and awaited (the floor a bwrap sandbox costs; the target is conch ≤ 1.3×);
+// - bwrap with conch's exact argv (protected mounts included), spawned the same bare way;
+// - conch unrestricted (the executor without a sandbox) and /bin/sh -c true spawned bare.
+// The workspace is a git repo without .conch or .env.* files: the usual case, where conch makes
+// placeholders for the absent protected names.
 // Usage: bun bench/sandbox.ts [calls]
 import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PlaceholderScope, prepareSandboxed, probeSandbox, type SandboxRequest } from '../src/sandbox/index.ts';
+import { DEFAULT_LIMITS } from '../src/core/limits.ts';
+import { cleanEnv } from '../src/process/spawn.ts';
+import { baseMounts, buildBwrapArgv } from '../src/sandbox/bwrap.ts';
+import { PlaceholderScope, prepareSandboxed, type SandboxSettings } from '../src/sandbox/index.ts';
+import { probe } from '../src/sandbox/probe.ts';
+import { loadProfile } from '../src/sandbox/profiles.ts';
 import { buildFilter, encodeFilter, hostSeccompArch } from '../src/sandbox/seccomp.ts';
+import { createExecutor } from '../src/shell/exec.ts';
+import { Workspace } from '../src/workspace/paths.ts';
 
-const calls = Number(process.argv[2] ?? 100);
-const status = await probeSandbox();
-if (!status.ok) {
-  console.log(`sandbox unavailable, nothing to measure: ${status.detail}`);
+const calls = Number(process.argv[2] ?? 200);
+const probed = await probe();
+if (!probed.status.ok || !probed.bwrap) {
+  console.log(`bubblewrap unavailable, nothing to measure: ${probed.status.detail}`);
   process.exit(1);
 }
+const bwrap = probed.bwrap;
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), 'conch-bench-')));
-/** Two identical workspaces: conch calls use one, the bare bwrap calls the other (held prepared). */
-function workspace(name: string): SandboxRequest {
+const settings: SandboxSettings = { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [] };
+
+/** A workspace with a .git and a .env, its temp dir, and an executor over it. */
+async function workspace(name: string, options: { unrestricted?: boolean; scope?: PlaceholderScope } = {}) {
   const ws = join(root, name);
   const tmp = join(root, `${name}-tmp`);
   mkdirSync(join(ws, '.git'), { recursive: true });
   mkdirSync(tmp);
+  writeFileSync(join(ws, '.git', 'HEAD'), 'ref: refs/heads/main\n');
   writeFileSync(join(ws, '.env'), 'A=1\n');
-  return { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [], command: 'true', cwd: ws, workspace: ws, tmpDir: tmp };
+  const executor = createExecutor({
+    workspace: await Workspace.open({ root: ws, unrestricted: options.unrestricted ?? false }),
+    unrestricted: options.unrestricted ?? false,
+    sandbox: settings,
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: tmp,
+    logDir: join(root, `${name}-logs`),
+    ...(options.scope ? { placeholders: options.scope } : {}),
+  });
+  return { ws, tmp, executor };
 }
+
 const runScope = new PlaceholderScope();
-const request = { ...workspace('conch'), placeholders: runScope };
-const perCallRequest = workspace('per-call');
-const bareRequest = workspace('bare');
+const conch = await workspace('conch', { scope: runScope });
+const perCall = await workspace('per-call');
+const unrestricted = await workspace('unrestricted', { unrestricted: true });
+const bare = await workspace('bare');
+const signal = new AbortController().signal;
 
-async function spawn(argv: string[], extraFds: number[] = []): Promise<void> {
-  const child = Bun.spawn(argv, { stdio: ['ignore', 'ignore', 'ignore', ...extraFds] });
-  const code = await child.exited;
-  if (code !== 0) throw new Error(`${argv[0]} exited ${code}`);
+// bwrap consumes the descriptor it reads the seccomp program from, so each bare call opens the
+// program file again: a plain open(2), none of conch's work.
+const filter = join(root, 'filter.bpf');
+writeFileSync(filter, encodeFilter(buildFilter(hostSeccompArch()!)));
+const bareArgv = buildBwrapArgv({
+  bwrap,
+  mounts: baseMounts(loadProfile('workspace-write'), { workspace: bare.ws, tmpDir: bare.tmp, writableRoots: [] }),
+  network: true,
+  disableUserns: probed.disableUserns,
+  seccompFd: 3,
+  cwd: bare.ws,
+  command: ['/bin/sh', '-c', 'true'],
+});
+const env = cleanEnv(process.env, {}, { tmpDir: bare.tmp });
+
+async function spawn(argv: string[], seccomp: boolean): Promise<void> {
+  const fd = seccomp ? openSync(filter, 'r') : null;
+  try {
+    const child = Bun.spawn(argv, { cwd: bare.ws, env, stdio: ['ignore', 'ignore', 'ignore', ...(fd === null ? [] : [fd])] });
+    const code = await child.exited;
+    if (code !== 0) throw new Error(`${argv[0]} exited ${code}`);
+  } finally {
+    if (fd !== null) closeSync(fd);
+  }
 }
 
-/** Per-call ms of each variant; calls are interleaved so that load from other processes hits all alike. */
-async function measure(variants: Record<string, () => Promise<void>>): Promise<Record<string, number>> {
-  const total: Record<string, number> = {};
+async function exec(executor: (typeof conch)['executor']): Promise<void> {
+  const result = await executor('true', { signal });
+  if (result.exitCode !== 0 || result.cleanupError) throw new Error(`true failed: ${JSON.stringify(result)}`);
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
+
+/** Median per variant (what the ratios use) and mean (what a run of many commands pays). */
+async function measure(variants: Record<string, () => Promise<void>>): Promise<Record<string, { median: number; mean: number }>> {
+  const samples: Record<string, number[]> = {};
   for (const [name, once] of Object.entries(variants)) {
-    total[name] = 0;
-    for (let i = 0; i < 5; i++) await once(); // warm up caches and the probe
+    samples[name] = [];
+    for (let i = 0; i < 5; i++) await once(); // warm up caches, the probe, the placeholders
   }
   for (let i = 0; i < calls; i++) {
     for (const [name, once] of Object.entries(variants)) {
       const started = performance.now();
       await once();
-      total[name]! += performance.now() - started;
+      samples[name]!.push(performance.now() - started);
     }
   }
-  for (const name of Object.keys(total)) total[name]! /= calls;
-  return total;
+  return Object.fromEntries(Object.entries(samples).map(([name, values]) => [name, { median: median(values), mean: mean(values) }]));
 }
 
 try {
-  // Bare: the same flags, mounts and seccomp program, prepared once for the second workspace and held
-  // (its placeholders stay); bwrap consumes the descriptor it reads the program from, so each bare
-  // call opens the program file again: a plain open(2), none of conch's work.
-  const held = await prepareSandboxed(bareRequest);
-  const filter = join(root, 'filter.bpf');
-  writeFileSync(filter, encodeFilter(buildFilter(hostSeccompArch()!)));
-  let result: Record<string, number>;
+  // conch's exact argv for the bare workspace, prepared once and held (its placeholders stay).
+  const held = await prepareSandboxed({ ...settings, command: 'true', cwd: bare.ws, workspace: bare.ws, tmpDir: bare.tmp });
+  let result: Awaited<ReturnType<typeof measure>>;
   try {
     result = await measure({
-      conch: async () => {
-        const prepared = await prepareSandboxed(request);
-        try {
-          await spawn(prepared.argv, prepared.extraFds);
-        } finally {
-          await prepared.release();
-        }
-      },
-      perCall: async () => {
-        const prepared = await prepareSandboxed(perCallRequest);
-        try {
-          await spawn(prepared.argv, prepared.extraFds);
-        } finally {
-          await prepared.release();
-        }
-      },
-      bare: async () => {
-        const fd = openSync(filter, 'r');
-        try {
-          await spawn(held.argv, [fd]);
-        } finally {
-          closeSync(fd);
-        }
-      },
-      sh: () => spawn(['/bin/sh', '-c', 'true']),
+      conch: () => exec(conch.executor),
+      perCall: () => exec(perCall.executor),
+      bare: () => spawn(bareArgv, true),
+      conchArgv: () => spawn(held.argv, true),
+      unrestricted: () => exec(unrestricted.executor),
+      sh: () => spawn(['/bin/sh', '-c', 'true'], false),
     });
   } finally {
     await held.release();
     runScope.close();
   }
-  const { conch, perCall, bare, sh } = result as { conch: number; perCall: number; bare: number; sh: number };
-  console.log(`conch sandbox in a run (prepare + bwrap + release): ${conch.toFixed(2)} ms/call (${calls} calls)`);
-  console.log(`conch sandbox, placeholders per call: ${perCall.toFixed(2)} ms/call (${calls} calls)`);
-  console.log(`bare bwrap, same flags, mounts and filter: ${bare.toFixed(2)} ms/call (${calls} calls)`);
-  console.log(`/bin/sh -c true: ${sh.toFixed(2)} ms/call (${calls} calls)`);
-  // conch's own host-side work alone (plan, placeholders, seccomp descriptor, release), no spawn.
-  const prepareOnly = (req: SandboxRequest) => async () => {
-    const prepared = await prepareSandboxed(req);
-    await prepared.release();
-  };
-  const host = await measure({ run: prepareOnly(request), perCall: prepareOnly(perCallRequest) });
-  runScope.close();
-  console.log(`host side in a run (prepare + release, no spawn): ${host.run!.toFixed(3)} ms/call (${calls} calls)`);
-  console.log(`host side, placeholders per call (no spawn): ${host.perCall!.toFixed(3)} ms/call (${calls} calls)`);
-  console.log(`ratio conch / bare bwrap: ${(conch / bare).toFixed(2)}x`);
-  console.log(`ratio conch placeholders per call / bare bwrap: ${(perCall / bare).toFixed(2)}x`);
-  console.log(`ratio bare bwrap / sh: ${(bare / sh).toFixed(2)}x`);
-  console.log(`ratio conch / sh: ${(conch / sh).toFixed(2)}x`);
+  const ms = Object.fromEntries(Object.entries(result).map(([name, r]) => [name, r.median]));
+  const line = (what: string, name: string) => console.log(`${what}: ${result[name]!.median.toFixed(2)} ms/call (mean ${result[name]!.mean.toFixed(2)})`);
+  console.log(`medians (and means) of ${calls} interleaved calls of \`true\``);
+  line('conch sandboxed command in a run (bash tool path: prepare, spawn, capture, teardown, release)', 'conch');
+  line('conch sandboxed command, placeholders per call (conch sandbox run)', 'perCall');
+  line('bare bwrap, same namespaces, base mounts and seccomp, spawned directly', 'bare');
+  line("bwrap with conch's argv (protected mounts too), spawned directly", 'conchArgv');
+  line('conch unrestricted command (bash tool path)', 'unrestricted');
+  line('/bin/sh -c true, spawned directly', 'sh');
+  console.log(`ratio conch sandboxed / bare bwrap: ${(ms.conch! / ms.bare!).toFixed(2)}x (target ≤ 1.3)`);
+  console.log(`ratio conch's argv / bare bwrap (the protected mounts): ${(ms.conchArgv! / ms.bare!).toFixed(2)}x`);
+  console.log(`ratio conch sandboxed / conch unrestricted: ${(ms.conch! / ms.unrestricted!).toFixed(2)}x`);
 } finally {
   rmSync(root, { recursive: true, force: true });
 }
