@@ -19,7 +19,7 @@
 // namespace is never Bun's child, and it leads its own session: bwrap --new-session). A sandbox
 // whose bwrap was killed (a cancelled or timed-out command) dies of --die-with-parent, often before
 // a sweep sees it alive; it used to stay a zombie for good, one per such command.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { loadLibc } from './libc.ts';
 
 const PR_SET_CHILD_SUBREAPER = 36;
@@ -123,13 +123,53 @@ export function sweepOrphans(): number[] {
 }
 
 /**
+ * true unless the sandbox's first process is known to have no children. Every process of a pid
+ * namespace descends from its first one (orphans inside are re-parented within the namespace), so a
+ * first process without children is the namespace's last: what is left is its own exit and the
+ * namespace's teardown, which runs no code of the command's.
+ */
+function running(pid: number): boolean {
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      if (readFileSync(`/proc/${pid}/task/${task}/children`, 'latin1').trim() !== '') return true;
+    }
+    return false;
+  } catch {
+    // gone (then nothing runs), or no CONFIG_PROC_CHILDREN: assume the worst, as before
+    return existsSync(`/proc/${pid}`);
+  }
+}
+
+/**
  * Sweep until no orphaned sandbox is alive, for at most `ms`. A sandbox outlives the bwrap that was
  * killed with its command's group for a moment: --die-with-parent and the namespace's teardown take
  * time (long on a loaded machine), and until it is over its processes still hold the command's
  * output pipe, where they would pass for processes that escaped the group.
+ *
+ * untilIdle: wait only while an orphaned sandbox still runs something besides its first process;
+ * the rest is reaped in the background. A bwrap that exited by itself is told the command's status by
+ * the sandbox's first process, which exits right after, often after bwrap: its exit and the
+ * namespace's teardown took several ms in every other command, waited for here to no purpose.
  */
-export async function settleOrphans(ms: number): Promise<void> {
+export async function settleOrphans(ms: number, options: { untilIdle?: boolean } = {}): Promise<void> {
   const until = Date.now() + ms;
-  while (sweepOrphans().length > 0 && Date.now() < until) await Bun.sleep(5);
-  sweepOrphans(); // reap what died last
+  const waitFor = () => {
+    const alive = sweepOrphans();
+    return options.untilIdle ? alive.filter(running) : alive;
+  };
+  while (waitFor().length > 0 && Date.now() < until) await Bun.sleep(5);
+  if (sweepOrphans().length > 0) reapInBackground(until); // and reap what died last
+}
+
+let reaping = false;
+
+/** Sweep every 5 ms until no orphaned sandbox is left (or `until`), without keeping conch alive. */
+function reapInBackground(until: number): void {
+  if (reaping) return;
+  reaping = true;
+  const again = () => {
+    if (sweepOrphans().length > 0 && Date.now() < until) setTimeout(again, 5).unref();
+    else reaping = false;
+  };
+  setTimeout(again, 5).unref();
 }

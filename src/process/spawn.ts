@@ -133,13 +133,17 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
 
   // The command is over: whatever it left running in its group goes too.
   const problems: string[] = [];
+  // Killed: the command did not end by itself (a stop, or its group outlived the leader).
+  const killed = state.stopReason !== null || groupAlive(pgid);
   const groupFailure = await (state.killing ?? killGroup(pgid, graceMs));
   if (groupFailure) problems.push(groupFailure);
   liveGroups.delete(pgid);
   groupsListener?.([...liveGroups]);
   // A sandbox whose bwrap was killed has no parent that can end it (orphans.ts); and until it is
-  // gone its processes hold the output pipe, so wait for that before looking for escapees.
-  await settleOrphans(ORPHAN_WAIT_MS);
+  // gone its processes hold the output pipe, so wait for that before looking for escapees. A
+  // command that ended by itself leaves at most a sandbox going down with nothing left in it:
+  // that is reaped in the background (settleOrphans says why).
+  await settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
   const escape = await drain(reading, reader, pipe);
   if (escape) problems.push(escape);
 

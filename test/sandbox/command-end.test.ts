@@ -1,0 +1,63 @@
+// When runProcess returns a sandboxed command's result, nothing the command started is still
+// running, even a background process that closed its output (so nothing holds the pipe): conch
+// reaps a finished sandbox's remains in the background, but only once its namespace runs nothing
+// but its own exit (src/process/orphans.ts, settleOrphans untilIdle).
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { readdirSync, readFileSync } from 'node:fs';
+import { cleanEnv, runProcess } from '../../src/process/spawn.ts';
+import { prepareSandboxed } from '../../src/sandbox/index.ts';
+import { canRun, fixture, type Fixture } from './harness.ts';
+
+let fx: Fixture;
+beforeEach(() => (fx = fixture()));
+afterEach(() => fx.cleanup());
+
+/** Live (not zombie) processes whose command line is `sleep MARKER`. */
+function sleepers(marker: string): string[] {
+  return readdirSync('/proc')
+    .filter((pid) => /^\d+$/.test(pid))
+    .filter((pid) => {
+      try {
+        if (!readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(`sleep\0${marker}`)) return false;
+        return !/^State:\s*Z/m.test(readFileSync(`/proc/${pid}/status`, 'latin1'));
+      } catch {
+        return false;
+      }
+    });
+}
+
+describe.skipIf(!canRun || process.platform !== 'linux')('the end of a sandboxed command', () => {
+  test('a background process with its output closed is gone when the result returns, command after command', async () => {
+    const marker = `${Math.floor(Math.random() * 900 + 100)}.${process.pid % 1000}`;
+    const left: string[][] = [];
+    for (let i = 0; i < 10; i++) {
+      const prepared = await prepareSandboxed({
+        profile: 'workspace-write',
+        network: true,
+        writableRoots: [],
+        protectedGlobs: [],
+        cwd: fx.ws,
+        workspace: fx.ws,
+        tmpDir: fx.tmp,
+        command: `nohup sleep ${marker} >/dev/null 2>&1 & echo started`,
+      });
+      try {
+        const result = await runProcess({
+          argv: prepared.argv,
+          cwd: fx.ws,
+          env: cleanEnv(process.env, {}, { tmpDir: fx.tmp }),
+          timeoutMs: 60_000,
+          maxShownBytes: 10_000,
+          logDir: fx.tmp,
+          extraFds: prepared.extraFds,
+        });
+        expect(result).toMatchObject({ exitCode: 0, output: 'started\n' });
+        expect(result.cleanupError).toBeUndefined();
+        left.push(sleepers(marker));
+      } finally {
+        await prepared.release();
+      }
+    }
+    expect(left).toEqual(Array.from({ length: 10 }, () => []));
+  }, 60_000);
+});
