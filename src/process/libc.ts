@@ -1,16 +1,19 @@
 // The libc calls conch needs that neither Bun nor Node exposes, through bun:ffi: flock(2)
-// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts). Loaded on first use, Linux only; null where the C
+// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts). Loaded on first use, Linux only; null where the C
 // library cannot be opened (the callers then do without, and say so where it matters).
-import { dlopen, FFIType } from 'bun:ffi';
+import { dlopen, FFIType, ptr } from 'bun:ffi';
 
 export interface Libc {
   flock(fd: number, operation: number): number;
   prctl(option: number, arg2: number): number;
   /** waitpid(pid, NULL, WNOHANG): pid when reaped, 0 when still running, -1 on error. */
   reap(pid: number): number;
+  /** pipe2(O_CLOEXEC): [read end, write end], or null on error. */
+  pipe(): [number, number] | null;
 }
 
 const WNOHANG = 1;
+const O_CLOEXEC = 0o2000000;
 
 let libc: Libc | null | undefined;
 
@@ -24,12 +27,17 @@ export function loadLibc(): Libc | null {
         flock: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
         prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
         waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+        pipe2: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
       });
-      const { flock, prctl, waitpid } = lib.symbols;
+      const { flock, prctl, waitpid, pipe2 } = lib.symbols;
       return (libc = {
         flock: (fd, operation) => flock(fd, operation) as number,
         prctl: (option, arg2) => prctl(option, arg2, 0, 0, 0) as number,
         reap: (pid) => waitpid(pid, null, WNOHANG) as number,
+        pipe: () => {
+          const fds = new Int32Array(2);
+          return pipe2(ptr(fds), O_CLOEXEC) === 0 ? [fds[0]!, fds[1]!] : null;
+        },
       });
     } catch {
       // not this C library

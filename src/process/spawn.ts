@@ -4,7 +4,8 @@
 import { tmpdir } from 'node:os';
 import { BoundedOutput } from './output.ts';
 import { startTimer } from '../core/duration.ts';
-import { groupAlive, killGroup, killPids, pipeHolders, processAlive, stdoutPipeOf } from './group.ts';
+import { groupAlive, killGroup, killPids, pipeHolders, processAlive } from './group.ts';
+import { mergedOutput } from './merged-output.ts';
 import { adoptOrphans, settleOrphans, sweepOrphans } from './orphans.ts';
 
 export interface SpawnOptions {
@@ -54,9 +55,6 @@ const ESCAPEE_WAIT_MS = 1000;
 // A sandbox SIGKILLed by the sweep ends with its namespace; past this, the drain reports what is left.
 const ORPHAN_WAIT_MS = 2000;
 
-// stdout and stderr share one pipe so their interleaving is exactly the order of the writes; the
-// shell dups it onto fd 2 and execs, so the command itself becomes the group leader.
-const MERGE_STDERR = ['/bin/sh', '-c', 'exec "$@" 2>&1', 'sh'];
 
 export async function runProcess(options: SpawnOptions): Promise<ProcessResult> {
   if (options.argv.length === 0) throw new Error('runProcess: empty argv');
@@ -77,25 +75,30 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   if (options.signal?.aborted) return notStarted('cancelled before the command started', true);
 
   guardExit();
-  let proc: Bun.Subprocess<'ignore', 'pipe', 'ignore'>;
+  const output = mergedOutput(options.argv);
+  let proc: Bun.Subprocess;
   try {
+    // detached: a session and process group of its own, led by the command itself.
     proc = Bun.spawn({
-      cmd: [...MERGE_STDERR, ...options.argv],
+      cmd: output.cmd,
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'ignore', ...(options.extraFds ?? []), ...(options.channel ? ['pipe' as const] : [])],
+      stdio: ['ignore', output.stdout, output.stderr, ...(options.extraFds ?? []), ...(options.channel ? ['pipe' as const] : [])],
     });
     if (options.channel) options.channel((proc.stdio as unknown[])[3 + (options.extraFds?.length ?? 0)] as number);
   } catch (error) {
+    output.spawned();
+    output.close();
     return notStarted(`could not start ${options.argv[0]} in ${options.cwd}: ${(error as Error).message}`);
   }
+  output.spawned();
   const pgid = proc.pid;
   liveGroups.add(pgid);
   groupsListener?.([...liveGroups]);
-  const pipe = stdoutPipeOf(pgid);
+  const pipe = output.identity(pgid);
   const sink = new BoundedOutput(options.maxShownBytes, options.logDir, options.onOutput);
-  const reader = proc.stdout.getReader();
+  const reader = output.stream(proc.stdout).getReader();
   const reading = (async () => {
     try {
       for (;;) {
@@ -145,6 +148,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   // that is reaped in the background (settleOrphans says why).
   await settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
   const escape = await drain(reading, reader, pipe);
+  output.close();
   if (escape) problems.push(escape);
 
   const captured = sink.finish();
