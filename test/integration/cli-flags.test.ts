@@ -131,4 +131,17 @@ describe('commands and tasks', () => {
       expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain(args.at(-1)!.split(' ').at(-1)!);
     }
   });
+
+  test('a leading -- reaches conch: `conch -- tool` and `conch -- --json` are tasks', async () => {
+    // Bun drops one `--` right after the script name, so bin/conch must not let the user's be that one.
+    harness.server.script(() => ({ text: 'ok' }));
+    for (const word of ['tool', '--json']) {
+      harness.server.requests.length = 0;
+      const r = await conch(['--', word], { ...anthropicEnv(harness.server.anthropicBaseUrl), CONCH_MODEL: 'anthropic/test-model' });
+      expect(r.stderr).not.toContain('did you mean');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('ok\n');
+      expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain(word);
+    }
+  });
 });
