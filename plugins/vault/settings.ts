@@ -21,7 +21,8 @@ const KEYS = ['root', 'allow', 'deny'];
 /** The settings, checked; a problem is thrown with a message that names the key and the fix. */
 export async function loadSettings(raw: Record<string, unknown>, configFile: string): Promise<VaultSettings> {
   const where = configFile.startsWith(`${homedir()}/`) ? `~/${relative(homedir(), configFile)}` : configFile;
-  const example = `"plugins": { "vault": { "root": "~/notes" } }`;
+  // firstParty too: a user who enabled it as "plugins": ["vault"] and replaced that with the example must still have it on.
+  const example = `"plugins": { "firstParty": ["vault"], "vault": { "root": "~/notes" } }`;
   const unknown = Object.keys(raw).filter((k) => !KEYS.includes(k));
   if (unknown.length) throw new Error(`plugins.vault.${unknown[0]} in ${where} is not a vault setting; the settings are ${KEYS.join(', ')}.`);
   if (raw.root === undefined) {

@@ -163,8 +163,19 @@ describe('vault plugin read tools through the CLI', () => {
     await writeConfig(harness.dirs, {});
     harness.server.script([{ text: 'done' }]);
     const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--plugin', 'vault', 'hi'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
-    expect(r.stderr).toContain(`vault/index.ts failed: the vault plugin needs the folder of your notes: add "plugins": { "vault": { "root": "~/notes" } } to ${join(harness.dirs.configHome, 'conch', 'config.json')} (an absolute path or ~/…)`);
+    expect(r.stderr).toContain(`vault/index.ts failed: the vault plugin needs the folder of your notes: add "plugins": { "firstParty": ["vault"], "vault": { "root": "~/notes" } } to ${join(harness.dirs.configHome, 'conch', 'config.json')} (an absolute path or ~/…)`);
     expect(harness.server.requests[0]!.body.tools.map((t: { name: string }) => t.name)).not.toContain('vault_overview');
+  });
+
+  test('enabled as "plugins": ["vault"], the config the message gives turns it on with a root', async () => {
+    await writeConfig(harness.dirs, { plugins: ['vault'] });
+    const first = await runConch({ dirs: harness.dirs, args: ['tools'], env: {} });
+    const example = /add ("plugins": \{.*\}) to /.exec(first.stdout)?.[1];
+    expect(example).toBeDefined();
+    await writeConfig(harness.dirs, JSON.parse(`{${example}}`));
+    const second = await runConch({ dirs: harness.dirs, args: ['tools'], env: {} });
+    expect(second.stdout).toContain('vault_overview');
+    expect(second.stdout).not.toContain('failed');
   });
 });
 
