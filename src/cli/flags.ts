@@ -87,7 +87,7 @@ export const COMMANDS: Record<string, CommandSpec> = {
     description: 'List the Agent Skills found here: source, whether the model is offered each, problems',
     flags: [{ usage: '--json', description: 'Print the skills as JSON' }],
   },
-  trust: { usage: 'trust', description: "Trust this workspace: its .conch/tools plugins (records the folder's hash) and .agents/skills", flags: [] },
+  trust: { usage: 'trust', description: "Trust this workspace: its .conch/tools plugins (records the folder's hash), .agents/skills, .mcp.json servers and .conch/config.json model", flags: [] },
   sandbox: {
     usage: 'sandbox [action] [...command]',
     description: 'Inspect the sandbox: `sandbox check`, or `sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`',

@@ -118,6 +118,9 @@ export async function trustCommand(configDir: string, cwd: string, io: CommandIO
     for (const file of result.files) lines.push(`    ${file}`);
     lines.push('  any change to that folder needs `conch trust` again');
   }
+  // What else the trust unlocks, so nobody has to learn it from the README.
+  if (result.mcp) lines.push('  .mcp.json: its MCP servers start here while the file stays as it is now (a change needs `conch trust` again)');
+  lines.push("  .conch/config.json: its model and providers apply here while .conch/tools is unchanged");
   io.out(`${lines.join('\n')}\n`);
   return 0;
 }

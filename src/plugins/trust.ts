@@ -27,7 +27,7 @@ export type TrustState =
   | { state: 'changed'; workspace: string; reason: string };
 
 export type TrustResult =
-  | { ok: true; workspace: string; hash: string; files: string[] }
+  | { ok: true; workspace: string; hash: string; files: string[]; /** Whether a .mcp.json was there (and is now trusted as it is). */ mcp: boolean }
   | { ok: false; message: string };
 
 export function trustFilePath(configDir: string): string {
@@ -127,7 +127,8 @@ export async function trustWorkspace(configDir: string, cwd: string): Promise<Tr
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, message: file.message };
   const { hash, files } = await hashFolder(projectToolsDir(workspace));
-  file.data.workspaces[workspace] = { hash, mcp: mcpFileHash(await readMcpFile(workspace)), trustedAt: new Date().toISOString() };
+  const mcp = await readMcpFile(workspace);
+  file.data.workspaces[workspace] = { hash, mcp: mcpFileHash(mcp), trustedAt: new Date().toISOString() };
   try {
     await mkdir(configDir, { recursive: true, mode: 0o700 });
     // Write then rename: a crash mid-write must not leave a truncated trust file behind.
@@ -138,5 +139,5 @@ export async function trustWorkspace(configDir: string, cwd: string): Promise<Tr
   } catch (error) {
     return { ok: false, message: `cannot write ${trustFilePath(configDir)}: ${(error as Error).message}` };
   }
-  return { ok: true, workspace, hash, files };
+  return { ok: true, workspace, hash, files, mcp: mcp !== null };
 }

@@ -1,0 +1,29 @@
+// `conch trust` says everything the trust unlocks in this workspace, not only the plugins folder:
+// the project's .mcp.json servers and its .conch/config.json model follow the same trust.
+import { describe, expect, test } from 'bun:test';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { runConch, useHarness } from '../support/cli.ts';
+
+const harness = useHarness();
+
+describe('conch trust', () => {
+  test('names the .mcp.json servers and the project config it lets in', async () => {
+    await writeFile(join(harness.dirs.workspace, '.mcp.json'), JSON.stringify({ mcpServers: { docs: { command: 'docs-mcp' } } }));
+    const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('.mcp.json: its MCP servers start here while the file stays as it is now');
+    expect(r.stdout).toContain('.conch/config.json: its model and providers apply here');
+  });
+
+  test('without a .mcp.json says nothing of one', async () => {
+    const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).not.toContain('.mcp.json');
+  });
+
+  test('the help says what it trusts', async () => {
+    const r = await runConch({ dirs: harness.dirs, args: ['--help'] });
+    expect(r.stdout).toMatch(/trust +Trust this workspace: .*\.mcp\.json servers/);
+  });
+});
