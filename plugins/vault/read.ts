@@ -10,6 +10,8 @@ const NOTE = Type.String({ minLength: 1, description: 'A note: its vault path (P
 const MAX_LIST = 100;
 const MAX_HITS = 50;
 const PAGE_LINES = 2000;
+const PAGE_BYTES = 50 * 1024;
+const MAX_FOLDERS = 200;
 
 async function named(vault: Vault, ctx: ToolContext, name: string): Promise<{ index: VaultIndex; note: Note } | { error: string }> {
   const index = await current(vault, ctx);
@@ -38,10 +40,12 @@ export function readTools(vault: Vault): ToolDefinition[] {
         for (let i = 1; i <= parts.length; i++) counts.set(parts.slice(0, i).join('/'), (counts.get(parts.slice(0, i).join('/')) ?? 0) + 1);
       }
       const lines = [`${plural(notes.length, 'note')} in ${plural(counts.size, 'folder')}`];
-      for (const [folder, n] of [...counts].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const shown = [...counts].filter(([folder]) => folder.split('/').length <= depth).sort(([a], [b]) => (a < b ? -1 : 1));
+      for (const [folder, n] of shown.slice(0, MAX_FOLDERS)) {
         const level = folder.split('/').length;
-        if (level <= depth) lines.push(`${'  '.repeat(level - 1)}${folder.split('/').at(-1)}/ — ${plural(n, 'note')}`);
+        lines.push(`${'  '.repeat(level - 1)}${folder.split('/').at(-1)}/ — ${plural(n, 'note')}`);
       }
+      if (shown.length > MAX_FOLDERS) lines.push(`… ${shown.length - MAX_FOLDERS} more folders (a smaller depth, or note_find with a folder)`);
       const top = notes.filter((n) => n.folder === '');
       for (const note of top.slice(0, MAX_LIST)) lines.push(describe(note));
       if (top.length > MAX_LIST) lines.push(`… ${top.length - MAX_LIST} more at the top (note_find)`);
@@ -86,7 +90,15 @@ export function readTools(vault: Vault): ToolDefinition[] {
       const bytes = await readFile(found.note.abs);
       const lines = splitLines(bytes.toString('utf8'));
       if (offset > Math.max(lines.length, 1)) return errorResult(`${found.note.path} has ${plural(lines.length, 'line')}; offset ${offset} is past its end`);
-      const page = lines.slice(offset - 1, offset - 1 + PAGE_LINES);
+      // Pages end at 2000 lines or 50 KiB, whichever comes first, so one call never floods the context.
+      const page: string[] = [];
+      let used = 0;
+      for (const line of lines.slice(offset - 1, offset - 1 + PAGE_LINES)) {
+        const shown = line.length > PAGE_BYTES ? `${line.slice(0, PAGE_BYTES)} [line cut at ${PAGE_BYTES} characters]` : line;
+        if (page.length > 0 && used + shown.length > PAGE_BYTES) break;
+        page.push(shown);
+        used += shown.length + 1;
+      }
       const last = offset - 1 + page.length;
       const more = last < lines.length ? `\n[lines ${last + 1}-${lines.length} not shown: continue with offset=${last + 1}]` : '';
       return `${found.note.path} · revision ${revisionOf(bytes)} · lines ${page.length ? offset : 0}-${last} of ${lines.length}\n${numbered(page, offset)}${more}`;

@@ -101,7 +101,10 @@ export function writeTools(vault: Vault, options: AtomicSetOptions = {}): ToolDe
       if ('error' in found) return errorResult(found.error);
       const now = await loadForChange(ctx, found.note, expected_revision);
       if ('error' in now) return errorResult(now.error);
-      const joined = `${now.text}${now.text === '' || now.text.endsWith('\n') ? '' : '\n'}${text}${text.endsWith('\n') ? '' : '\n'}`;
+      // In the note's own line endings.
+      const eol = now.text.includes('\r\n') ? '\r\n' : '\n';
+      const added = text.replace(/\r?\n/g, eol);
+      const joined = `${now.text}${now.text === '' || now.text.endsWith('\n') ? '' : eol}${added}${added.endsWith('\n') ? '' : eol}`;
       const failed = await commit([{ path: found.note.abs, data: Buffer.from(joined, 'utf8'), expectedRevision: now.revision }], index, options);
       if (failed) return errorResult(failed);
       return `Appended ${plural(text.split('\n').filter((l, i, all) => i < all.length - 1 || l !== '').length, 'line')} to ${found.note.path}; revision ${revisionOf(joined)}.`;

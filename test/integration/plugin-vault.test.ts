@@ -215,6 +215,27 @@ describe('vault plugin write tools through the CLI', () => {
     expect(await readFile(join(vaultRoot(), 'Projects/Alpha.md'), 'utf8')).toBe(edited);
   });
 
+  test('note_read pages a long note (2000 lines or 50 KiB); note_append keeps CRLF line endings', async () => {
+    const long = Array.from({ length: 2500 }, (_, i) => `line ${i + 1}`).join('\n');
+    await writeVault(vaultRoot(), { 'Long.md': `${long}\n`, 'Wide.md': `${'x'.repeat(40 * 1024)}\n${'y'.repeat(20 * 1024)}\n`, 'Crlf.md': 'a\r\nb\r\n' });
+    await run([
+      [
+        { name: 'note_read', arguments: { note: 'Long' } },
+        { name: 'note_read', arguments: { note: 'Long', offset: 2001 } },
+        { name: 'note_read', arguments: { note: 'Wide' } },
+        { name: 'note_append', arguments: { note: 'Crlf', text: 'c\nd' } },
+      ],
+    ]);
+    const [first, second, wide] = results(1) as [string, string, string];
+    expect(first).toContain(' · lines 1-2000 of 2500\n');
+    expect(first).toEndWith('2000\tline 2000\n[lines 2001-2500 not shown: continue with offset=2001]');
+    expect(second).toContain(' · lines 2001-2500 of 2500\n');
+    expect(second).toEndWith('2500\tline 2500');
+    expect(wide).toContain(' · lines 1-1 of 2\n');
+    expect(wide).toEndWith('[lines 2-2 not shown: continue with offset=2]');
+    expect(await readFile(join(vaultRoot(), 'Crlf.md'), 'utf8')).toBe('a\r\nb\r\nc\r\nd\r\n');
+  });
+
   test('note_rename rewrites the links in three notes ([[name|alias]], [[name#heading]], an embed, a markdown link), not those in code or deny subtrees', async () => {
     const before = snapshot();
     await run([[{ name: 'note_rename', arguments: { note: 'Alpha', to: 'Archive/Shipped' } }, { name: 'note_backlinks', arguments: { note: 'Shipped' } }]]);
