@@ -19,7 +19,7 @@ const refused = (raw: Record<string, unknown>) => loadSettings(raw, config).then
 
 describe('vault settings', () => {
   test('each mistake names plugins.vault.KEY, the config file and the fix', async () => {
-    expect(await refused({})).toStartWith(`the vault plugin needs the folder of your notes: add "plugins": { "vault": { "root": "~/notes" } } to ${config}`);
+    expect(await refused({})).toStartWith(`the vault plugin needs the folder of your notes: add "plugins": { "firstParty": ["vault"], "vault": { "root": "~/notes" } } to ${config}`);
     expect(await refused({ root: 'notes' })).toStartWith(`plugins.vault.root in ${config} is "notes": write an absolute path or ~/…`);
     expect(await refused({ root: join(base, 'missing') })).toContain('which is missing: point it at the folder of your notes');
     expect(await refused({ root: join(base, 'file.md') })).toContain('which is not a folder');
