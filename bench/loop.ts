@@ -1,9 +1,11 @@
 // Figures for the agent loop: startup, a one-turn task end to end, per-turn harness overhead and
-// peak RSS, against the local model server. Run: ./node_modules/.bin/bun bench/loop.ts
+// peak RSS, against the local model server; the one-turn task again with OpenTelemetry export on
+// (OTLP/HTTP to a local receiver). Run: ./node_modules/.bin/bun bench/loop.ts
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startModelServer } from '../test/support/model-server.ts';
+import { startOtlpReceiver } from '../test/support/otlp-receiver.ts';
 
 const CONCH = resolve(import.meta.dir, '../bin/conch');
 const server = await startModelServer();
@@ -17,9 +19,9 @@ const env = {
   ANTHROPIC_BASE_URL: server.anthropicBaseUrl,
 };
 
-async function run(args: string[], cwd = base) {
+async function run(args: string[], cwd = base, extraEnv: Record<string, string> = {}) {
   const started = performance.now();
-  const child = Bun.spawn([CONCH, ...args], { cwd, env, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
+  const child = Bun.spawn([CONCH, ...args], { cwd, env: { ...env, ...extraEnv }, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
   const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
   const code = await child.exited;
   const ms = performance.now() - started;
@@ -32,12 +34,12 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)]!;
 }
 
-async function task(turns: number, trace: string) {
+async function task(turns: number, trace: string, extraEnv: Record<string, string> = {}) {
   server.script([
     ...Array.from({ length: turns }, () => ({ toolCalls: [{ name: 'read', arguments: { path: 'small.txt' } }] })),
     { text: 'done' },
   ]);
-  return run(['--model', 'anthropic/bench', '--unrestricted', '--json', '--trace', trace, 'bench']);
+  return run(['--model', 'anthropic/bench', '--unrestricted', '--json', '--trace', trace, 'bench'], base, extraEnv);
 }
 
 /** Sum of tool durations reported in the trace: the tools' own cost, excluded from overhead. */
@@ -59,6 +61,16 @@ for (let i = 0; i < 5; i++) {
   rss = Math.max(rss, r.maxRssBytes);
 }
 console.log(`one-turn task end to end: ${median(one).toFixed(1)} ms (target ≤ 200)`);
+
+// Alternated with untraced runs, so both see the same load.
+const receiver = await startOtlpReceiver();
+const traced = { on: [] as number[], off: [] as number[] };
+for (let i = 0; i < 5; i++) {
+  traced.off.push((await task(0, join(base, 't0.jsonl'))).ms);
+  traced.on.push((await task(0, join(base, 't0.jsonl'), { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url })).ms);
+}
+await receiver.close();
+console.log(`one-turn task with OpenTelemetry export: ${median(traced.on).toFixed(1)} ms, ${(median(traced.on) - median(traced.off)).toFixed(1)} ms over untraced`);
 
 const results: Record<number, { ms: number; tools: number }> = {};
 for (const n of [1, 50]) {

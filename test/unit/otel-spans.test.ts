@@ -78,3 +78,21 @@ test('a cancelled run is not an error', async () => {
   expect(root!.status.code).toBe(0);
   expect(JSON.stringify(root!.attributes)).not.toContain('partial');
 });
+
+test('an output-schema repair and the errors left are counts: the issues quote the answer', async () => {
+  const { finished, emit } = setup();
+  emit({ type: 'output.repair', turn: 1, errors: [{ path: '/name', message: 'must be string, got ANSWERTEXT' }, { path: '', message: 'x' }] });
+  emit({
+    type: 'run.finished',
+    outcome: {
+      status: 'failed', code: 'output_invalid', output: 'ANSWERTEXT', stopReason: 'end_turn', durationMs: 5, message: 'the answer did not match: ANSWERTEXT',
+      usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: null, cacheWriteTokens: null }, counts: { modelCalls: 2, toolCalls: 0, toolErrors: 0 },
+      outputErrors: [{ path: '/name', message: 'must be string, got ANSWERTEXT' }],
+    },
+  });
+  const [root] = await finished();
+  expect(root!.events.map((e) => [e.name, e.attributes])).toEqual([['conch.output.repair', { 'conch.turn': 1, 'conch.output.errors': 2 }]]);
+  expect(root!.attributes).toMatchObject({ 'conch.outcome': 'failed', 'conch.failure_code': 'output_invalid', 'conch.output.errors': 1 });
+  expect(root!.status.code).toBe(2);
+  expect(JSON.stringify([root!.attributes, root!.events, root!.status])).not.toContain('ANSWERTEXT');
+});
