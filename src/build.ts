@@ -1,6 +1,6 @@
 // Bundle the CLI for fast startup. Run from source, conch pays ~300 ms loading hundreds of small
-// dependency modules (TypeBox alone is ~700 files). The bundle is one CommonJS file with Bun's
-// bytecode beside it (.jsc): parsing 2.6 MB of JavaScript was most of a start (≈ 30 ms), and Bun
+// dependency modules (TypeBox alone is ~700 files). The bundle is CommonJS files with Bun's
+// bytecode beside each (.jsc): parsing 2.6 MB of JavaScript was most of a start (≈ 30 ms), and Bun
 // takes bytecode only for CommonJS outside `bun build --compile`. Modules a run does not use are
 // still evaluated only when first imported. `npm install` runs this (the package's `prepare`
 // script). bin/conch runs the launcher (src/cli/launch.ts), which uses the bundle only while it is
@@ -12,6 +12,18 @@ import { SDK_BUNDLE } from './telemetry/open.ts';
 const root = resolve(import.meta.dir, '..');
 
 /** Bundle into `dist` (replaced whole, never left half-written); the number of files written. */
+/**
+ * Big packages most runs never import, each in a bundle of its own beside the main one, loaded when
+ * first imported: the main bundle's bytecode is read whole on every start (time and memory). Every
+ * import of a package's listed entry points goes to its one bundle, so each keeps one instance.
+ */
+const VENDORS: Record<string, string[]> = {
+  openai: ['openai'],
+  mcp: ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/streamableHttp.js', '@modelcontextprotocol/sdk/types.js', '@modelcontextprotocol/sdk/shared/stdio.js'],
+  acp: ['@agentclientprotocol/sdk'],
+  yaml: ['yaml'],
+};
+
 export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch', 'dist')): Promise<number> {
   const staging = `${dist}.${process.pid}`;
   // The stamp says when the sources were read: a file saved during the build is newer than it.
@@ -24,7 +36,7 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     format: 'cjs',
     bytecode: true,
     // Smaller bytecode and source; names are kept for readable stack traces.
-    minify: { whitespace: true, syntax: true },
+    minify: { whitespace: true, syntax: true, identifiers: true, keepNames: true },
     // In CommonJS output Bun would write each source file's own path for import.meta: the bundle must
     // use its own location, as the modules expect of a bundle (package-root.ts, watchdog.ts).
     // (Not __dirname itself: Bun replaces that too, per module, with the source file's folder.)
@@ -33,8 +45,32 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     // Plugin tooling stays a real package: it is loaded lazily and resolves its own files at run time.
     external: ['jiti'],
   } satisfies Partial<Bun.BuildConfig>;
+  const vendorOf = new Map(Object.entries(VENDORS).flatMap(([name, specs]) => specs.map((spec) => [spec, name] as const)));
+  // Their entry files live under conch's own node_modules, where the packages resolve from.
+  const entryDir = join(root, 'node_modules', '.cache', 'conch', `vendor-entries.${process.pid}`);
+  await mkdir(entryDir, { recursive: true });
+  const entries = await Promise.all(
+    Object.entries(VENDORS).map(async ([name, specs]) => {
+      const entry = join(entryDir, `vendor-${name}.ts`);
+      await writeFile(entry, specs.map((spec) => `export * from '${spec}';\n`).join(''));
+      return entry;
+    }),
+  );
+  const vendors = await Bun.build({ ...options, entrypoints: entries }).finally(() => rm(entryDir, { recursive: true, force: true }));
   const result = await Bun.build({
     ...options,
+    plugins: [
+      {
+        name: 'vendors',
+        setup(build) {
+          build.onResolve({ filter: /^(openai|yaml|@agentclientprotocol\/sdk)$|^@modelcontextprotocol\/sdk\// }, (args) => {
+            const name = vendorOf.get(args.path);
+            if (!name) throw new Error(`${args.path} (imported by ${args.importer}) is not a listed entry of a vendor bundle (src/build.ts VENDORS)`);
+            return { path: `./vendor-${name}.js`, external: true };
+          });
+        },
+      },
+    ],
     // The watchdog runs in a Worker, which loads its own entry file (watchdog.ts finds it beside the bundle).
     entrypoints: ['main.ts', 'watchdog-worker.ts', 'launch.ts'].map((name) => join(root, 'src', 'cli', name)),
   });
@@ -53,11 +89,11 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     target: 'bun',
     format: 'cjs',
     bytecode: true,
-    minify: { whitespace: true, syntax: true },
+    minify: { whitespace: true, syntax: true, identifiers: true, keepNames: true },
   });
-  if (!result.success || !otel.success || !babel.success) {
+  if (!result.success || !otel.success || !babel.success || !vendors.success) {
     await rm(staging, { recursive: true, force: true });
-    throw new AggregateError([...result.logs, ...otel.logs, ...babel.logs], 'conch: the bundle failed to build');
+    throw new AggregateError([...vendors.logs, ...result.logs, ...otel.logs, ...babel.logs], 'conch: the bundle failed to build');
   }
   // The stamp is written last: the launcher trusts the bundle only when it exists and is newest.
   const stamp = join(staging, 'BUILT');
@@ -65,7 +101,7 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
   await utimes(stamp, startedAt, startedAt);
   await rm(dist, { recursive: true, force: true });
   await rename(staging, dist);
-  return result.outputs.length + otel.outputs.length + babel.outputs.length;
+  return result.outputs.length + otel.outputs.length + babel.outputs.length + vendors.outputs.length;
 }
 
 if (import.meta.main) {
