@@ -1,7 +1,7 @@
 // `conch sessions`: list this workspace's sessions, show one's transcript, remove or prune them.
 import { realpathSync } from 'node:fs';
 import { EXIT_CODES } from '../agent/outcome.ts';
-import { parseDuration } from '../config/load.ts';
+import { parseDuration } from '../core/duration.ts';
 import { SessionError, sessionsDir } from '../sessions/dir.ts';
 import { loadSession, type LoadedSession } from '../sessions/load.ts';
 import { SessionStore } from '../sessions/store.ts';
@@ -31,9 +31,13 @@ export async function sessionsCommand(action: string | undefined, id: string | u
         stdout.write(`removed session ${store.remove(id)}\n`);
         return 0;
       case 'prune': {
-        const ms = options.olderThan === undefined ? null : parseDuration(options.olderThan);
-        if (ms === null) return usage('conch sessions prune --older-than DURATION (e.g. 30d, 12h)');
-        const removed = store.prune({ olderThanMs: ms });
+        if (options.olderThan === undefined) return usage('conch sessions prune --older-than DURATION (e.g. 30d, 12h)');
+        const duration = parseDuration(options.olderThan);
+        if (!duration.ok) {
+          stderr.write(`conch: --older-than ${options.olderThan}: ${duration.problem}.\n`);
+          return EXIT_CODES.setup_error;
+        }
+        const removed = store.prune({ olderThanMs: duration.ms });
         stdout.write(`removed ${removed.length} session(s) last active more than ${options.olderThan} ago\n`);
         return 0;
       }

@@ -312,6 +312,12 @@ describe('conch sessions', () => {
     expect(missing.stderr).toContain("no session 'abcdef'");
   });
 
+  test('prune with a duration it cannot read names the flag, the value and the form', async () => {
+    const r = await cmd(['sessions', 'prune', '--older-than', '3x']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('conch: --older-than 3x: expected seconds or a duration such as 30s, 5m, 1h or 2d.\n');
+  });
+
   test('an id that looks like a number stays the id typed (--resume 802e16)', async () => {
     const r = await conch(['--resume', '802e16', 'go']);
     expect(r.code).toBe(2);
