@@ -10,6 +10,7 @@
 // chooses the model or adds providers only in a workspace the user trusted (`conch trust`), and may not add plugin folders or switch on plugins (it may switch them off; a first-party name
 // it lists is ignored with a warning). Flags and the environment are yours and override everything
 // but policy. Unknown first-party plugin names (user config, --plugin) are errors.
+import { statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { DEFAULT_LIMITS, DURATION_LIMITS, type Limits } from '../core/limits.ts';
@@ -72,6 +73,20 @@ function taskEnv(pairs: string[] | undefined): Record<string, string> {
     out[name] = pair.slice(eq + 1);
   }
   return out;
+}
+
+/**
+ * A root the sandbox cannot bind makes every shell command of the run fail with a message only the
+ * model sees, which it cannot act on: a missing --allow-write directory is the user's to fix, now.
+ */
+function checkAllowWrite(roots: string[] | undefined, cwd: string): void {
+  for (const root of roots ?? []) {
+    const abs = resolve(cwd, root);
+    const st = statSync(abs, { throwIfNoEntry: false });
+    if (st?.isDirectory()) continue;
+    const what = st ? 'is not a directory' : 'does not exist';
+    throw new ConfigError(`--allow-write ${root}: ${abs} ${what}; create the directory first, or leave the flag out.`, undefined, '--allow-write');
+  }
 }
 
 function flagLayer(flags: CliFlags, cwd: string): PolicyLayer {
@@ -268,6 +283,8 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   policy.sandbox.protectedGlobs.push(...own);
   policy.workspace.readDeny.push(...ownDirGlobs(cwd, [sessionsDir]));
   refuseOwnDirRoots(policy.workspace.writableRoots, ownDirs);
+  // After the policy's own verdict on the roots, which names the rule.
+  if (!flags.unrestricted) checkAllowWrite(flags.allowWrite, cwd);
   const homeRun = homeGuard(cwd, home, flags);
   if (homeRun) {
     for (const globs of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {

@@ -1,6 +1,8 @@
 // The command line as typed: flags keep their text, wrong ones are usage errors that name them
 // (one JSON document under --json, never a stack trace), and commands are told apart from tasks.
 import { describe, expect, test } from 'bun:test';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { anthropicEnv, runConch, useHarness } from '../support/cli.ts';
 
 const harness = useHarness();
@@ -130,6 +132,15 @@ describe('commands and tasks', () => {
       expect(r.stdout).toBe('ok\n');
       expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain(args.at(-1)!.split(' ').at(-1)!);
     }
+  });
+
+  test('--allow-write of a directory that does not exist is a setup error, before any model call', async () => {
+    const missing = join(harness.dirs.home, 'no-such-dir');
+    const stderr = await usageError(['--allow-write', missing, 'go'], '--allow-write');
+    expect(stderr).toContain(`--allow-write ${missing}: ${missing} does not exist; create the directory first`);
+    await writeFile(join(harness.dirs.home, 'a-file'), 'x');
+    expect(await usageError(['--allow-write', '../home/a-file', 'go'], '--allow-write')).toContain('is not a directory');
+    await usageErrorJson(['--allow-write', missing, 'go'], '--allow-write');
   });
 
   test('a leading -- reaches conch: `conch -- tool` and `conch -- --json` are tasks', async () => {

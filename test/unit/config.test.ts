@@ -379,6 +379,7 @@ describe('policy layers narrow, never widen', () => {
   test('writable roots: the user grants, a project only narrows (with a warning), --allow-write adds', async () => {
     const build = join(root, 'build');
     mkdirSync(join(build, 'out'), { recursive: true });
+    mkdirSync(join(project, 'extra'), { recursive: true });
     put(userFile(), { write: { writableRoots: ['../../build'] } });
     put(projectFile(), { write: { writableRoots: ['../build/out', '/etc'] } });
     const c = await load({ allowWrite: ['extra'] });
@@ -429,6 +430,7 @@ describe('a policy file', () => {
     policy({ write: { allow: [{ id: 'org.here', root: '.' }] } });
     const e = await refused({ policy: join(root, 'policy.json'), allowWrite: ['/opt/elsewhere'] });
     expect(e.message).toContain('is outside every write.allow root');
+    mkdirSync(join(project, 'sub'), { recursive: true });
     expect((await load({ policy: join(root, 'policy.json'), allowWrite: ['sub'] })).workspace.writableRoots).toEqual([join(project, 'sub')]);
   });
   test('read roots and sandbox settings narrow the configs', async () => {
