@@ -48,3 +48,20 @@ export function summaryLine(outcomes: Ended[]): string {
   });
   return `${outcomes.length} tasks: ${parts.join(', ')}`;
 }
+
+export interface BatchDocument {
+  version: number;
+  tasks: TaskEnvelope[];
+  summary: ReturnType<typeof batchSummary>;
+}
+
+/**
+ * The document the watchdog prints when it ends the runs itself (plugin code stopped the main
+ * thread): each task marked `unfinished` ends as `ending` says; the finished keep their envelopes.
+ */
+export function endUnfinished(doc: BatchDocument, ending: { status: 'timed_out' | 'cancelled'; message: string; durationMs: number }) {
+  const tasks = doc.tasks.map(({ unfinished, ...task }) =>
+    unfinished ? { ...task, status: ending.status, message: ending.message, partial: true, exitCode: EXIT_CODES[ending.status] } : task,
+  ) as TaskEnvelope[];
+  return { ...doc, tasks, summary: batchSummary(tasks, ending.durationMs) };
+}

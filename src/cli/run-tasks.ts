@@ -97,6 +97,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
 
   const interrupts = cancelOnSignals(controller, out.json);
   const finished: Finished[] = new Array(tasks.length);
+  const runIds: string[] = [];
   const runOne = async (index: number): Promise<void> => {
     const section = output.section(index);
     if (!out.json) section.stdout.write(`${index > 0 ? '\n' : ''}── task ${index + 1}/${tasks.length}: ${label(tasks[index]!)}\n`);
@@ -105,9 +106,15 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
       if (!out.json) section.stderr.write(`${describeOutcome(finished[index]!.outcome)}\n`);
     } else finished[index] = await runTask(host, index, section);
     section.done();
+    tellWatchdog();
   };
+  // Should plugin code stop the main thread, the watchdog prints this document, the rest ended.
+  const tellWatchdog = () => watchdog?.document(batchDocument(taskEnvelopes(tasks, finished, runIds), Date.now() - startedAt));
+  tellWatchdog();
   const runTask = async (started: StartedHost, index: number, section: Section): Promise<Finished> => {
     const runId = randomUUID();
+    runIds[index] = runId;
+    tellWatchdog();
     const run = started.task();
     const facts = envelopeSink();
     const display = { ...(await terminalOptions(out.json, cwd)), spinner: false, header: index === 0, ...(outputSchema !== undefined ? { jsonAnswer: true } : {}) };
@@ -152,14 +159,22 @@ function notStarted(): Finished {
 function report(tasks: string[], finished: Finished[], json: boolean, startedAt: number): number {
   const outcomes = finished.map((f) => f.outcome);
   if (json) {
-    const envelopes: TaskEnvelope[] = finished.map((f, i) => ({
-      ...envelope(f.runId, f.outcome, f.facts, exitCodeFor(f.outcome)),
-      ...(f.facts ? {} : NOT_STARTED),
-      task: tasks[i]!,
-    }));
-    stdout.write(`${JSON.stringify(batchDocument(envelopes, Date.now() - startedAt))}\n`);
+    stdout.write(`${JSON.stringify(batchDocument(taskEnvelopes(tasks, finished, []), Date.now() - startedAt))}\n`);
   } else stderr.write(`conch: ${summaryLine(outcomes)}\n`);
   return batchExitCode(outcomes);
+}
+
+/** Each task's envelope; one not finished yet is marked `unfinished` (for the watchdog to end). */
+function taskEnvelopes(tasks: string[], finished: (Finished | undefined)[], started: string[]): TaskEnvelope[] {
+  return tasks.map((task, i) => {
+    const f = finished[i] ?? { runId: started[i] ?? null, outcome: { ...notStarted().outcome, status: 'timed_out', message: undefined }, facts: null };
+    return {
+      ...envelope(f.runId as string, f.outcome, f.facts, exitCodeFor(f.outcome)),
+      ...(f.facts ? {} : NOT_STARTED),
+      task,
+      ...(finished[i] ? {} : { unfinished: true }),
+    };
+  });
 }
 
 /** The task's first line, short enough for a header. */

@@ -6,6 +6,7 @@ import { cc } from 'bun:ffi';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { EXIT_CODES } from '../agent/outcome.ts';
+import { endUnfinished, type BatchDocument } from './batch.ts';
 import { PACKAGE_ROOT } from '../core/package-root.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { BEAT, GRACE_MS, HARD_CAP_MS, PHASE, SIGNALS, STALE_MS, TICK_MS, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
@@ -130,7 +131,10 @@ function end(status: 'timed_out' | 'cancelled', why: string): void {
   const exitCode = EXIT_CODES[status];
   const message = `${why} (plugin code that never yields?); the watchdog ended the run and killed its commands`;
   stderr.write(`conch: ${message}\n`);
-  if (json) stdout.write(`${JSON.stringify({ ...doc, status, message, partial: true, durationMs: Date.now() - startedAt, exitCode })}\n`);
+  const durationMs = Date.now() - startedAt;
+  // Several tasks (`conch run A B`): their one document, the unfinished ones ended; else one envelope.
+  const final = Array.isArray(doc.tasks) ? endUnfinished(doc as unknown as BatchDocument, { status, message, durationMs }) : { ...doc, status, message, partial: true, durationMs, exitCode };
+  if (json) stdout.write(`${JSON.stringify(final)}\n`);
   if (native) native.exitNow(exitCode);
   process.kill(process.pid, 'SIGKILL');
 }

@@ -19,6 +19,8 @@ export interface Watchdog {
   arm(deadlineMs: number, onSignal: (name: string) => void): void;
   /** Keeps the watchdog's copy of the --json envelope current, so it can print one. */
   readonly sink: EventSink;
+  /** Several tasks: the document to print instead (batch.ts), kept current by the caller. */
+  document(doc: Record<string, unknown>): void;
   /** The main thread ends the run itself; false when the watchdog already is (then wait for it). */
   finishing(): boolean;
   stop(): void;
@@ -85,6 +87,7 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number):
       send({ type: 'arm', deadlineAt: Date.now() + deadlineMs });
     },
     sink,
+    document: (doc) => send({ type: 'envelope', doc }),
     finishing: () => Atomics.compareExchange(state, PHASE, 0, 1) !== 2,
     stop() {
       clearInterval(beat);

@@ -3,7 +3,7 @@
 // severe task's exit code, and Ctrl-C leaves nothing running.
 import { describe, expect, test } from 'bun:test';
 import { existsSync, readdirSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RecordedRequest, ScriptedTurn } from '../support/model-server.ts';
 import { anthropicEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
@@ -131,6 +131,25 @@ describe('conch run with several tasks', () => {
     expect(json.code).toBe(2);
     expect(JSON.parse(json.stdout)).toMatchObject({ status: 'failed', code: 'config_invalid' });
     expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('plugin code that never yields: the watchdog still prints the one document, the finished task kept, the stuck one timed_out', async () => {
+    await mkdir(join(harness.dirs.configHome, 'conch', 'tools'), { recursive: true });
+    await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'spin.ts'), `
+      import { defineTool, Type } from 'conch';
+      export default defineTool({ name: 'spin', description: 'never yields', parameters: Type.Object({}), async execute() { for (;;) {} } });`);
+    harness.server.script((req) => (taskOf(req).includes('quick') ? { text: 'quick done' } : { toolCalls: [{ name: 'spin', arguments: {} }] }));
+    const r = await run(['run', '--json', '--max-concurrent', '1', '--timeout', '2s', 'the quick task', 'the stuck task']);
+    expect(r.code).toBe(124);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.tasks.map((t: any) => [t.task, t.status, t.exitCode])).toEqual([
+      ['the quick task', 'completed', 0],
+      ['the stuck task', 'timed_out', 124],
+    ]);
+    expect(doc.tasks[0].output).toBe('quick done');
+    expect(doc.tasks[1].unfinished).toBeUndefined();
+    expect(typeof doc.tasks[1].runId).toBe('string');
+    expect(doc.summary).toMatchObject({ tasks: 2, completed: 1, timed_out: 1, exitCode: 124 });
   });
 
   test('Ctrl-C mid-way cancels every task, queued ones never start, and no command or bwrap survives', async () => {
