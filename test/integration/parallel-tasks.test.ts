@@ -133,6 +133,22 @@ describe('conch run with several tasks', () => {
     expect(harness.server.requests).toHaveLength(0);
   });
 
+  test('config and plugins load once for all the tasks; each task can call the plugin', async () => {
+    await mkdir(join(harness.dirs.configHome, 'conch', 'tools'), { recursive: true });
+    await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'count.ts'), `
+      import { defineTool, Type } from 'conch';
+      console.log('loading count');
+      let calls = 0;
+      export default defineTool({ name: 'count', description: 'counts', parameters: Type.Object({}), async execute() { return 'call ' + ++calls; } });`);
+    harness.server.script((req) => (hasToolResult(req) ? { text: 'counted' } : { toolCalls: [{ name: 'count', arguments: {} }] }));
+    const r = await run(['run', '--json', '--max-concurrent', '1', 'one', 'two', 'three']);
+    expect(r.code).toBe(0);
+    expect(r.stderr.split('loading count').length - 1).toBe(1);
+    // One module instance: the calls of all three tasks are counted together.
+    const results = harness.server.requests.filter(hasToolResult).map((req) => JSON.stringify(req.body.messages).match(/call \d/)?.[0]);
+    expect(results).toEqual(['call 1', 'call 2', 'call 3']);
+  });
+
   test('plugin code that never yields: the watchdog still prints the one document, the finished task kept, the stuck one timed_out', async () => {
     await mkdir(join(harness.dirs.configHome, 'conch', 'tools'), { recursive: true });
     await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'spin.ts'), `
