@@ -94,8 +94,28 @@ function collect(token: Token, text: string, base: number, out: Collected): void
   visit(token);
 }
 
-function inside(regions: { start: number; end: number }[], offset: number): boolean {
-  return regions.some((r) => offset >= r.start && offset < r.end);
+/**
+ * Whether an offset falls in one of the regions, by binary search: a large note has tens of
+ * thousands of links, code spans and tags, and a scan of every region per offset took minutes.
+ */
+function regionTest(regions: { start: number; end: number }[]): (offset: number) => boolean {
+  const sorted = [...regions].sort((a, b) => a.start - b.start);
+  // The furthest end among the regions starting at or before each one (regions may nest or overlap).
+  const reach: number[] = [];
+  for (const [i, r] of sorted.entries()) reach.push(Math.max(r.end, i ? reach[i - 1]! : 0));
+  return (offset) => {
+    let lo = 0;
+    let hi = sorted.length - 1;
+    let found = -1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1;
+      if (sorted[mid]!.start <= offset) {
+        found = mid;
+        lo = mid + 1;
+      } else hi = mid - 1;
+    }
+    return found !== -1 && reach[found]! > offset;
+  };
 }
 
 function lineStarts(text: string): number[] {
@@ -137,10 +157,16 @@ export function parseNote(original: string): ParsedNote {
   const text = original.replace(/\r\n/g, '\n');
   const removed: number[] = [];
   if (text.length !== original.length) for (let i = original.indexOf('\r\n'), n = 0; i !== -1; i = original.indexOf('\r\n', i + 1), n++) removed.push(i - n);
+  // Offsets shift by the \r removed before them: counted by binary search over the sorted positions.
   const toOriginal = (offset: number): number => {
-    let count = 0;
-    while (count < removed.length && removed[count]! < offset) count++;
-    return offset + count;
+    let lo = 0;
+    let hi = removed.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (removed[mid]! < offset) lo = mid + 1;
+      else hi = mid;
+    }
+    return offset + lo;
   };
   const fm = FRONTMATTER.exec(text);
   let frontmatter: Record<string, unknown> | null = null;
@@ -165,12 +191,12 @@ export function parseNote(original: string): ParsedNote {
     collect(token, text, offset, collected);
     offset += token.raw.length;
   }
-  const code = collected.code;
+  const inCode = regionTest(collected.code);
 
   const links: Link[] = [];
   for (const m of text.matchAll(WIKILINK)) {
     const start = m.index!;
-    if (inside(code, start)) continue;
+    if (inCode(start)) continue;
     const parts = splitWikilink(m[2]!);
     links.push({ kind: 'wiki', ...parts, embed: m[1] === '!', line: lineAt(starts, start), start, end: start + m[0].length });
   }
@@ -190,9 +216,10 @@ export function parseNote(original: string): ParsedNote {
   const tags = new Set<string>();
   for (const t of stringList(frontmatter?.tags ?? frontmatter?.tag)) tags.add(t.replace(/^#/, ''));
   const headingLines = new Set(headings.map((h) => h.line));
+  const inLink = regionTest(links);
   for (const m of body.matchAll(TAG)) {
     const at = bodyStart + m.index! + m[1]!.length;
-    if (inside(code, at) || headingLines.has(lineAt(starts, at)) || links.some((l) => at >= l.start && at < l.end)) continue;
+    if (inCode(at) || headingLines.has(lineAt(starts, at)) || inLink(at)) continue;
     tags.add(m[2]!);
   }
 
