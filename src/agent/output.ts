@@ -7,6 +7,7 @@ import { Meta } from 'typebox/schema';
 import { compileSchema, schemaIssues, type Validator } from '../tools/json-schema.ts';
 import type { ContentBlock } from '../core/content.ts';
 import type { OutputIssue } from './outcome.ts';
+import { referenceCycle } from './schema-cycles.ts';
 
 /** A JSON Schema document (an object, or true/false), or a TypeBox schema. */
 export type OutputSchema = Record<string, unknown> | boolean | TSchema;
@@ -153,6 +154,10 @@ function referenceProblems(root: Record<string, unknown>): string[] {
     } else if (base === '' && fragment !== '' && !fragment.startsWith('/') && !anchors.has(fragment)) {
       problems.push(`${at}: "$ref": "${ref}" names no "$anchor" in this file`);
     }
+  }
+  if (problems.length === 0) {
+    const cycle = referenceCycle(root);
+    if (cycle) problems.push(`${cycle} leads back to itself without checking anything on the way (a cycle of references); end it with a schema that checks the value`);
   }
   return problems;
 }

@@ -151,6 +151,34 @@ describe('--output-schema setup errors', () => {
   });
 });
 
+describe('--output-schema references that never reach a schema', () => {
+  // {"$ref": "#"} and a.$ref → b.$ref → a are valid JSON Schema documents, but checking any answer
+  // against them recursed until the stack ran out, after the whole run had been paid for.
+  test('a $ref to itself or a cycle of $refs: exit 2 naming the file and the reference, no model call', async () => {
+    await writeFile(join(harness.dirs.workspace, 'self.json'), '{"$ref": "#"}');
+    await writeFile(join(harness.dirs.workspace, 'cycle.json'), JSON.stringify({ $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } }, $ref: '#/$defs/a' }));
+    harness.server.script([{ text: '1' }, { text: '1' }]);
+    const cases = [['self.json', '(root): "$ref": "#"'], ['cycle.json', '/$defs/a: "$ref": "#/$defs/b"']] as const;
+    for (const [file, ref] of cases) {
+      const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--output-schema', file, 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`--output-schema ${file}: not a valid JSON Schema: ${ref} leads back to itself without checking anything on the way`);
+      expect(r.stderr).not.toContain('    at ');
+    }
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('a recursive schema whose references reach a schema still checks nested answers', async () => {
+    const tree = { type: 'object', properties: { name: { type: 'string' }, children: { type: 'array', items: { $ref: '#' } } }, required: ['name'] };
+    await writeFile(join(harness.dirs.workspace, 'tree.json'), JSON.stringify(tree));
+    harness.server.script([{ text: '{"name": "a", "children": [{"name": "b", "children": [{"children": []}]}]}' }, { text: '{"name": "a", "children": [{"name": "b"}]}' }]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--output-schema', 'tree.json', 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('{"name":"a","children":[{"name":"b"}]}\n');
+    expect(lastUserText(harness.server.requests[1]!)).toContain('/children/0/children/0');
+  });
+});
+
 describe('--output-schema with sessions, limits and the terminal modes', () => {
   const env = () => anthropicEnv(harness.server.anthropicBaseUrl);
   const conch = (...args: string[]) => runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', ...args], env: env() });
