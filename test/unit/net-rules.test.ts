@@ -1,5 +1,5 @@
-// isIpLiteral stands in for node:net's isIP in the allowlist's parser (net-rules.ts loads on every
-// start, node:net would bring node:stream with it): the same answer for every kind of host text.
+// isIpLiteral is node:net's isIP, loaded late (net-rules.ts loads on every start, node:net would
+// bring node:stream with it): the same answer for every kind of host text.
 import { describe, expect, test } from 'bun:test';
 import { isIP } from 'node:net';
 import { isIpLiteral, parseRule } from '../../src/sandbox/net-rules.ts';
