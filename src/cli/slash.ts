@@ -36,7 +36,9 @@ export async function slashCommand(line: string, ctx: SlashContext): Promise<'ex
     case '/tools': {
       const tools = await ctx.tools();
       const width = Math.max(0, ...tools.map((t) => t.name.length));
-      ctx.write(tools.length ? `${tools.map((t) => `  ${t.name.padEnd(width)}  ${firstSentence(t.description)}`).join('\n')}\n` : '  (no tools)\n');
+      // One line per tool: a description that wraps breaks the columns.
+      const room = Math.max(20, (process.stdout.columns || 100) - width - 5);
+      ctx.write(tools.length ? `${tools.map((t) => `  ${t.name.padEnd(width)}  ${firstSentence(t.description, room)}`).join('\n')}\n` : '  (no tools)\n');
       return;
     }
     case '/model':
@@ -64,8 +66,13 @@ export async function slashCommand(line: string, ctx: SlashContext): Promise<'ex
   }
 }
 
-function firstSentence(text: string): string {
+/** The description's first sentence, cut at a word with an ellipsis when it would not fit in `room`. */
+function firstSentence(text: string, room: number): string {
   const line = text.split('\n', 1)[0] ?? '';
   const end = line.search(/\.\s/);
-  return (end === -1 ? line : line.slice(0, end + 1)).slice(0, 100);
+  const sentence = end === -1 ? line : line.slice(0, end + 1);
+  if (sentence.length <= room) return sentence;
+  const cut = sentence.slice(0, room - 1);
+  const space = cut.lastIndexOf(' ');
+  return `${(space > room / 2 ? cut.slice(0, space) : cut).replace(/[\s,;:]+$/, '')}…`;
 }

@@ -102,7 +102,9 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     await t.waitFor((s) => s.includes('unknown command /frobnicate'), 'the unknown-command answer');
     t.type('/tools');
     t.keys('Enter');
-    await t.waitFor((s) => /\n\s+bash\s+\S/.test(s) && /\n\s+edit\s+\S/.test(s), 'the tool list');
+    const tools = await t.waitFor((s) => /\n\s+bash\s+\S/.test(s) && /\n\s+edit\s+\S/.test(s), 'the tool list');
+    // Each tool on one line of the 100-column screen: a long first sentence is cut with an ellipsis, not wrapped.
+    expect(tools).toMatch(/\n {2}bash {3}Run a shell command[^\n]*…\n {2}read /);
     t.type('/exit');
     t.keys('Enter');
     expect(await t.exited()).toBe(0);
