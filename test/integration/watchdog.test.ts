@@ -36,7 +36,19 @@ async function spinningPlugin(marker: string): Promise<string> {
   return flag;
 }
 
-const alive = async (marker: string) => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
+const running = async (marker: string) => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
+/**
+ * Whether the command outlives conch. The watchdog SIGKILLs bwrap's group and exits; the command, in
+ * the sandbox's own session, dies when the kernel tears the PID namespace down after that, which on a
+ * loaded machine can be a moment after conch is gone. A command the watchdog did not kill stays.
+ */
+async function alive(marker: string): Promise<boolean> {
+  for (let i = 0; i < 40; i++) {
+    if (!(await running(marker))) return false;
+    await Bun.sleep(50);
+  }
+  return true;
+}
 const marker = () => `7${Math.floor(Math.random() * 1e6)}.${Math.floor(Math.random() * 1e6)}`;
 
 async function withTmp<T>(work: (tmp: string) => Promise<T>): Promise<T> {
