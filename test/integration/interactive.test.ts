@@ -18,13 +18,18 @@ const open = async (args: string[] = [], extra: Record<string, string> = {}) => 
   term = await openTerminal([CONCH, '--model', MODEL, ...args], { cwd: harness.dirs.workspace, env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color', ...extra } });
   return term;
 };
+/**
+ * The welcome line is printed before the line editor takes the terminal: keys sent between the two
+ * meet the terminal's own line discipline (Ctrl-C there is a SIGINT). The prompt means raw mode.
+ */
+const ready = (t: Terminal) => t.waitFor((s) => s.includes('/help lists commands') && s.trimEnd().endsWith('›'), 'the welcome line and the prompt');
 const running = async (marker: string) => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
 
 describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
   test('a task gets a rendered answer; a follow-up carries the first turn; Ctrl-D exits 0; conch -c goes on with the session', async () => {
     harness.server.script([{ text: '# Plan\n\nThis is **done**.\n' }, { text: 'Second answer.' }]);
     const t = await open();
-    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    await ready(t);
     t.type('first task');
     t.keys('Enter');
     const first = await t.waitFor((s) => s.includes('This is done.'), 'the rendered answer');
@@ -65,7 +70,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     const marker = `41.${Math.floor(Math.random() * 1e9)}`;
     harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `sleep ${marker}` } }] }, { text: 'after the cancel' }]);
     const t = await open();
-    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    await ready(t);
     t.type('run a long command');
     t.keys('Enter');
     for (let i = 0; i < 400 && !(await running(marker)); i++) await Bun.sleep(25);
@@ -82,7 +87,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
 
   test('Ctrl-C at an empty prompt exits 0; with text typed it only clears the line', async () => {
     const t = await open();
-    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    await ready(t);
     t.type('half a thought');
     t.keys('C-c');
     await t.waitFor((s) => /half a thought\^C\n› $/.test(`${s.trimEnd()} `), 'a fresh prompt');
@@ -93,7 +98,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
 
   test('slash commands are answered by conch and never sent to the model', async () => {
     const t = await open();
-    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    await ready(t);
     t.type('/help');
     t.keys('Enter');
     await t.waitFor((s) => s.includes('/model NAME'), 'the help');
@@ -114,7 +119,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
   test('↑ brings back the previous submission; a line ending in \\ continues on the next', async () => {
     harness.server.script([{ text: 'one' }, { text: 'two' }]);
     const t = await open();
-    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    await ready(t);
     t.type('line one \\');
     t.keys('Enter');
     t.type('line two');
@@ -134,7 +139,7 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
   test('/model goes on with the same conversation on another model; /clear starts a new session', async () => {
     harness.server.script([{ text: 'A1' }, { text: 'A2' }, { text: 'A3' }]);
     const t = await open();
-    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    await ready(t);
     t.type('one');
     t.keys('Enter');
     await t.waitFor((s) => /\nA1\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the first answer');
@@ -164,7 +169,7 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     const marker = `approved-${Math.floor(Math.random() * 1e9)}`;
     harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `echo ${marker}` } }] }, { text: 'ran it' }]);
     const t = await open();
-    await t.waitFor((s) => s.includes('/help lists commands'), 'the welcome line');
+    await ready(t);
     t.type('echo something');
     t.keys('Enter');
     await t.waitFor((s) => s.includes('Run it? [y]es'), 'the question');
