@@ -166,7 +166,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const cwd = directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace');
   const writableRoots: string[] = [];
   for (const root of request.writableRoots) {
-    writableRoots.push(directory(root, 'writable root', 'create it or remove it from --allow-write / workspace.writableRoots'));
+    writableRoots.push(directory(root, 'writable root', "create it, or remove it from --allow-write or the config's write.writableRoots"));
   }
   // argv goes through the shell's exec as well, so a missing program is 127 exactly as in the bash tool.
   const command =
@@ -201,7 +201,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     if (clash) {
       throw new SandboxRequestError(
         `writable root ${root} lies inside the protected path "${relative(workspace, clash) || '.'}"; protected paths stay read-only. ` +
-          'Remove it from --allow-write / workspace.writableRoots.',
+          'Remove it from --allow-write or the config\'s write.writableRoots.',
       );
     }
   }

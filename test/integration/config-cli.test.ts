@@ -72,3 +72,17 @@ describe("a repository's config choosing the model", () => {
     expect(harness.server.requests).toHaveLength(0);
   });
 });
+
+describe('a configured writable root that does not exist', () => {
+  test('the refusal of a shell command names the config key that holds it', async () => {
+    const gone = join(harness.dirs.home, 'no-such-build-dir');
+    await writeConfig(harness.dirs, { write: { writableRoots: [gone] } });
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'echo hi' } }] }, { text: 'done' }]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    expect(r.code).toBe(0);
+    const result = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(result).toContain(`writable root ${gone} does not exist`);
+    expect(result).toContain("the config's write.writableRoots");
+    expect(result).not.toContain('workspace.writableRoots');
+  });
+});
