@@ -35,7 +35,15 @@ export interface ParsedNote {
   headings: Heading[];
   links: Link[];
   lines: number;
+  /** Over MAX_STRUCTURED_CHARS: only the frontmatter was read; no headings, tags or links. */
+  tooLarge?: true;
 }
+
+/**
+ * The largest body whose structure is parsed. marked's lexer stops making progress on a body of
+ * some 1.4 MB (a long paragraph ran for minutes), and every vault tool indexes the vault first.
+ */
+export const MAX_STRUCTURED_CHARS = 1024 * 1024;
 
 const FRONTMATTER = /^---\r?\n([\s\S]*?)\r?\n(?:---|\.\.\.)[ \t]*(?:\r?\n|$)/;
 const WIKILINK = /(!?)\[\[([^\[\]\n]+?)\]\]/g;
@@ -182,6 +190,21 @@ export function parseNote(original: string): ParsedNote {
   const bodyStart = fm ? fm[0].length : 0;
   const body = text.slice(bodyStart);
   const starts = lineStarts(text);
+  const lines = text.length === 0 ? 0 : starts.length - (text.endsWith('\n') ? 1 : 0);
+  if (body.length > MAX_STRUCTURED_CHARS) {
+    const fmTitle = frontmatter?.title;
+    return {
+      frontmatter,
+      ...(frontmatterError && { frontmatterError }),
+      title: typeof fmTitle === 'string' && fmTitle.trim() ? fmTitle.trim() : null,
+      aliases: stringList(frontmatter?.aliases ?? frontmatter?.alias),
+      tags: [],
+      headings: [],
+      links: [],
+      lines,
+      tooLarge: true,
+    };
+  }
   const collected: Collected = { code: [], markdownLinks: [] };
   const headings: Heading[] = [];
   // Top-level tokens' raw texts add up to the body exactly, so each one's offset is known.
@@ -233,6 +256,6 @@ export function parseNote(original: string): ParsedNote {
     tags: [...tags].sort(),
     headings,
     links: links.map((l) => ({ ...l, start: toOriginal(l.start), end: toOriginal(l.end) })),
-    lines: text.length === 0 ? 0 : starts.length - (text.endsWith('\n') ? 1 : 0),
+    lines,
   };
 }

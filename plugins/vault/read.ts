@@ -67,6 +67,7 @@ export function readTools(vault: Vault): ToolDefinition[] {
       const { index, note } = found;
       const p = note.parsed;
       const out = [`${note.path} — title: ${note.title} · ${plural(p.lines, 'line')}`];
+      if (p.tooLarge) out.push('structure: not parsed (the note is over 1 MiB): no headings, tags or links are known; note_read and note_search see its text');
       if (p.frontmatterError) out.push(`frontmatter: not valid YAML (${p.frontmatterError})`);
       else if (p.frontmatter) out.push(`frontmatter:\n${stringify(p.frontmatter).trimEnd().replace(/^/gm, '  ')}`);
       if (p.tags.length) out.push(`tags: ${p.tags.map((t) => `#${t}`).join(' ')}`);

@@ -192,7 +192,10 @@ export function writeTools(vault: Vault, options: AtomicSetOptions = {}): ToolDe
       if (failed) return errorResult(failed);
       const notes = changes.length - 2;
       const also = unique ? '' : ` Another note is also named '${target.name}', so links to it name its path.`;
-      return `Renamed ${old.path} to ${dest.path}; rewrote ${plural(rewritten, 'link')} in ${plural(notes, 'other note')}.${also}`;
+      // Their links are not known, so they may still name the old one: said, not guessed at.
+      const large = index.all().filter((n) => n.parsed.tooLarge && n !== old).map((n) => n.path);
+      const unchecked = large.length ? ` Not checked for links (over 1 MiB, their structure is not parsed): ${large.slice(0, 10).join(', ')}${large.length > 10 ? ` and ${large.length - 10} more` : ''}.` : '';
+      return `Renamed ${old.path} to ${dest.path}; rewrote ${plural(rewritten, 'link')} in ${plural(notes, 'other note')}.${also}${unchecked}`;
     },
   });
 
