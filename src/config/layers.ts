@@ -7,7 +7,7 @@
 //   protected globs and read denials accumulate; read roots intersect; secret-file denial sticks;
 //   network off anywhere is off; the stricter sandbox profile wins (sandbox/effective-profile.ts);
 //   command rules stay separate layers (see policy/command-rules.ts) so that each one must agree.
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { basename, dirname, relative, sep } from 'node:path';
 import type { CommandLayer } from './command-layer.ts';
 import type { SandboxSettings } from '../sandbox/index.ts';
@@ -157,12 +157,21 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
     const outside = writeAllows.find((a) => !a.roots.some((r) => isWithin(root, r.root)));
     return outside ? `is outside every write.allow root of ${outside.source}` : null;
   };
+  const isDirectory = (path: string) => statSync(path, { throwIfNoEntry: false })?.isDirectory() === true;
   const writableRoots: string[] = [];
   for (const g of grants) {
     const why = refusal(g.root);
     if (!why) writableRoots.includes(g.root) || writableRoots.push(g.root);
     else if (g.flag) throw new ConfigError(`--allow-write ${g.root}: the root ${why}; a flag cannot override a policy denial.`, undefined, '--allow-write');
     else warnings.push(`${g.source}: writable root ${g.root} dropped: it ${why}.`);
+  }
+  // A configured root that is not there cannot be bound: kept, it failed every shell command of the
+  // run with a message only the model saw. Dropped, the run goes on and the user is told what to fix.
+  // (--allow-write of a missing directory is a setup error instead, in load.ts: that one was typed now.)
+  for (const g of grants) {
+    if (g.flag || !writableRoots.includes(g.root) || isDirectory(g.root)) continue;
+    writableRoots.splice(writableRoots.indexOf(g.root), 1);
+    warnings.push(`${g.source}: writable root ${g.root} dropped: it does not exist or is not a directory; create it, or remove it from write.writableRoots.`);
   }
 
   // The workspace itself: denied or outside write.allow → nothing in it may be written.

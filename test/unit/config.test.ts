@@ -407,6 +407,7 @@ describe('a policy file', () => {
     const e = await refused({ policy: join(root, 'policy.json'), allowWrite: [join(secrets, 'keys')], unrestricted: true });
     expect(e.message).toContain(`--allow-write ${join(secrets, 'keys')}`);
     expect(e.message).toContain('denied by rule "org.secrets"');
+    mkdirSync(join(root, 'fine'), { recursive: true });
     put(userFile(), { write: { writableRoots: [secrets, join(root, 'fine')] } });
     const c = await load({ policy: join(root, 'policy.json') });
     expect(c.workspace.writableRoots).toEqual([join(root, 'fine')]);
@@ -490,6 +491,7 @@ describe('command rules across layers', () => {
   });
   test('the guard learns which directories the run can change: the workspace, writable roots and /tmp', async () => {
     const sh = ['/bin/sh', '/usr/bin/sh'].find((p) => findOnPath('sh', dirname(p)) === p)!;
+    mkdirSync(join(root, 'out'), { recursive: true });
     put(userFile(), { write: { writableRoots: [join(root, 'out')] }, shell: { commands: { allow: [{ id: 'u.sh', executable: sh }] } } });
     const c = await load();
     expect(shellRuleRoots(c.shellRules)).toEqual([project, join(root, 'out'), '/tmp']);
