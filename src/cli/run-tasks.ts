@@ -8,7 +8,6 @@ import { emptyUsage, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import type { OutputSchema } from '../agent/output.ts';
 import type { CliFlags } from '../config/types.ts';
-import { SetupError } from '../core/errors.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { planStart, startHost, type StartedHost, type StartPlan } from '../host/start.ts';
 import type { Approver } from '../policy/command-rules.ts';
@@ -22,7 +21,7 @@ import { setupFailure, terminalApprover } from './setup.ts';
 import { composeTask, readPipedStdin } from './stdin.ts';
 import { readTasksFile } from './tasks.ts';
 import { terminalOptions } from './terminal.ts';
-import { openTrace } from './trace.ts';
+import { traceFromFlags } from './trace.ts';
 import type { Watchdog } from './watchdog.ts';
 
 export interface TasksOutput extends RunOutput {
@@ -67,8 +66,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   let trace: EventSink | undefined;
   let watchdog: Watchdog | undefined;
   try {
-    if (out.traceContent && !out.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
-    trace = out.trace ? openTrace(out.trace, out.traceContent) : undefined;
+    trace = traceFromFlags(out);
     const ask = out.json ? undefined : await terminalApprover(controller.signal);
     // The guard asks one question at a time; while it is on screen, every task's output waits.
     const approver: Approver | undefined = ask && (async (command, rule) => {

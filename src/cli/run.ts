@@ -10,7 +10,7 @@ import { stderr, stdout } from '../core/stdio.ts';
 import { composeTask, readPipedStdin } from './stdin.ts';
 import { cancelOnSignals } from './interrupts.ts';
 import { envelope, envelopeSink } from './envelope.ts';
-import { openTrace } from './trace.ts';
+import { traceFromFlags } from './trace.ts';
 import type { Watchdog } from './watchdog.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { setupFailure, terminalApprover } from './setup.ts';
@@ -57,8 +57,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   let trace: EventSink | undefined;
   let watchdog: Watchdog | undefined;
   try {
-    if (out.traceContent && !out.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
-    trace = out.trace ? openTrace(out.trace, out.traceContent) : undefined;
+    trace = traceFromFlags(out);
     // `ask` rules prompt only on a terminal and never under --json; elsewhere they deny, saying so.
     const ask = out.json ? undefined : await terminalApprover(controller.signal);
     const approver: Approver | undefined = ask && (async (command, rule) => {

@@ -4,6 +4,12 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
 
+/** The run's trace from its flags: none without --trace; --trace-content alone is a setup error. */
+export function traceFromFlags(flags: { trace?: string; traceContent?: boolean }): EventSink | undefined {
+  if (flags.traceContent && !flags.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
+  return flags.trace ? openTrace(flags.trace, flags.traceContent === true) : undefined;
+}
+
 /** Open the trace file now, so a bad path is a setup error before the run, not a crash in it. */
 export function openTrace(file: string, withContent: boolean): EventSink {
   try {

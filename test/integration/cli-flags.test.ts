@@ -143,6 +143,11 @@ describe('commands and tasks', () => {
     await usageErrorJson(['--allow-write', missing, 'go'], '--allow-write');
   });
 
+  test('--trace-content without --trace is a setup error, for one task and for several', async () => {
+    expect(await usageError(['--trace-content', 'go'], '--trace-content needs --trace FILE')).toBeTruthy();
+    expect(await usageError(['run', '--trace-content', 'one', 'two'], '--trace-content needs --trace FILE')).toBeTruthy();
+  });
+
   test('a leading -- reaches conch: `conch -- tool` and `conch -- --json` are tasks', async () => {
     // Bun drops one `--` right after the script name, so bin/conch must not let the user's be that one.
     harness.server.script(() => ({ text: 'ok' }));
