@@ -1,7 +1,7 @@
 // The pure parts of the Linux sandbox: protected-path planning, mount ordering, profile loading,
 // probe failure messages. No bwrap needed.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { mkdirSync, mkdtempSync, readFileSync, readSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -220,7 +220,11 @@ describe('seccomp descriptor', () => {
   test('a tampered program file is rewritten before it is handed out', () => {
     const expected = Buffer.from(encodeFilter(buildFilter(hostSeccompArch()!)));
     openSeccompFd().close();
-    writeFileSync(filterPath(), 'not a filter');
+    // Replaced, not overwritten in place: the file is shared by every conch process of this user, and
+    // one of them may be handing its descriptor to bwrap right now (bwrap then read 'not a filter':
+    // "Invalid seccomp data, must be multiple of 8", seen in another test file under load).
+    writeFileSync(`${filterPath()}.tampered`, 'not a filter');
+    renameSync(`${filterPath()}.tampered`, filterPath());
     const opened = openSeccompFd();
     try {
       const seen = Buffer.alloc(expected.length + 16);
