@@ -14,6 +14,8 @@ const REVISION = Type.Optional(Type.String({ description: 'Change it only if the
 /** A vault path for a new note: inside the vault, visible, writable; '.md' added when missing. */
 async function newPath(index: VaultIndex, ctx: ToolContext, given: string): Promise<{ abs: string; path: string } | { error: string }> {
   const rel = /\.md$/i.test(given.trim()) ? given.trim() : `${given.trim()}.md`;
+  // A link names a note by its path or name: these would read as the link's own syntax.
+  if (/[#|^[\]]/.test(rel)) return { error: `'${given}' cannot be a note's name: a [[link]] reads # | ^ [ ] as its own syntax, so no link could lead to it. Choose a name without them.` };
   const lexical = join(index.settings.root, rel);
   const abs = await canonicalize(lexical);
   if (!visible(index.settings, lexical, 'note') || !visible(index.settings, abs, 'note')) {
