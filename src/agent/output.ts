@@ -8,6 +8,7 @@ import { compileSchema, schemaIssues, type Validator } from '../tools/json-schem
 import type { ContentBlock } from '../core/content.ts';
 import type { OutputIssue } from './outcome.ts';
 import { referenceCycle } from './schema-cycles.ts';
+import { OUTPUT_NOTE_OPENING } from './output-note.ts';
 
 /** A JSON Schema document (an object, or true/false), or a TypeBox schema. */
 export type OutputSchema = Record<string, unknown> | boolean | TSchema;
@@ -47,7 +48,7 @@ export function outputContract(given: OutputSchema): OutputContract | { problems
   const text = JSON.stringify(schema, null, 2);
   const objectRoot = typeof schema === 'object' && schema.type === 'object' ? schema : undefined;
   const note = [
-    'Your final answer must be exactly one JSON value, with no prose before or after it, that validates against this JSON Schema:',
+    OUTPUT_NOTE_OPENING,
     '```json',
     text,
     '```',

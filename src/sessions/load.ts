@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
 import { SessionError } from './dir.ts';
+import { withoutOutputNote } from '../agent/output-note.ts';
 import {
   restoreBlocks,
   SESSION_FORMAT,
@@ -126,7 +127,8 @@ function build(records: SessionRecord[]) {
         break;
       case 'msg': {
         const m = restoreMessage(record.m, blobs);
-        if (current && current.task === '' && m.role === 'user') current.task = taskText(m);
+        // The listing shows what the user asked, not the note an output schema added to it.
+        if (current && current.task === '' && m.role === 'user') current.task = withoutOutputNote(taskText(m));
         if (m.role === 'user') seal(conversation);
         conversation.push(m);
         break;

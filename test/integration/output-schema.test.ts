@@ -194,6 +194,16 @@ describe('--output-schema with sessions, limits and the terminal modes', () => {
     expect(sent).toContain('{\\"owner\\": \\"y\\"}');
   });
 
+  test('conch sessions lists the task as it was typed, without the schema note (the model still got it)', async () => {
+    harness.server.script([{ text: '{"owner": "ada@example.org", "count": 1}' }]);
+    expect((await conch('--output-schema', 'schema.json', 'list the owner')).code).toBe(0);
+    expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('Your final answer must be exactly one JSON value');
+    const listed = await runConch({ dirs: harness.dirs, args: ['sessions'], env: env() });
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain('list the owner');
+    expect(listed.stdout).not.toContain('final answer');
+  });
+
   test('the repair turn counts against --max-turns: a limit reached first is limit_exceeded, with the errors', async () => {
     harness.server.script([{ text: '{"owner": "x"}' }, { text: 'unreachable' }]);
     const r = await conch('--json', '--max-turns', '1', '--output-schema', 'schema.json', 'go');
