@@ -40,7 +40,11 @@ function jsonTasks(file: string, text: string): string[] {
   try {
     value = JSON.parse(text);
   } catch (error) {
-    throw new SetupError(`--tasks-file ${file}: not valid JSON (${(error as Error).message}). Write a JSON array of strings, or one task a line.`);
+    // A list of tasks whose first one starts with '[' ("[wip] …") lands here too: say why it was read as JSON.
+    throw new SetupError(
+      `--tasks-file ${file}: not valid JSON (${(error as Error).message}). It starts with '[', so it is read as a JSON array of strings; ` +
+        "for one task a line, start the first line with something other than '['.",
+    );
   }
   if (!Array.isArray(value)) throw new SetupError(`--tasks-file ${file}: the JSON must be an array of strings.`);
   const bad = value.findIndex((task) => typeof task !== 'string' || task.trim() === '');

@@ -74,3 +74,11 @@ test('--max-concurrent: a whole number above 0, 3 by default', () => {
   expect(maxConcurrent('8')).toBe(8);
   for (const bad of ['0', '-1', '2.5', 'x']) expect(() => maxConcurrent(bad)).toThrow(`got '${bad}'`);
 });
+
+test('tasks file: a first line that only starts with [ ("[wip] fix it") is told why it was read as JSON', () => {
+  const file = join(dir, 'tasks');
+  writeFileSync(file, '[wip] fix the login\nadd tests\n');
+  expect(() => readTasksFile(file)).toThrow(
+    `--tasks-file ${file}: not valid JSON (JSON Parse error: Unexpected identifier "wip"). It starts with '[', so it is read as a JSON array of strings; for one task a line, start the first line with something other than '['.`,
+  );
+});
