@@ -1,6 +1,6 @@
 // Several tasks in one `conch run`: from the arguments (each one a task) or from --tasks-file (one
 // task a line, or a JSON array of strings), and how many run at once.
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { SetupError } from '../core/errors.ts';
 import { UsageError } from './argv.ts';
 
@@ -23,8 +23,9 @@ export function maxConcurrent(value: string | undefined): number {
 export function readTasksFile(file: string): string[] {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readCapped(file);
   } catch (error) {
+    if (error instanceof SetupError) throw error;
     const code = (error as { code?: string }).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
     throw new SetupError(`--tasks-file ${file}: cannot read it (${why}). Give a file with one task a line, or a JSON array of strings.`);
@@ -33,6 +34,31 @@ export function readTasksFile(file: string): string[] {
   const tasks = text.trimStart().startsWith('[') ? jsonTasks(file, text) : text.split(/\r?\n/).map((line) => line.trim()).filter(Boolean);
   if (tasks.length === 0) throw new SetupError(`--tasks-file ${file}: the file holds no task. Write one task a line, or a JSON array of strings.`);
   return tasks;
+}
+
+/** A tasks file is text a person wrote: more than this is a mistake (`--tasks-file /dev/zero`), not tasks. */
+export const TASKS_FILE_MAX_BYTES = 16 * 1024 * 1024;
+
+/** The file's text, read up to the cap: a device or FIFO without end must not fill the memory. */
+function readCapped(file: string): string {
+  const fd = openSync(file, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(1024 * 1024);
+      const n = readSync(fd, chunk, 0, chunk.length, null);
+      if (n === 0) break;
+      total += n;
+      if (total > TASKS_FILE_MAX_BYTES) {
+        throw new SetupError(`--tasks-file ${file}: more than ${TASKS_FILE_MAX_BYTES / 1024 / 1024} MiB, which is no list of tasks. Give a file with one task a line, or a JSON array of strings.`);
+      }
+      chunks.push(chunk.subarray(0, n));
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function jsonTasks(file: string, text: string): string[] {

@@ -82,3 +82,12 @@ test('tasks file: a first line that only starts with [ ("[wip] fix it") is told 
     `--tasks-file ${file}: not valid JSON (JSON Parse error: Unexpected identifier "wip"). It starts with '[', so it is read as a JSON array of strings; for one task a line, start the first line with something other than '['.`,
   );
 });
+
+test('tasks file: a file without end (/dev/zero) or over 16 MiB is a setup error, read no further than the cap', () => {
+  expect(() => readTasksFile('/dev/zero')).toThrow('--tasks-file /dev/zero: more than 16 MiB, which is no list of tasks');
+  const file = join(dir, 'big');
+  writeFileSync(file, `${'task\n'.repeat(16 * 1024 * 1024 / 5 + 1)}`);
+  expect(() => readTasksFile(file)).toThrow(`--tasks-file ${file}: more than 16 MiB`);
+  writeFileSync(file, `${'task\n'.repeat(1000)}`);
+  expect(readTasksFile(file)).toHaveLength(1000);
+});
