@@ -45,7 +45,8 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     }
     return host;
   };
-  const restart = async (next: typeof current): Promise<void> => {
+  /** `back`: what to start again when `next` cannot start (the same conversation, the old flags). */
+  const restart = async (next: typeof current, back: typeof current = current): Promise<void> => {
     const old = await ready();
     // A stored session has one writer at a time: the old host lets go of it first.
     await old.dispose();
@@ -55,7 +56,8 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       await ready();
       current = next;
     } catch (error) {
-      pending = start(current);
+      current = back;
+      pending = start(back);
       throw error;
     }
   };
@@ -114,7 +116,9 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     tools: async () => (await ready()).session.catalog.tools().map((t) => ({ name: t.name, description: t.description })),
     model: async (name) => {
       const id = (await ready()).recording.id;
-      await restart({ flags: { ...current.flags, model: name }, session: id ? { resume: id } : current.session });
+      // Both go on with this conversation: a model that cannot start must not lose it.
+      const session = id && runs > 0 ? { resume: id } : current.session;
+      await restart({ flags: { ...current.flags, model: name, modelSource: '/model' }, session }, { ...current, session });
     },
     clear: async () => {
       await restart({ flags: current.flags, session: { ephemeral: options.session.ephemeral } });

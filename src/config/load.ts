@@ -255,7 +255,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
 
   // A model named in the environment or on the command line replaces the configured route.
   if (set(env.CONCH_MODEL)) [model, route] = [{ value: env.CONCH_MODEL!, source: 'CONCH_MODEL' }, []];
-  if (flags.model !== undefined) [model, route] = [{ value: flags.model, source: '--model' }, []];
+  if (flags.model !== undefined) [model, route] = [{ value: flags.model, source: flags.modelSource ?? '--model' }, []];
   route.push(...(flags.fallbackModel ?? []).map((m) => ({ value: m, source: '--fallback-model' })));
   const baseUrl = flags.baseUrl === undefined || flags.baseUrl === '' ? undefined : flags.baseUrl;
   const known = providersFrom(files, env, !chooser);

@@ -16,6 +16,8 @@ export interface PathDenial {
 
 export interface CliFlags {
   model?: string;
+  /** What set `model`, for messages: '--model' unless said otherwise (the interactive `/model`). */
+  modelSource?: string;
   baseUrl?: string;
   maxTurns?: number;
   maxToolCalls?: number;

@@ -143,6 +143,11 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     t.type('one');
     t.keys('Enter');
     await t.waitFor((s) => /\nA1\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the first answer');
+    t.type('/model nosuchprovider/x');
+    t.keys('Enter');
+    // A model that cannot start is said in the words the user typed, and the session goes on.
+    const refused = await t.waitFor((s) => /\/model "nosuchprovider\/x"[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the refusal naming /model');
+    expect(refused).not.toContain('--model "nosuchprovider');
     t.type('/model openai/other-model');
     t.keys('Enter');
     await t.waitFor((s) => s.includes('model openai/other-model from the next task on'), 'the model change');
@@ -160,6 +165,24 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     const third = JSON.stringify(harness.server.requests[2]!.body.messages);
     expect(third).toContain('three');
     expect(third).not.toContain('A1');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
+  test('/model before the first task, and after a model that could not start: the next task goes to the new model', async () => {
+    harness.server.script([{ text: 'B1' }]);
+    const t = await open();
+    await ready(t);
+    t.type('/model nosuchprovider/x');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('/model "nosuchprovider/x"'), 'the refusal');
+    t.type('/model openai/other-model');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('model openai/other-model from the next task on'), 'the model change');
+    t.type('one');
+    t.keys('Enter');
+    await t.waitFor((s) => /\nB1\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer');
+    expect(harness.server.requests[0]!.body.model).toBe('other-model');
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);
