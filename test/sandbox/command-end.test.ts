@@ -4,9 +4,7 @@
 // but its own exit (src/process/orphans.ts, settleOrphans untilIdle).
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
-import { cleanEnv, runProcess } from '../../src/process/spawn.ts';
-import { prepareSandboxed } from '../../src/sandbox/index.ts';
-import { canRun, fixture, type Fixture } from './harness.ts';
+import { canRun, executed, fixture, type Fixture } from './harness.ts';
 
 let fx: Fixture;
 beforeEach(() => (fx = fixture()));
@@ -31,32 +29,10 @@ describe.skipIf(!canRun || process.platform !== 'linux')('the end of a sandboxed
     const marker = `${Math.floor(Math.random() * 900 + 100)}.${process.pid % 1000}`;
     const left: string[][] = [];
     for (let i = 0; i < 10; i++) {
-      const prepared = await prepareSandboxed({
-        profile: 'workspace-write',
-        network: true,
-        writableRoots: [],
-        protectedGlobs: [],
-        cwd: fx.ws,
-        workspace: fx.ws,
-        tmpDir: fx.tmp,
-        command: `nohup sleep ${marker} >/dev/null 2>&1 & echo started`,
-      });
-      try {
-        const result = await runProcess({
-          argv: prepared.argv,
-          cwd: fx.ws,
-          env: cleanEnv(process.env, {}, { tmpDir: fx.tmp }),
-          timeoutMs: 60_000,
-          maxShownBytes: 10_000,
-          logDir: fx.tmp,
-          extraFds: prepared.extraFds,
-        });
-        expect(result).toMatchObject({ exitCode: 0, output: 'started\n' });
-        expect(result.cleanupError).toBeUndefined();
-        left.push(sleepers(marker));
-      } finally {
-        await prepared.release();
-      }
+      const result = await executed(fx, `nohup sleep ${marker} >/dev/null 2>&1 & echo started`);
+      expect(result).toMatchObject({ exitCode: 0, output: 'started\n' });
+      expect(result.cleanupError).toBeUndefined();
+      left.push(sleepers(marker));
     }
     expect(left).toEqual(Array.from({ length: 10 }, () => []));
   }, 60_000);

@@ -4,7 +4,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSy
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { cleanEnv } from '../../src/process/spawn.ts';
+import { cleanEnv, runProcess, type ProcessResult, type SpawnOptions } from '../../src/process/spawn.ts';
 import { prepareSandboxed, probeSandbox, type SandboxRequest } from '../../src/sandbox/index.ts';
 
 export const status = await probeSandbox();
@@ -77,6 +77,35 @@ export async function sandboxed(fx: Fixture, command: string, options: RunOption
     });
     const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
     return { code, stdout, stderr };
+  } finally {
+    await prepared.release();
+  }
+}
+
+/** Run a shell command through prepareSandboxed and runProcess, as the bash tool does, then release. */
+export async function executed(fx: Fixture, command: string, options: RunOptions = {}, spawn: Partial<SpawnOptions> = {}): Promise<ProcessResult> {
+  const prepared = await prepareSandboxed({
+    profile: 'workspace-write',
+    network: true,
+    writableRoots: [],
+    protectedGlobs: [],
+    cwd: fx.ws,
+    workspace: fx.ws,
+    tmpDir: fx.tmp,
+    command,
+    ...options,
+  });
+  try {
+    return await runProcess({
+      argv: prepared.argv,
+      cwd: fx.ws,
+      env: cleanEnv(process.env, {}, { tmpDir: fx.tmp }),
+      timeoutMs: 60_000,
+      maxShownBytes: 10_000,
+      logDir: fx.tmp,
+      extraFds: prepared.extraFds,
+      ...spawn,
+    });
   } finally {
     await prepared.release();
   }

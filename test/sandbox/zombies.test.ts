@@ -4,9 +4,7 @@
 // conch can reap it. Here this test process plays conch and counts its own defunct children.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { readdirSync, readFileSync } from 'node:fs';
-import { cleanEnv, runProcess } from '../../src/process/spawn.ts';
-import { prepareSandboxed } from '../../src/sandbox/index.ts';
-import { canRun, fixture, type Fixture } from './harness.ts';
+import { canRun, executed, fixture, type Fixture } from './harness.ts';
 
 let fx: Fixture;
 beforeEach(() => (fx = fixture()));
@@ -29,35 +27,10 @@ function defunctChildren(): string[] {
 }
 
 async function cancelledCommand(): Promise<string | undefined> {
-  const prepared = await prepareSandboxed({
-    profile: 'workspace-write',
-    network: false,
-    writableRoots: [],
-    protectedGlobs: [],
-    cwd: fx.ws,
-    workspace: fx.ws,
-    tmpDir: fx.tmp,
-    command: 'echo started; sleep 30',
-  });
   const abort = new AbortController();
-  try {
-    const result = await runProcess({
-      argv: prepared.argv,
-      cwd: fx.ws,
-      env: cleanEnv(process.env, {}, { tmpDir: fx.tmp }),
-      timeoutMs: 60_000,
-      signal: abort.signal,
-      maxShownBytes: 10_000,
-      logDir: fx.tmp,
-      extraFds: prepared.extraFds,
-      killGraceMs: 0,
-      onOutput: () => abort.abort(),
-    });
-    expect(result.cancelled).toBe(true);
-    return result.cleanupError;
-  } finally {
-    await prepared.release();
-  }
+  const result = await executed(fx, 'echo started; sleep 30', { network: false }, { signal: abort.signal, killGraceMs: 0, onOutput: () => abort.abort() });
+  expect(result.cancelled).toBe(true);
+  return result.cleanupError;
 }
 
 describe.skipIf(!canRun || process.platform !== 'linux')('zombies', () => {
