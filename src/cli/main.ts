@@ -12,10 +12,7 @@ const argv = process.argv.slice(2);
 async function main(): Promise<void> {
   const parsed = parseArgs(argv, ALL_FLAGS);
   const [first, ...rest] = parsed.positionals;
-  if (first === 'help' && rest.length <= 1 && parsed.flags.size === 0 && (rest[0] === undefined || rest[0] in COMMANDS)) {
-    return outputHelp(rest[0]);
-  }
-  const command = first !== undefined && first !== 'help' && first in COMMANDS ? first : '';
+  const command = first !== undefined && first in COMMANDS ? first : '';
   const args = command ? rest : parsed.positionals;
   checkFlagsOf(command, parsed);
   if (parsed.flags.has('help')) return outputHelp(command || undefined);
@@ -65,6 +62,12 @@ async function main(): Promise<void> {
       const { sessionsCommand } = await import('./sessions-command.ts');
       process.exitCode = await sessionsCommand(args[0], args[1], { json, all: parsed.flags.has('all'), olderThan: parsed.flags.get('older-than')?.[0] });
       return;
+    }
+    case 'help': {
+      const words = [...args, ...parsed.afterDashes];
+      if (words.length === 0) return outputHelp();
+      if (words.length === 1 && words[0] !== '' && words[0]! in COMMANDS) return outputHelp(words[0]);
+      throw new UsageError(notACommand(words));
     }
     case 'acp': {
       if (args.length) throw new UsageError(`'conch acp' takes no arguments, got: ${args.join(' ')}`);
@@ -121,6 +124,16 @@ async function runTasks(tasks: string[] | string, maxConcurrent: number, parsed:
   const trace = parsed.flags.get('trace')?.[0];
   const out = { json: parsed.flags.has('json'), trace, traceContent: parsed.flags.has('trace-content'), session: { ephemeral: parsed.flags.has('ephemeral') }, maxConcurrent, outputSchema: parsed.flags.get('output-schema')?.[0] };
   process.exit(await runTasksCli(tasks, toFlags(parsed), out));
+}
+
+/** `conch help WORD…` where WORD is no command: the help is what was asked for, never a model run. */
+function notACommand(words: string[]): string {
+  const names = Object.keys(COMMANDS).filter(Boolean);
+  const asTask = `To run 'help ${words.join(' ')}' as a task: conch -- help ${words.join(' ')}`;
+  if (words.length > 1) return `'conch help' takes one command name, got: ${words.join(' ')}. ${asTask}`;
+  const near = closest(words[0]!, names);
+  const hint = near ? `did you mean 'conch help ${near}'?` : `the commands are ${names.join(', ')}`;
+  return `'${words[0]}' is not a command; ${hint}. ${asTask}`;
 }
 
 function usageError(message: string): never {

@@ -113,6 +113,42 @@ describe('commands and tasks', () => {
     expect(harness.server.requests).toHaveLength(0);
   });
 
+  test('conch help COMMAND shows that command; conch help WORD that is no command is a usage error, not a task', async () => {
+    const tools = await conch(['help', 'tools']);
+    expect(tools.code).toBe(0);
+    expect(tools.stdout).toContain('tools [action] [name]');
+    expect(tools.stdout).toContain('--tools-dir');
+    const typo = await conch(['help', 'tool']);
+    expect(typo.code).toBe(2);
+    expect(typo.stderr).toContain("'tool' is not a command; did you mean 'conch help tools'?");
+    expect(typo.stderr).toContain('conch -- help tool');
+    const far = await conch(['help', 'refactor']);
+    expect(far.code).toBe(2);
+    expect(far.stderr).toContain("'refactor' is not a command; the commands are run, tools, mcp, skills, trust, sandbox, acp, sessions, help.");
+    const words = await conch(['help', 'me', 'fix', 'it']);
+    expect(words.code).toBe(2);
+    expect(words.stderr).toContain("'conch help' takes one command name, got: me fix it.");
+    const json = await conch(['--json', 'help', 'refactor']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'failed', code: 'config_invalid' });
+    const flagged = await conch(['--model', 'anthropic/test-model', 'help']);
+    expect(flagged.code).toBe(2);
+    expect(flagged.stderr).toContain("'conch help' has no option '--model'");
+    for (const r of [typo, far, words, json, flagged]) expect(r.stderr).not.toMatch(/\n\s+at /);
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('a task that begins with the word help, quoted or after --, is a task', async () => {
+    harness.server.script(() => ({ text: 'ok' }));
+    for (const args of [['help me fix the tests'], ['--', 'help', 'me'], ['run', 'help']]) {
+      harness.server.requests.length = 0;
+      const r = await conch(['--model', 'anthropic/test-model', ...args]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('ok\n');
+      expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain(args.at(-1)!);
+    }
+  });
+
   test('a single word one edit from a command asks "did you mean" and exits 2', async () => {
     for (const [typed, meant] of [['tool', 'tools'], ['turst', 'trust'], ['sandbx', 'sandbox']]) {
       const r = await conch(['--model', 'anthropic/test-model', typed!]);
