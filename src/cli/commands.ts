@@ -8,8 +8,7 @@ import { hiddenForCommands } from '../workspace/read-hidden.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { buildPluginLoader } from '../host/setup.ts';
 import { loadCliConfig, setupFailure } from './setup.ts';
-import { effectiveProfile } from '../sandbox/effective-profile.ts';
-import { unknownProfile } from '../sandbox/profile-names.ts';
+import { terminalSafe } from './tool-lines.ts';
 
 export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {
   const tools = await import('./tools-command.ts');
@@ -58,22 +57,18 @@ export async function sandboxCommand(action: string | undefined, command: string
   if (action === 'check') return sandboxCheck(stdout);
   if (action === 'run') {
     if (command.length === 0) return usage('conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…');
-    const unknown = opts.profile === undefined ? null : unknownProfile(opts.profile);
-    if (unknown) {
-      stderr.write(`conch: --profile ${opts.profile}: ${unknown}.\n`);
-      return EXIT_CODES.setup_error;
-    }
-    // Exactly the policy the bash tool would get in this directory: config roots, globs and network.
+    // Exactly the policy the bash tool would get in this directory: config roots, globs and network;
+    // --profile is the same layer over the config's as for a run (it can only narrow, and says so).
     let config;
     try {
-      config = await loadCliConfig({});
+      config = await loadCliConfig(opts.profile === undefined ? {} : { profile: opts.profile });
     } catch (error) {
       return setupFailure(error, false, 'sandbox');
     }
+    for (const warning of config.warnings ?? []) stderr.write(`conch: ${terminalSafe(warning)}\n`);
     return sandboxRun(command, {
       network: opts.network && config.sandbox.network,
-      // --profile is one more layer over the config's: it can only narrow.
-      profile: effectiveProfile({ chosen: [config.sandbox.profile, opts.profile], readOnly: config.tools.readOnly }),
+      profile: config.sandbox.profile,
       cwd: process.cwd(),
       writableRoots: config.sandbox.writableRoots,
       protectedGlobs: config.sandbox.protectedGlobs,

@@ -70,6 +70,18 @@ function workspaceGlobs(root: string, workspace: string): string[] {
   return rel ? [rel, `${rel}/**`] : ['**'];
 }
 
+/**
+ * --profile that lost: typed now, so never ignored in silence. Says which layer won and why, since
+ * the user asked for something else (layers only narrow, and a command line is the last layer).
+ */
+function ignoredProfileFlag(asked: string, profile: string, layers: PolicyLayer[], workspaceDenial: string | null): string {
+  const head = `--profile ${asked} ignored`;
+  const winner = layers.find((l) => l.kind !== 'flags' && l.profile === profile);
+  if (winner) return `${head}: sandbox.profile "${profile}" in ${winner.source} wins (a command line cannot widen a configured profile).`;
+  if (layers.some((l) => l.readOnly)) return `${head}: --read-only runs shell commands under the "${profile}" profile.`;
+  return `${head}: the workspace is read-only (rule "${workspaceDenial}"), so shell commands run under the "${profile}" profile.`;
+}
+
 export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): MergedPolicy {
   const cwd = canonical(workspaceRoot);
   const warnings: string[] = [];
@@ -185,7 +197,9 @@ export function mergePolicy(layers: PolicyLayer[], workspaceRoot: string): Merge
   for (const d of writeDenyRoots) if (isWithin(d.root, cwd) && d.root !== cwd) protectedGlobs.push(...workspaceGlobs(d.root, cwd));
   const profile = effectiveProfile({ chosen: layers.map((l) => l.profile), readOnly: tools.readOnly });
   for (const layer of layers) {
-    if (layer.profile && overruled(layer.profile, profile)) {
+    if (!layer.profile || layer.profile === profile) continue;
+    if (layer.kind === 'flags') warnings.push(ignoredProfileFlag(layer.profile, profile, layers, workspaceDenial));
+    else if (overruled(layer.profile, profile)) {
       warnings.push(`${layer.source}: sandbox profile "${layer.profile}" ignored: an earlier layer chose "${profile}", and a later one can only narrow it to read-only.`);
     }
   }

@@ -290,11 +290,15 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     for (const globs of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {
       globs.push(...homeRun.globs.filter((g) => !globs.includes(g)));
     }
+    warnings.push(homeRun.warning);
     if (homeRun.readOnlyWhy) {
+      const took = flags.profile !== undefined && flags.profile === policy.sandbox.profile;
       policy.tools.readOnly = true;
       policy.sandbox.profile = effectiveProfile({ chosen: [policy.sandbox.profile], readOnly: policy.tools.readOnly });
+      if (took && flags.profile !== policy.sandbox.profile) {
+        warnings.push(`--profile ${flags.profile} ignored: ${homeRun.readOnlyWhy}, so shell commands run under the "${policy.sandbox.profile}" profile (--allow-home-writes lets the run write).`);
+      }
     }
-    warnings.push(homeRun.warning);
   }
   policy.sandbox.cacheDir = join(cacheHome(env, home), 'conch', 'sandbox');
   policy.workspace.secrets = secretPolicy(files, configDir, home, cwd, warnings);

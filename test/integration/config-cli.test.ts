@@ -1,5 +1,6 @@
 // Config files through the real CLI: where a syntax error is, and what a repository's config may choose.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { anthropicEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
@@ -86,5 +87,36 @@ describe('a configured writable root that does not exist', () => {
     expect(r.stderr).toContain(`writable root ${gone} dropped: it does not exist`);
     expect(r.stderr).toContain('remove it from write.writableRoots');
     expect(r.stderr).toContain(join(harness.dirs.configHome, 'conch'));
+  });
+});
+
+describe('--profile that a configured profile overrides', () => {
+  const file = () => join(harness.dirs.configHome, 'conch', 'config.json');
+  const said = () => `conch: --profile workspace-write ignored: sandbox.profile "read-only" in user config ${file()} wins (a command line cannot widen a configured profile).`;
+
+  test('a run says so in one line naming the config file and key, and stays read-only', async () => {
+    await writeConfig(harness.dirs, { sandbox: { profile: 'read-only' } });
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'touch made-here; echo "rc=$?"' } }] }, { text: 'done' }]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--profile', 'workspace-write', 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    expect(r.code).toBe(0);
+    expect(r.stderr.trim().split('\n')).toEqual([said()]);
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content)).not.toContain('rc=0');
+    expect(existsSync(join(harness.dirs.workspace, 'made-here'))).toBe(false);
+  });
+
+  test('conch sandbox run says so too, and runs under the configured profile', async () => {
+    await writeConfig(harness.dirs, { sandbox: { profile: 'read-only' } });
+    const r = await runConch({ dirs: harness.dirs, args: ['sandbox', 'run', '--profile', 'workspace-write', '--', 'sh', '-c', 'touch made-here; echo "rc=$?"'] });
+    expect(r.stderr).toContain(said());
+    expect(r.stdout).not.toContain('rc=0');
+    expect(existsSync(join(harness.dirs.workspace, 'made-here'))).toBe(false);
+  });
+
+  test('a run in the home directory names that as the reason', async () => {
+    harness.server.script([{ text: 'done' }]);
+    const env = { ...anthropicEnv(harness.server.anthropicBaseUrl), HOME: harness.dirs.workspace };
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--profile', 'workspace-write', 'go'], env });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('conch: --profile workspace-write ignored: the workspace is your home directory, so shell commands run under the "read-only" profile (--allow-home-writes lets the run write).');
   });
 });

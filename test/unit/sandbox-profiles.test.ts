@@ -60,9 +60,27 @@ describe('the effective profile', () => {
   test('merging layers: a named profile a later layer cannot take is a warning naming that layer', () => {
     const merged = mergePolicy([layer('user', 'offline'), layer('project', 'other'), layer('flags', 'workspace-write')], dir);
     expect(merged.sandbox.profile).toBe('offline');
-    expect(merged.warnings).toEqual(['project layer: sandbox profile "other" ignored: an earlier layer chose "offline", and a later one can only narrow it to read-only.']);
+    // --profile that loses is said too, naming the layer that won (it used to lose in silence).
+    expect(merged.warnings).toEqual([
+      'project layer: sandbox profile "other" ignored: an earlier layer chose "offline", and a later one can only narrow it to read-only.',
+      '--profile workspace-write ignored: sandbox.profile "offline" in user layer wins (a command line cannot widen a configured profile).',
+    ]);
     const narrowed = mergePolicy([layer('user', 'offline'), layer('project', 'read-only')], dir);
     expect(narrowed.sandbox.profile).toBe('read-only');
     expect(narrowed.warnings).toEqual([]);
+  });
+
+  test('--profile a configured profile overrides is a warning naming the config file and key; one that takes effect is none', () => {
+    const lost = mergePolicy([layer('user', 'read-only'), layer('flags', 'workspace-write')], dir);
+    expect(lost.sandbox.profile).toBe('read-only');
+    expect(lost.warnings).toEqual(['--profile workspace-write ignored: sandbox.profile "read-only" in user layer wins (a command line cannot widen a configured profile).']);
+    const readOnly = mergePolicy([{ ...layer('flags', 'workspace-write'), readOnly: true }], dir);
+    expect(readOnly.sandbox.profile).toBe('read-only');
+    expect(readOnly.warnings).toEqual(['--profile workspace-write ignored: --read-only runs shell commands under the "read-only" profile.']);
+    const denied = mergePolicy([{ ...layer('policy', 'workspace-write'), profile: undefined, writeDeny: [{ rule: 'policy:write.deny[0]', root: dir }] }, layer('flags', 'workspace-write')], dir);
+    expect(denied.warnings).toEqual(['--profile workspace-write ignored: the workspace is read-only (rule "policy:write.deny[0]"), so shell commands run under the "read-only" profile.']);
+    for (const taken of [[layer('user', 'workspace-write'), layer('flags', 'read-only')], [layer('user', 'read-only'), layer('flags', 'read-only')], [layer('flags', 'workspace-write')]]) {
+      expect(mergePolicy(taken, dir).warnings).toEqual([]);
+    }
   });
 });
