@@ -1,10 +1,11 @@
 // The vault's notes: a walk of the visible Markdown files (symlinks not followed, dot folders and
 // deny subtrees never entered), each parsed once and kept while its inode, size and mtime stay the
 // same; and the names a note answers to, resolved the way Obsidian resolves links.
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { canonicalize } from 'conch';
 import { parseNote, splitWikilink, type Link, type ParsedNote } from './parse.ts';
+import { noteKey, readNote } from './read-note.ts';
 import { relativeTo, visible, type VaultSettings } from './settings.ts';
 
 export interface Note {
@@ -55,14 +56,15 @@ export class VaultIndex {
         if (!this.readable.get(path)) continue;
         const st = await lstat(abs).catch(() => null);
         if (!st?.isFile()) continue;
-        const key = `${st.ino}:${st.size}:${st.mtimeMs}`;
+        const key = noteKey(st);
         const old = this.notes.get(path);
         if (old?.key === key) {
           next.set(path, old);
           continue;
         }
-        const text = await readFile(abs, 'utf8').catch(() => null);
-        if (text !== null) next.set(path, makeNote(path, abs, text, key));
+        // A note swapped for a link since the walk saw it (PathChanged) is left out like an unreadable one.
+        const read = await readNote(abs).catch(() => null);
+        if (read) next.set(path, makeNote(path, abs, read.bytes.toString('utf8'), read.key));
       }
     };
     await visit(this.settings.root);

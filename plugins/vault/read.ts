@@ -1,9 +1,9 @@
 // The vault's read tools: orient (vault_overview), find (note_find, note_search), look at one note
 // (note_lookup, note_read) and follow the graph (note_links, note_backlinks).
-import { readFile } from 'node:fs/promises';
-import { defineTool, errorResult, revisionOf, Type, type ToolContext, type ToolDefinition } from 'conch';
+import { defineTool, errorResult, PathChanged, revisionOf, Type, type ToolContext, type ToolDefinition } from 'conch';
 import { stringify } from 'yaml';
 import type { Note, Resolution, VaultIndex } from './notes.ts';
+import { readNote } from './read-note.ts';
 import { current, describe, numbered, plural, splitLines, type Vault } from './shared.ts';
 
 const NOTE = Type.String({ minLength: 1, description: 'A note: its vault path (Projects/Plan.md), a [[wikilink]], its file name or its title' });
@@ -18,6 +18,9 @@ async function named(vault: Vault, ctx: ToolContext, name: string): Promise<{ in
   const found = await index.find(name);
   return 'note' in found ? { index, note: found.note } : found;
 }
+
+/** A note's text now, or '' when it is gone or was replaced since the index saw it. */
+const textOf = (note: Note): Promise<string> => readNote(note.abs).then((r) => r.bytes.toString('utf8'), () => '');
 
 function shownResolution(r: Resolution): string {
   if ('note' in r) return r.note.path;
@@ -88,7 +91,13 @@ export function readTools(vault: Vault): ToolDefinition[] {
     async execute({ note: name, offset = 1 }, ctx) {
       const found = await named(vault, ctx, name);
       if ('error' in found) return errorResult(found.error);
-      const bytes = await readFile(found.note.abs);
+      let bytes: Buffer;
+      try {
+        ({ bytes } = await readNote(found.note.abs));
+      } catch (error) {
+        if (!(error instanceof PathChanged)) throw error;
+        return errorResult(`nothing was read from ${found.note.path}: it was replaced since the vault was checked (a folder on its path, or the note itself, e.g. by a symbolic link); ask again to have it checked afresh`);
+      }
       const lines = splitLines(bytes.toString('utf8'));
       if (offset > Math.max(lines.length, 1)) return errorResult(`${found.note.path} has ${plural(lines.length, 'line')}; offset ${offset} is past its end`);
       // Pages end at 2000 lines or 50 KiB, whichever comes first, so one call never floods the context.
@@ -141,7 +150,7 @@ export function readTools(vault: Vault): ToolDefinition[] {
       let total = 0;
       for (const note of ordered) {
         if (ctx.signal.aborted) break;
-        const lines = splitLines(await readFile(note.abs, 'utf8').catch(() => ''));
+        const lines = splitLines(await textOf(note));
         for (const [i, line] of lines.entries()) {
           if (!line.toLowerCase().includes(needle)) continue;
           total++;
@@ -179,7 +188,7 @@ export function readTools(vault: Vault): ToolDefinition[] {
       const lines: string[] = [];
       const texts = new Map<Note, string[]>();
       for (const { from, link } of incoming.slice(0, MAX_HITS)) {
-        if (!texts.has(from)) texts.set(from, splitLines(await readFile(from.abs, 'utf8').catch(() => '')));
+        if (!texts.has(from)) texts.set(from, splitLines(await textOf(from)));
         lines.push(`${from.path}:L${link.line}: ${texts.get(from)![link.line - 1]?.trim() ?? ''}`);
       }
       const notes = new Set(incoming.map((i) => i.from)).size;

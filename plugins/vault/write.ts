@@ -1,10 +1,10 @@
 // The vault's write tools: note_create, note_append, note_edit and note_rename, which rewrites every
 // link to the renamed note across the vault in one all-or-nothing commit (writeFilesAtomic).
-import { readFile } from 'node:fs/promises';
 import { join, posix } from 'node:path';
-import { canonicalize, defineTool, errorResult, FilesNotWritten, planEdits, revisionOf, Type, writeFilesAtomic, type AtomicSetOptions, type FileChange, type ToolContext, type ToolDefinition } from 'conch';
+import { canonicalize, defineTool, errorResult, FilesNotWritten, PathChanged, planEdits, revisionOf, Type, writeFilesAtomic, type AtomicSetOptions, type FileChange, type ToolContext, type ToolDefinition } from 'conch';
 import { makeNote, type Note, type VaultIndex } from './notes.ts';
 import type { Link } from './parse.ts';
+import { readNote } from './read-note.ts';
 import { relativeTo, visible } from './settings.ts';
 import { current, plural, writeRefusal, type Vault } from './shared.ts';
 
@@ -29,7 +29,13 @@ async function newPath(index: VaultIndex, ctx: ToolContext, given: string): Prom
 async function loadForChange(ctx: ToolContext, note: Note, expected: string | undefined): Promise<{ text: string; revision: string } | { error: string }> {
   const refusal = await writeRefusal(ctx, note.abs);
   if (refusal) return { error: refusal };
-  const bytes = await readFile(note.abs);
+  let bytes: Buffer;
+  try {
+    ({ bytes } = await readNote(note.abs));
+  } catch (error) {
+    if (!(error instanceof PathChanged)) throw error;
+    return { error: `${note.path} was replaced since the vault was checked (a folder on its path, or the note itself, e.g. by a symbolic link); nothing was changed. Try again to have it checked afresh.` };
+  }
   const revision = revisionOf(bytes);
   if (expected !== undefined && expected !== revision) {
     return { error: `${note.path} is not at revision ${expected}: its current revision is ${revision}. Read it again (note_read) before changing it.` };

@@ -78,6 +78,8 @@ export async function fsErrorMessage(error: unknown, abs: string, ws: Workspace,
       return `Permission denied: cannot ${action} ${shown} (the file or a directory above it is not accessible to conch's user).`;
     case 'ELOOP':
       return `Cannot ${action} ${shown}: too many levels of symbolic links (a link loop?).`;
+    case 'ECHANGED':
+      return `Nothing was read from ${shown}: it was replaced between the policy check and its opening (a directory on its path, or the file itself, e.g. by a symbolic link). Ask again to have the path checked afresh.`;
     case 'EROFS':
       return `Cannot ${action} ${shown}: the file system is read-only.`;
     case 'ENOSPC':

@@ -15,6 +15,7 @@ export { placeholderNames } from '../sandbox/profiles.ts';
 // canonical paths and containment, the content revision, exact-text edits, atomic multi-file writes.
 export { isWithin } from '../core/paths.ts';
 export { canonicalize } from '../workspace/paths.ts';
+export { openVerified, PathChanged } from '../workspace/open-verified.ts';
 export { revisionOf } from '../workspace/revision.ts';
 export { planEdits } from '../files/edit-apply.ts';
 export type { EditSpec, Plan as EditPlan } from '../files/edit-apply.ts';

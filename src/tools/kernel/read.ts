@@ -1,6 +1,6 @@
 // The read tool: numbered pages of text, images for vision models, a description for other binaries.
-import { open, stat } from 'node:fs/promises';
-import { constants, type BigIntStats } from 'node:fs';
+import { stat, type FileHandle } from 'node:fs/promises';
+import type { BigIntStats } from 'node:fs';
 import { Type } from 'typebox';
 import type { Tool } from '../define.ts';
 import type { ToolResult } from '../../core/content.ts';
@@ -15,6 +15,7 @@ import { directoryMessage, fsErrorMessage } from '../../files/errors.ts';
 import { errorResult } from '../../core/content.ts';
 import { describeBinary, detectImage, looksBinary } from '../../files/filetype.ts';
 import { scanFull, scanPage, type Page } from '../../files/read-scan.ts';
+import { openVerified } from '../../workspace/open-verified.ts';
 import { revisionOf } from '../../workspace/revision.ts';
 
 /** Bytes examined to tell text from binary. */
@@ -37,7 +38,7 @@ const describe = (maxLines: number, maxBytes: number) => [
   'To list a directory or search, use bash (ls, rg, find).',
 ].join(' ');
 
-type Fh = Awaited<ReturnType<typeof open>>;
+type Fh = FileHandle;
 
 export function createReadTool(deps: FileToolDeps): Tool {
   const maxLines = deps.readMaxLines ?? DEFAULT_READ_MAX_LINES;
@@ -112,8 +113,9 @@ export function createReadTool(deps: FileToolDeps): Tool {
         if (pre.isDirectory()) return errorResult(directoryMessage(abs, ws, 'read'));
         if (!pre.isFile()) return errorResult(`${ws.display(abs)} is not a regular file (a device, FIFO or socket); read only reads files.`);
         // Non-blocking, then checked again on the handle: the path may have become a FIFO since the
-        // stat, and a blocked open would hang the run past every deadline.
-        fh = await open(abs, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+        // stat, and a blocked open would hang the run past every deadline. Verified: the handle is
+        // the file the policy approved, even if a directory on its path was swapped since.
+        fh = await openVerified(abs);
         if (!(await fh.stat()).isFile()) {
           await fh.close();
           return errorResult(`${ws.display(abs)} is not a regular file (a device, FIFO or socket); read only reads files.`);
@@ -132,7 +134,7 @@ export function createReadTool(deps: FileToolDeps): Tool {
         const image = detectImage(sniff);
         if (image) return await readImage(fh, abs, size, image);
         if (looksBinary(sniff, bytesRead === SNIFF_BYTES)) {
-          const revision = await deps.revisions.currentRevision(abs, ctx.signal);
+          const revision = await deps.revisions.revisionOfHandle(abs, fh, st, ctx.signal);
           deps.revisions.record(abs, revision);
           return {
             content: [
