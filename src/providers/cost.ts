@@ -1,5 +1,7 @@
 // What a model call costs, from a price table that is data (prices.json, overridable in config).
 // A figure that is not known makes the cost unknown (null): never a made-up number.
+// The shipped prices are list prices as of prices.json's "$pricesAsOf" (2026-12-01): they age, which
+// is why a cost from them is marked estimated and config "prices" overrides any of them.
 import table from './prices.json' with { type: 'json' };
 import type { PriceInfo, Usage } from './types.ts';
 import type { Price, ProviderConfig } from '../config/provider-config.ts';

@@ -33,6 +33,26 @@ describe('cost in the envelope', () => {
     close(envelope.cost.usd, (2 * (600 * 2.5 + 400 * 1.25 + 100 * 10)) / 1e6);
   });
 
+  test('the default models are priced: claude-sonnet-5-5 and gpt-5.4 from the shipped table', async () => {
+    harness.server.script([{ text: 'ok', usage: { input: 1000, output: 100, cacheRead: 2000, cacheWrite: 500 } }]);
+    const claude = (await run(anthropic(), [])).envelope;
+    expect(claude.model).toBe('claude-sonnet-5-5');
+    expect(claude.cost.estimated).toBe(true);
+    close(claude.cost.usd, (1000 * 2 + 100 * 10 + 2000 * 0.2 + 500 * 2.5) / 1e6);
+    harness.server.script([{ text: 'ok', usage: { input: 1000, output: 100, cacheRead: 400 } }]);
+    const gpt = (await run(openai(), [])).envelope;
+    expect(gpt.model).toBe('gpt-5.4');
+    close(gpt.cost.usd, (600 * 2.5 + 400 * 0.25 + 100 * 15) / 1e6);
+  });
+
+  test('config prices override a shipped one; the default model without usage stays unknown', async () => {
+    await writeConfig(harness.dirs, { prices: { 'anthropic/claude-sonnet-5-5': { input: 1, output: 1, cacheRead: 1, cacheWrite: 1 } } });
+    harness.server.script([{ text: 'ok', usage: { input: 1_000_000, output: 1_000_000 } }]);
+    expect((await run(anthropic(), [])).envelope.cost).toEqual({ usd: 2, estimated: false });
+    harness.server.script([{ text: 'ok', usage: null }]);
+    expect((await run(anthropic(), [])).envelope.cost).toBeNull();
+  });
+
   test('a price from config is the user’s own figure: estimated false', async () => {
     await writeConfig(harness.dirs, { prices: { 'anthropic/house-model': { input: 1, output: 2 } } });
     harness.server.script([{ text: 'ok', usage: { input: 1_000_000, output: 1_000_000 } }]);
