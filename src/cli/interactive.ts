@@ -4,7 +4,8 @@
 // loaded before the prompt shows: the host starts while the user types (bench/interactive.ts).
 import type { CliFlags } from '../config/types.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
-import { teeSinks, type EventSink } from '../agent/events.ts';
+import { teeSinks } from '../agent/events.ts';
+import type { Trace } from './trace.ts';
 import type { StartedRun } from '../host/start.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import type { SessionChoice } from '../sessions/open.ts';
@@ -26,7 +27,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   const bold = (t: string) => (color ? `\x1b[1m${t}\x1b[0m` : t);
   const dim = (t: string) => (color ? `\x1b[2m${t}\x1b[0m` : t);
   const editor = createPrompt({ input: process.stdin, output: process.stderr, prompt: `${bold('›')} `, continuation: `${dim('…')} ` });
-  let trace: EventSink | undefined;
+  let trace: Trace | undefined;
 
   // `ask` rules are answered on the terminal, by whichever run is under way.
   let ask: Approver | undefined;
@@ -76,6 +77,8 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     const controller = new AbortController();
     const [{ humanSink }, { terminalOptions }, { killAllNow }] = await Promise.all([import('./render.ts'), import('./terminal.ts'), import('../process/spawn.ts')]);
     if (options.trace && !trace) trace = (await import('./trace.ts')).openTrace(options.trace, options.traceContent);
+    // Each run's: after /model the key may be another provider's.
+    trace?.hide((await import('../config/secret-values.ts')).secretValues(h.config));
     const human = humanSink({ stdout, stderr }, { ...(await terminalOptions(false, cwd)), header: runs === 0 });
     runs++;
     const { ttyApprover } = await import('../policy/approve.ts');

@@ -22,6 +22,7 @@ import { composeTask, readPipedStdin } from './stdin.ts';
 import { readTasksFile } from './tasks.ts';
 import { terminalOptions } from './terminal.ts';
 import { traceFromFlags } from './trace.ts';
+import { secretValues } from '../config/secret-values.ts';
 import type { Watchdog } from './watchdog.ts';
 
 export interface TasksOutput extends RunOutput {
@@ -66,7 +67,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   let trace: EventSink | undefined;
   let watchdog: Watchdog | undefined;
   try {
-    trace = traceFromFlags(out);
+    trace = traceFromFlags(out, secretValues(config));
     const ask = out.json ? undefined : await terminalApprover(controller.signal);
     // The guard asks one question at a time; while it is on screen, every task's output waits.
     const approver: Approver | undefined = ask && (async (command, rule) => {

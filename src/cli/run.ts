@@ -11,6 +11,7 @@ import { composeTask, readPipedStdin } from './stdin.ts';
 import { cancelOnSignals } from './interrupts.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { traceFromFlags } from './trace.ts';
+import { secretValues } from '../config/secret-values.ts';
 import type { Watchdog } from './watchdog.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { setupFailure, terminalApprover } from './setup.ts';
@@ -57,7 +58,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   let trace: EventSink | undefined;
   let watchdog: Watchdog | undefined;
   try {
-    trace = traceFromFlags(out);
+    trace = traceFromFlags(out, secretValues(config));
     // `ask` rules prompt only on a terminal and never under --json; elsewhere they deny, saying so.
     const ask = out.json ? undefined : await terminalApprover(controller.signal);
     const approver: Approver | undefined = ask && (async (command, rule) => {

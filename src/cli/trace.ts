@@ -1,26 +1,74 @@
 // --trace FILE: one JSON line per event. Arguments, paths and content are left out unless
 // --trace-content, so a trace can be shared without leaking the user's code or machine layout.
+//
+// Whatever it includes, no secret value the run knows (config/secret-values.ts) is written: each is
+// replaced by a marker, as in sessions, and streamed text holds back a possible start of one until
+// the next piece shows whether it completes it.
 import { appendFileSync, writeFileSync } from 'node:fs';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
+import { partialSecretTail, redactor, type SecretValue } from '../core/secret-scrub.ts';
+
+export interface Trace extends EventSink {
+  /** Values to hide from here on (a later run's model may bring another key); they add up. */
+  hide(secrets: SecretValue[]): void;
+}
 
 /** The run's trace from its flags: none without --trace; --trace-content alone is a setup error. */
-export function traceFromFlags(flags: { trace?: string; traceContent?: boolean }): EventSink | undefined {
+export function traceFromFlags(flags: { trace?: string; traceContent?: boolean }, secrets: SecretValue[]): Trace | undefined {
   if (flags.traceContent && !flags.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
-  return flags.trace ? openTrace(flags.trace, flags.traceContent === true) : undefined;
+  if (!flags.trace) return undefined;
+  const trace = openTrace(flags.trace, flags.traceContent === true);
+  trace.hide(secrets);
+  return trace;
+}
+
+type Streamed = Extract<RunEvent, { type: 'text.delta' | 'thinking.delta' | 'tool.updated' }>;
+/** Which stream an event's text continues (a tool's progress is its call's own), or null. */
+function streamOf(event: RunEvent): string | null {
+  if (event.type === 'text.delta' || event.type === 'thinking.delta') return event.type;
+  return event.type === 'tool.updated' ? `tool.updated ${event.callId}` : null;
 }
 
 /** Open the trace file now, so a bad path is a setup error before the run, not a crash in it. */
-export function openTrace(file: string, withContent: boolean): EventSink {
+export function openTrace(file: string, withContent: boolean): Trace {
   try {
     writeFileSync(file, '');
   } catch (error) {
     const why = (error as { code?: string }).code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
     throw new SetupError(`--trace ${file}: cannot write the trace file (${why}). Give a file path in an existing, writable directory.`);
   }
+  let secrets: SecretValue[] = [];
+  let scrub = redactor([]);
+  const write = (event: RunEvent) => appendFileSync(file, `${JSON.stringify(scrub(withContent ? event : redact(event)))}\n`);
+  // The last streamed event, when its text ends in what may be the start of a secret.
+  let held: { stream: string; event: Streamed } | null = null;
+  const flush = () => {
+    if (held) write(held.event);
+    held = null;
+  };
   return {
+    hide(more) {
+      secrets = [...secrets, ...more.filter((m) => !secrets.some((s) => s.value === m.value))];
+      scrub = redactor(secrets);
+    },
     emit(event: RunEvent) {
-      appendFileSync(file, `${JSON.stringify(withContent ? event : redact(event))}\n`);
+      const stream = withContent && secrets.length ? streamOf(event) : null;
+      if (stream === null) {
+        flush();
+        return write(event);
+      }
+      const piece = event as Streamed;
+      const before = held?.stream === stream ? held.event : null;
+      if (!before) flush();
+      held = null;
+      // Scrubbed as one text and cut where a secret may still be starting: the earlier piece gets
+      // what is safe, this one the rest, held until the next piece (or any other event) comes.
+      const text = scrub((before?.text ?? '') + piece.text);
+      const cut = text.length - partialSecretTail(text, secrets);
+      if (before) write({ ...before, text: text.slice(0, cut) });
+      if (cut < text.length) held = { stream, event: { ...piece, text: before ? text.slice(cut) : text } };
+      else write({ ...piece, text: before ? '' : text });
     },
   };
 }

@@ -9,6 +9,7 @@ import type { SessionFacts } from '../agent/events.ts';
 import type { Journal } from '../agent/loop.ts';
 import type { Outcome } from '../agent/outcome.ts';
 import type { CliFlags, Config } from '../config/types.ts';
+import { secretValues } from '../config/secret-values.ts';
 import type { Message } from '../providers/types.ts';
 import { SessionError } from './dir.ts';
 import type { LoadedSession } from './load.ts';
@@ -84,11 +85,7 @@ export function openRecording(plan: SessionPlan, config: Config, narrowed: strin
   const warnings = [...(loaded?.warnings ?? [])];
   const conversation = loaded ? loaded.conversation : [];
   if (choice.ephemeral) return { id: null, facts: undefined, conversation, warnings, begin: () => undefined, finish() {}, close() {} };
-  const secrets = [
-    // Every model of the route: a fallback's key is as secret as the first model's.
-    ...[config.provider, ...config.fallbacks].flatMap((p) => (p?.apiKey ? [{ name: 'provider key', value: p.apiKey }] : [])),
-    ...Object.entries(config.env).map(([name, value]) => ({ name: `--env ${name}`, value })),
-  ];
+  const secrets = secretValues(config);
   const sessionId = loaded && !choice.fork ? loaded.header.id : (id ?? newSessionId());
   // A new file appears with the first run: an editor thread opened and never used leaves nothing.
   // A continued session is opened (and locked) now, so a session busy in another conch is a setup error.

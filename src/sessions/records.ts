@@ -119,27 +119,3 @@ export function restoreBlocks(blocks: StoredBlock[], blobs: Map<string, string>)
     return { type: 'image', mediaType: b.mediaType, data };
   });
 }
-
-/**
- * Secrets never go to disk: every string in a record has each secret value replaced by a marker
- * naming where it came from. Image data is left alone (base64 cannot hold a secret by accident
- * that matters, and scanning megabytes per image would cost the 1 ms a turn may add).
- */
-export function redactor(secrets: { name: string; value: string }[]): <T>(record: T) => T {
-  const usable = secrets.filter((s) => s.value.length >= 3);
-  if (usable.length === 0) return (record) => record;
-  const scrub = (text: string) => {
-    let out = text;
-    for (const s of usable) if (out.includes(s.value)) out = out.split(s.value).join(`[redacted ${s.name}]`);
-    return out;
-  };
-  const walk = (value: unknown, key?: string): unknown => {
-    if (typeof value === 'string') return key === 'data' ? value : scrub(value);
-    if (Array.isArray(value)) return value.map((v) => walk(v));
-    if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, k)]));
-    }
-    return value;
-  };
-  return (record) => walk(record) as typeof record;
-}

@@ -11,8 +11,8 @@ import { SessionError } from './dir.ts';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
 import type { ContentBlock } from '../core/content.ts';
 import type { Outcome } from '../agent/outcome.ts';
+import { redactor, type SecretValue } from '../core/secret-scrub.ts';
 import {
-  redactor,
   storeBlocks,
   type EndRecord,
   type HeaderRecord,
@@ -30,7 +30,7 @@ export interface WriterOptions {
   /** Cut the file to this length first (a torn last line from a killed writer). */
   validBytes?: number;
   /** Values never written (provider keys, --env values), each with the name shown instead. */
-  secrets?: { name: string; value: string }[];
+  secrets?: SecretValue[];
 }
 
 /**

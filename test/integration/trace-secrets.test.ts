@@ -1,0 +1,58 @@
+// --trace-content writes what the run saw, but never a secret value it knows: the provider key and
+// the values of --env are replaced by the sessions' markers, also when streamed text splits one.
+import { expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { runConch, useHarness } from '../support/cli.ts';
+
+const harness = useHarness();
+const KEY = 'sk-ant-test-7Hq2ZmXr9LpW4vKd';
+const TOKEN = 'tok-3f9a1c77e2b4';
+
+function script(tasks = 1) {
+  const turns = [
+    // The model quotes the key in a tool's arguments; the command prints the --env value.
+    { toolCalls: [{ name: 'bash', arguments: { command: `echo "$CONCH_TASK_TOKEN" # ${KEY}` } }] },
+    // Split over deltas: no piece holds the whole key.
+    { thinking: { text: `thinking about ${KEY}`, signature: 'sig' }, text: ['the key is sk-ant-te', 'st-7Hq2Zm', `Xr9LpW4vKd and the token ${TOKEN.slice(0, 5)}`, `${TOKEN.slice(5)}.`] },
+  ];
+  harness.server.script(Array.from({ length: tasks }, () => turns).flat());
+}
+
+const env = () => ({ ANTHROPIC_API_KEY: KEY, ANTHROPIC_BASE_URL: harness.server.anthropicBaseUrl });
+const args = (trace: string) => ['--trace', trace, '--trace-content', '--unrestricted', '--env', `CONCH_TASK_TOKEN=${TOKEN}`, '--ephemeral'];
+
+function expectHidden(trace: string, tasks = 1) {
+  const text = readFileSync(trace, 'utf8');
+  expect(text).not.toContain(KEY);
+  expect(text).not.toContain(TOKEN);
+  expect(text).toContain('[redacted provider key]');
+  expect(text).toContain('[redacted --env CONCH_TASK_TOKEN]');
+  const events = text.trim().split('\n').map((line) => JSON.parse(line));
+  // The streamed text, put back together, is the answer with the markers in place.
+  const streamed = events.filter((e) => e.type === 'text.delta').map((e) => e.text).join('');
+  const answer = 'the key is [redacted provider key] and the token [redacted --env CONCH_TASK_TOKEN].';
+  expect(streamed).toBe(answer.repeat(tasks));
+  expect(events.at(-1).type).toBe('run.finished');
+  return events;
+}
+
+test('--trace-content: no provider key or --env value in the trace file, streamed or not', async () => {
+  script();
+  const trace = join(harness.dirs.home, 'trace.jsonl');
+  const r = await runConch({ dirs: harness.dirs, args: [...args(trace), 'go'], env: env() });
+  expect(r.code).toBe(0);
+  const events = expectHidden(trace);
+  const finished = events.find((e) => e.type === 'tool.finished');
+  expect(finished.output).toContain('[redacted --env CONCH_TASK_TOKEN]');
+  expect(JSON.stringify(events.find((e) => e.type === 'tool.started').args)).toContain('[redacted provider key]');
+  expect(events.find((e) => e.type === 'run.finished').outcome.output).toContain('[redacted provider key]');
+});
+
+test('several tasks (conch run A B) share one trace, hidden alike', async () => {
+  script(2);
+  const trace = join(harness.dirs.home, 'trace.jsonl');
+  const r = await runConch({ dirs: harness.dirs, args: ['run', ...args(trace), '--max-concurrent', '1', 'one', 'two'], env: env() });
+  expect(r.code).toBe(0);
+  expectHidden(trace, 2);
+});
