@@ -10,7 +10,7 @@ import { availableFirstParty, FIRST_PARTY_DIR } from '../config/first-party.ts';
 import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from './importer.ts';
 import { materialize, readFolder, snapshotRoot, type FolderContent } from './snapshot.ts';
 import { CHANGED_REASON, trustedHash } from './trust.ts';
-import { pluginLabel, runAsPlugin } from './output.ts';
+import { install as installPluginOutput, pluginLabel, runAsPlugin } from './output.ts';
 
 export interface PluginReport {
   /** Absolute path of the plugin file (or folder, for a folder that could not be read). */
@@ -71,6 +71,7 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
     return runAsPlugin(label, () => startFactory(outcome.module, setup, timeout));
   };
   const importOne = async (c: PluginCandidate): Promise<ImportOutcome> => {
+    installPluginOutput();
     const label = pluginLabel(c.path);
     if (!c.snapshot) {
       const jiti = await getImporter(cacheDir);

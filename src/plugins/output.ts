@@ -4,12 +4,15 @@
 // AsyncLocalStorage entered around its import and its execute, so it follows the plugin's timers and
 // promises; conch's own console calls are untouched.
 //
-// A direct process.stdout.write is not redirected: replacing it would create Bun's stdout stream,
-// which costs ~15 ms per start and leaves a piped stdout non-blocking for whoever writes next
-// (see core/stdio.ts). Plugins print with console.* or return their output.
+// A plugin's process.stdout.write goes the same way. Wrapping it creates Bun's stdout stream (a few
+// ms, and O_NONBLOCK on a piped stdout, see core/stdio.ts), so that happens only once a plugin is
+// about to load (jiti's loading creates it anyway), and stdout's flags are put back as conch exits,
+// for whoever writes to that pipe next. Only what writes to fd 1 itself (fs.writeSync(1), Bun.write(Bun.stdout)) is not caught.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { basename, dirname, extname } from 'node:path';
 import { formatWithOptions } from 'node:util';
+import { stderr } from '../core/stdio.ts';
+import { loadLibc } from '../process/libc.ts';
 
 const current = new AsyncLocalStorage<string>();
 let installed = false;
@@ -28,11 +31,13 @@ export function pluginLabel(path: string): string {
 
 const CONSOLE_METHODS = ['log', 'info', 'debug', 'dir', 'table', 'warn', 'error', 'trace'] as const;
 
-function install(): void {
+/** Before any plugin machinery (jiti itself creates Bun's stdout stream): stdout's flags as they are now. */
+export function install(): void {
   if (installed) return;
   installed = true;
   // Bun's console.error writes to fd 2 without creating the process.stderr stream.
   const toStderr = console.error.bind(console);
+  redirectStdoutWrites();
   for (const method of CONSOLE_METHODS) {
     const original = console[method] as (...args: unknown[]) => void;
     console[method] = ((...args: unknown[]) => {
@@ -43,4 +48,30 @@ function install(): void {
       toStderr(text.replace(/^/gm, `[${name}] `));
     }) as never;
   }
+}
+
+/** process.stdout.write from plugin code: to stderr, each line under the plugin's name. */
+function redirectStdoutWrites(): void {
+  const libc = loadLibc();
+  const flags = libc?.statusFlags(1) ?? -1;
+  const out = process.stdout;
+  if (libc && flags >= 0) process.once('exit', () => libc.setStatusFlags(1, flags));
+  const original = out.write as (...args: unknown[]) => boolean;
+  // Whether the plugin's last write left a line open: a line written in pieces gets one prefix.
+  const midLine = new Set<string>();
+  out.write = function (this: typeof out, chunk: unknown, ...rest: unknown[]): boolean {
+    const name = current.getStore();
+    if (name === undefined) return original.apply(this, [chunk, ...rest]);
+    const encoding = typeof rest[0] === 'string' ? (rest[0] as BufferEncoding) : undefined;
+    const text = typeof chunk === 'string' ? (encoding ? Buffer.from(chunk, encoding).toString() : chunk) : Buffer.from(chunk as Uint8Array).toString();
+    if (text) {
+      const open = midLine.has(name);
+      stderr.write(text.replace(/(^|\n)(?=.)/g, (match, newline: string, offset: number) => (offset === 0 && open ? match : `${newline}[${name}] `)));
+      if (text.endsWith('\n')) midLine.delete(name);
+      else midLine.add(name);
+    }
+    const done = rest.find((r) => typeof r === 'function') as ((error?: Error | null) => void) | undefined;
+    if (done) queueMicrotask(() => done(null));
+    return true;
+  } as typeof out.write;
 }

@@ -1,5 +1,5 @@
 // The libc calls conch needs that neither Bun nor Node exposes, through bun:ffi: flock(2)
-// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts). Loaded on first use, Linux only; null where the C
+// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts), fcntl(2) (plugins/output.ts). Loaded on first use, Linux only; null where the C
 // library cannot be opened (the callers then do without, and say so where it matters).
 import { dlopen, FFIType, ptr } from 'bun:ffi';
 
@@ -10,7 +10,14 @@ export interface Libc {
   reap(pid: number): number;
   /** pipe2(O_CLOEXEC): [read end, write end], or null on error. */
   pipe(): [number, number] | null;
+  /** fcntl(fd, F_GETFL), or -1 on error. */
+  statusFlags(fd: number): number;
+  /** fcntl(fd, F_SETFL, flags). */
+  setStatusFlags(fd: number, flags: number): number;
 }
+
+const F_GETFL = 3;
+const F_SETFL = 4;
 
 const WNOHANG = 1;
 const O_CLOEXEC = 0o2000000;
@@ -28,8 +35,9 @@ export function loadLibc(): Libc | null {
         prctl: { args: [FFIType.i32, FFIType.u64, FFIType.u64, FFIType.u64, FFIType.u64], returns: FFIType.i32 },
         waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
         pipe2: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
+        fcntl: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
       });
-      const { flock, prctl, waitpid, pipe2 } = lib.symbols;
+      const { flock, prctl, waitpid, pipe2, fcntl } = lib.symbols;
       return (libc = {
         flock: (fd, operation) => flock(fd, operation) as number,
         prctl: (option, arg2) => prctl(option, arg2, 0, 0, 0) as number,
@@ -38,6 +46,8 @@ export function loadLibc(): Libc | null {
           const fds = new Int32Array(2);
           return pipe2(ptr(fds), O_CLOEXEC) === 0 ? [fds[0]!, fds[1]!] : null;
         },
+        statusFlags: (fd) => fcntl(fd, F_GETFL, 0) as number,
+        setStatusFlags: (fd, flags) => fcntl(fd, F_SETFL, flags) as number,
       });
     } catch {
       // not this C library

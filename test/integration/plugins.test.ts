@@ -4,7 +4,7 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { anthropicEnv, runConch, useHarness } from '../support/cli.ts';
+import { anthropicEnv, CONCH, conchEnv, runConch, useHarness } from '../support/cli.ts';
 
 const harness = useHarness(async (d) => {
   await mkdir(join(d.configHome, 'conch', 'tools'), { recursive: true });
@@ -154,6 +154,41 @@ describe('plugins through the CLI', () => {
     expect(piped.code).toBe(0);
     expect(piped.stdout).toBe('the answer\n');
     expect(piped.stderr).toContain('[noisy] log in execute');
+  });
+
+  test("a plugin's process.stdout.write goes to stderr too: conch --json and conch tools --json print one document", async () => {
+    await plugin('writer.ts', `
+      import { defineTool, Type } from 'conch';
+      process.stdout.write('written at import\\n');
+      console.log('logged at import');
+      export default defineTool({
+        name: 'writer',
+        description: 'writes to stdout directly',
+        parameters: Type.Object({}),
+        async execute() {
+          process.stdout.write('half a ');
+          process.stdout.write(new TextEncoder().encode('line\\nand more\\n'));
+          await new Promise((r) => process.stdout.write('with a callback\\n', r));
+          console.log('logged in execute');
+          return 'written';
+        },
+      });`);
+    harness.server.script([{ toolCalls: [{ name: 'writer', arguments: {} }] }, { text: 'the answer' }]);
+    const json = await run(['--json', 'go']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'completed', output: 'the answer' });
+    expect(resultOf(1)).toContain('written');
+    for (const line of ['[writer] written at import', '[writer] logged at import', '[writer] half a line\n[writer] and more', '[writer] with a callback', '[writer] logged in execute']) {
+      expect(json.stderr).toContain(`${line}\n`);
+    }
+    const tools = await runConch({ dirs: harness.dirs, args: ['tools', '--json'], env: {} });
+    expect(tools.code).toBe(0);
+    expect(JSON.parse(tools.stdout).tools.map((t: { name: string }) => t.name)).toContain('writer');
+    expect(tools.stderr).toContain('[writer] written at import\n');
+    // Bun's stdout stream made the pipe non-blocking; conch puts it back for whoever writes next.
+    const shell = Bun.spawnSync(['sh', '-c', `"${CONCH}" tools --json; grep flags /proc/self/fdinfo/1`], { cwd: harness.dirs.workspace, env: conchEnv(harness.dirs), stderr: 'pipe' });
+    const flags = Number.parseInt(shell.stdout.toString().trim().split('\n').at(-1)!.replace('flags:', '').trim(), 8);
+    expect(flags & 0o4000).toBe(0);
   });
 
   test('--no-plugins loads none', async () => {
