@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
 import { SessionError } from './dir.ts';
 import { withoutOutputNote } from '../agent/output-note.ts';
+import { isSessionRecord } from './record-shape.ts';
 import {
   restoreBlocks,
   SESSION_FORMAT,
@@ -71,8 +72,8 @@ export function parseSession(path: string, text: string): LoadedSession {
     const line = lines[i]!;
     if (line === '') continue;
     try {
-      const record = JSON.parse(line) as SessionRecord;
-      if (!record || typeof record !== 'object' || typeof record.t !== 'string') throw new Error('not a record');
+      const record: unknown = JSON.parse(line);
+      if (!isSessionRecord(record)) throw new Error('not a record');
       records.push(record);
     } catch {
       warnings.push(`${path}: line ${i + 1} is not a valid record; it was skipped`);

@@ -195,6 +195,32 @@ describe('a damaged session', () => {
     const again = await cmd(['sessions', 'show', one.doc.sessionId]);
     expect(again.stderr).not.toContain('truncated');
   });
+
+  test('lines that are JSON but not records (hand-edited, damaged) are skipped with a warning: list, show and -c go on', async () => {
+    harness.server.script([{ text: 'one' }, { text: 'two' }]);
+    const one = await jsonRun(['first task']);
+    const bad = [
+      '{"t":"msg","runId":"x","m":null}',
+      '{"t":"msg","runId":"x","m":{"role":"user","content":"abc"}}',
+      '{"t":"result","runId":"x","r":null}',
+      '{"t":"run"}',
+      '{"t":"end"}',
+    ];
+    appendFileSync(sessionFile(harness.dirs, one.doc.sessionId), bad.join('\n') + '\n');
+    const list = await cmd(['sessions']);
+    expect(list.stdout).toContain(one.doc.sessionId);
+    expect(list.stdout).toContain('first task');
+    const show = await cmd(['sessions', 'show', one.doc.sessionId]);
+    expect(show.code).toBe(0);
+    expect(show.stdout).not.toContain('undefined');
+    for (const r of [list, show]) expect(r.stderr).not.toMatch(/TypeError|Bun v|at /);
+    const two = await jsonRun(['-c', 'second task']);
+    expect(two.code).toBe(0);
+    expect(two.stderr).toContain('line 6 is not a valid record');
+    expect(two.stderr).toContain('line 10 is not a valid record');
+    expect(sent(1)).toContain('first task');
+    expect(sent(1)).toContain('second task');
+  });
 });
 
 describe('where sessions live', () => {
