@@ -13,6 +13,7 @@ export function policySnapshot(config: Config): PolicySnapshot {
     shell: config.tools.shell,
     filesystem: config.tools.filesystem,
     network: config.sandbox.network,
+    netAllow: config.sandbox.netAllow ?? null,
     profile: effectiveProfile({ chosen: [config.sandbox.profile], readOnly: config.tools.readOnly }),
     only: config.tools.only,
     denied: [...new Set(config.tools.denied.map((d) => d.name))],
@@ -65,6 +66,16 @@ export function narrowToRecorded(config: Config, recorded: PolicySnapshot | null
   if (!recorded.network && config.sandbox.network) {
     config.sandbox.network = false;
     notes.push('no network');
+  }
+  // An allowlist narrows the network: a run without one (or with other hosts) keeps the recorded hosts only.
+  const recordedAllow = recorded.netAllow ?? null;
+  if (recordedAllow && config.sandbox.network) {
+    const now = config.sandbox.netAllow;
+    const kept = now ? now.filter((e) => recordedAllow.includes(e)) : [...recordedAllow];
+    if (!now || kept.length !== now.length) {
+      config.sandbox.netAllow = kept;
+      notes.push(`network limited to ${kept.join(', ') || 'no host'}`);
+    }
   }
   if (recorded.only) {
     const before = config.tools.only;

@@ -25,6 +25,7 @@ function policy(v: unknown): boolean {
   return (
     isObj(v) &&
     ['unrestricted', 'readOnly', 'shell', 'filesystem', 'network'].every((k) => isBool(v[k])) &&
+    (v.netAllow === undefined || v.netAllow === null || strList(v.netAllow)) &&
     isStr(v.profile) &&
     (v.only === null || strList(v.only)) &&
     strList(v.denied) &&

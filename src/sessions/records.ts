@@ -14,6 +14,8 @@ export interface PolicySnapshot {
   shell: boolean;
   filesystem: boolean;
   network: boolean;
+  /** The network allowlist entries (null = no allowlist); absent in files written before it was recorded. */
+  netAllow?: string[] | null;
   /** The sandbox profile (a name from sandbox-profiles/). */
   profile: string;
   /** --tools list (null = no restriction). */

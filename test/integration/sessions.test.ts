@@ -150,6 +150,19 @@ describe('policy on resume', () => {
     expect((await jsonRun(['-c', 'again'])).doc.mode).toBe('restricted');
     expect((await jsonRun(['-c', '--unrestricted', 'and again'])).doc.mode).toBe('unrestricted');
   });
+
+  test('an --allow-net session stays on its allowlist after -c: the hosts are not widened to the whole network', async () => {
+    const proxyEnv = { toolCalls: [{ name: 'bash', arguments: { command: 'echo "proxy=${HTTPS_PROXY:-none}"' } }] };
+    harness.server.script([{ text: 'one' }, proxyEnv, { text: 'two' }, { text: 'three' }]);
+    await jsonRun(['--allow-net', 'registry.npmjs.org', 'task']);
+    const two = await conch(['-c', 'again']);
+    expect(two.stderr).toContain('network limited to registry.npmjs.org');
+    expect(harness.server.requests[1]!.body.system.map((b: any) => b.text).join('')).toContain('limited to registry.npmjs.org');
+    expect(sent(2)).toContain('proxy=http://127.0.0.1:3128');
+    // Another host given now is not one the session had: it is dropped, not added.
+    const three = await conch(['-c', '--allow-net', 'example.org', 'and again']);
+    expect(three.stderr).toContain('network limited to no host');
+  });
 });
 
 describe('a damaged session', () => {
