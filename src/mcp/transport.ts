@@ -1,16 +1,21 @@
 // The MCP SDK's Transport over a child conch started itself (through the sandbox, process/piped.ts),
 // instead of the SDK's StdioClientTransport, which spawns with its own environment rules and no
-// sandbox. Framing is the SDK's own (newline-delimited JSON-RPC).
+// sandbox. Framing is the SDK's (newline-delimited JSON-RPC), lines bounded as the SDK bounds them
+// (lines.ts).
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
+import { deserializeMessage, serializeMessage, STDIO_DEFAULT_MAX_BUFFER_SIZE } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { PipedProcess } from '../process/piped.ts';
+import { BoundedLines, type Line } from './lines.ts';
+
+/** JSON-RPC's "internal error": what the caller of an answer that could not be read gets. */
+const INTERNAL_ERROR = -32603;
 
 export class PipedTransport implements Transport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
-  private readonly buffer = new ReadBuffer();
+  private readonly buffer = new BoundedLines(STDIO_DEFAULT_MAX_BUFFER_SIZE);
   private closed = false;
 
   constructor(
@@ -26,23 +31,31 @@ export class PipedTransport implements Transport {
   private async read(): Promise<void> {
     try {
       for await (const chunk of this.child.stdout) {
-        this.buffer.append(Buffer.from(chunk));
-        for (;;) {
-          let message: JSONRPCMessage | null;
-          try {
-            message = this.buffer.readMessage();
-          } catch (error) {
-            // A line that is not JSON-RPC (a server printing to stdout): report it, keep reading.
-            this.onerror?.(error as Error);
-            continue;
-          }
-          if (!message) break;
-          this.onmessage?.(message);
-        }
+        for (const line of this.buffer.push(Buffer.from(chunk))) this.deliver(line);
       }
     } catch (error) {
       if (!this.closed) this.onerror?.(error as Error);
     }
+  }
+
+  private deliver(line: Line): void {
+    if (line.type === 'oversized') {
+      const what = `a message of ${line.bytes} bytes, over the ${STDIO_DEFAULT_MAX_BUFFER_SIZE} bytes conch reads from an MCP server; it was dropped`;
+      // The call it answered fails now instead of waiting out its timeout.
+      if (line.id !== null) this.onmessage?.({ jsonrpc: '2.0', id: line.id, error: { code: INTERNAL_ERROR, message: `the server sent ${what}` } });
+      else this.onerror?.(new Error(`the server sent ${what}`));
+      return;
+    }
+    if (line.text.trim() === '') return;
+    let message: JSONRPCMessage;
+    try {
+      message = deserializeMessage(line.text);
+    } catch (error) {
+      // A line that is not JSON-RPC (a server printing to stdout): report it, keep reading.
+      this.onerror?.(error as Error);
+      return;
+    }
+    this.onmessage?.(message);
   }
 
   async send(message: JSONRPCMessage): Promise<void> {
