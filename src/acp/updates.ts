@@ -4,7 +4,7 @@ import { isAbsolute, resolve } from 'node:path';
 import type { ContentBlock as AcpContent, SessionUpdate, StopReason, ToolCallContent, ToolCallLocation, ToolKind } from '@agentclientprotocol/sdk';
 import type { RunEvent } from '../agent/events.ts';
 import type { Outcome } from '../agent/outcome.ts';
-import type { ContentBlock } from '../core/content.ts';
+import { MODEL_IMAGE_TYPES, type ContentBlock } from '../core/content.ts';
 
 const KINDS: Record<string, ToolKind> = { bash: 'execute', read: 'read', write: 'edit', edit: 'edit' };
 
@@ -200,8 +200,6 @@ export class PromptContentError extends Error {}
 /** How much live output a tool call's view keeps while it runs. */
 const PROGRESS_VIEW_CHARS = 16 * 1024;
 
-/** Image types both providers accept. */
-const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
 
 /**
  * ACP prompt blocks → the provider's content. Text and images pass through; resource links and
@@ -217,8 +215,8 @@ export function promptContent(blocks: AcpContent[]): ContentBlock[] {
       case 'image':
         // Refused here, not by the provider: a rejected image stays in the session's history and
         // would make every later prompt fail too.
-        if (!IMAGE_TYPES.includes(block.mimeType)) {
-          throw new PromptContentError(`image type '${block.mimeType}' is not supported; send one of ${IMAGE_TYPES.join(', ')}`);
+        if (!MODEL_IMAGE_TYPES.includes(block.mimeType)) {
+          throw new PromptContentError(`image type '${block.mimeType}' is not supported; send one of ${MODEL_IMAGE_TYPES.join(', ')}`);
         }
         if (!block.data) throw new PromptContentError('an image block needs its data (base64); a uri alone is not fetched');
         out.push({ type: 'image', mediaType: block.mimeType, data: block.data });

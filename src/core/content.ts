@@ -6,6 +6,9 @@ export type ContentBlock =
   /** base64 data, e.g. mediaType 'image/png' */
   | { type: 'image'; mediaType: string; data: string };
 
+/** Image types both providers' APIs take; an image of another type fails the whole request. */
+export const MODEL_IMAGE_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+
 export interface ToolSpec {
   name: string;
   description: string;

@@ -2,15 +2,27 @@
 // (the size the provider will actually send: escaping must not smuggle a result past the limit).
 import type { ToolReturn } from './define.ts';
 import type { ToolResult } from '../core/content.ts';
-import type { ContentBlock } from '../core/content.ts';
+import { MODEL_IMAGE_TYPES, type ContentBlock } from '../core/content.ts';
 
 const encoder = new TextEncoder();
 
 export function normalizeResult(value: ToolReturn): ToolResult {
   if (value === undefined || value === null) return { content: [{ type: 'text', text: '(no output)' }] };
   if (typeof value === 'string') return { content: [{ type: 'text', text: value }] };
-  if (isToolResult(value)) return value;
+  if (isToolResult(value)) return value.content.some(unsendable) ? { ...value, content: value.content.map(describeUnsendable) } : value;
   return { content: [{ type: 'text', text: JSON.stringify(value) }] };
+}
+
+const unsendable = (b: ContentBlock) => b.type === 'image' && !MODEL_IMAGE_TYPES.includes(b.mediaType);
+
+/**
+ * An image the provider would refuse (a plugin's or MCP server's BMP, SVG, TIFF …) is named instead:
+ * sent, it made the next model call fail with a 400 and ended the run.
+ */
+function describeUnsendable(block: ContentBlock): ContentBlock {
+  if (!unsendable(block) || block.type !== 'image') return block;
+  const bytes = Math.floor((block.data.length * 3) / 4);
+  return { type: 'text', text: `[an image of type ${block.mediaType} (about ${bytes} bytes), not shown: models take PNG, JPEG, GIF and WebP only]` };
 }
 
 function isToolResult(value: unknown): value is ToolResult {

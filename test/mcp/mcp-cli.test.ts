@@ -151,6 +151,31 @@ describe('MCP servers through the CLI', () => {
     expect((await run(['go'])).code).toBe(0);
     expect(existsSync(join(harness.dirs.workspace, 'pwned.txt'))).toBe(true);
   });
+
+  test('an image in a format no model API takes (BMP) is named in text, not sent to fail the next request', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { w: { command: BUN, args: [WRITER] } } });
+    harness.server.script([{ toolCalls: [{ name: 'mcp__w__bmp_image', arguments: {} }] }, { text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    const blocks = results(1)[0].content as any[];
+    expect(blocks.some((b) => b.type === 'image')).toBe(false);
+    expect(JSON.stringify(blocks)).toContain('an image of type image/bmp');
+  });
+
+  test('an answer over the 10 MiB a server may send fails that call at once, and the server answers the next one', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { w: { command: BUN, args: [WRITER], toolTimeoutMs: 20000 } } });
+    harness.server.script([
+      { toolCalls: [{ name: 'mcp__w__big_text', arguments: { bytes: 11 * 1024 * 1024 } }] },
+      { toolCalls: [{ name: 'mcp__w__big_text', arguments: { bytes: 5 } }] },
+      { text: 'done' },
+    ]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(results(1)[0].is_error).toBe(true);
+    expect(JSON.stringify(results(1)[0].content)).toContain('over the 10485760 bytes conch reads from an MCP server');
+    expect(results(2)[0].is_error).toBeFalsy();
+    expect(JSON.stringify(results(2)[0].content)).toContain('AAAAA');
+  });
 });
 
 describe('no MCP server outlives conch', () => {

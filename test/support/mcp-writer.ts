@@ -1,6 +1,7 @@
 // A small MCP server of our own for the tests: write_file tries to write into its working directory
 // (the workspace), fetch_url tries the network; each says what happened. With --stubborn it ignores
-// its stdin closing and SIGTERM, as a badly written server does. Run with the installed bun.
+// its stdin closing and SIGTERM, as a badly written server does. big_text answers with as many bytes
+// as asked for; bmp_image with an image in a format no model API takes. Run with the installed bun.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -24,6 +25,12 @@ server.registerTool('fetch_url', { description: 'Fetch a URL', inputSchema: { ur
     return { content: [{ type: 'text', text: `could not fetch: ${(error as Error).message}` }], isError: true };
   }
 });
+server.registerTool('big_text', { description: 'Return that many bytes of text', inputSchema: { bytes: z.number() } }, async ({ bytes }) => ({
+  content: [{ type: 'text', text: 'A'.repeat(bytes) }],
+}));
+server.registerTool('bmp_image', { description: 'Return a BMP image' }, async () => ({
+  content: [{ type: 'image', mimeType: 'image/bmp', data: Buffer.from('BM').toString('base64') }],
+}));
 if (process.argv.includes('--stubborn')) {
   process.on('SIGTERM', () => {});
   setInterval(() => {}, 1000);
