@@ -135,6 +135,20 @@ function directory(path: string, what: string, fix: string): string {
   }
 }
 
+/**
+ * A writable root is a tree of its own (a sibling repository): its existing .git, .conch, .env … are
+ * held read-only as the workspace's are. Absent ones get no placeholder there (the root is not the
+ * run's to fill with empty files); the file tools refuse them all the same.
+ */
+function existingProtected(root: string): string[] {
+  try {
+    return planProtected(root, defaultPatterns(loadProtectedDefaults())).targets.filter((t) => t.exists).map((t) => t.path);
+  } catch (error) {
+    if (error instanceof ProtectedPathError) throw new ProtectedPathError(`in the writable root ${root}: ${error.message}`);
+    throw error;
+  }
+}
+
 function patterns(globs: string[]): ProtectedPattern[] {
   // Configuration adds protection; it has no way to remove a default.
   return [...defaultPatterns(loadProtectedDefaults()), ...globs.map(patternFromGlob)];
@@ -188,6 +202,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
       tmpDir,
       writableRoots: [...writableRoots, ...cacheRoots],
       protected: protectedPatterns,
+      rootProtected: defaultPatterns(loadProtectedDefaults()),
       hidden: canonicalHidden(request.hidden ?? []),
       network: request.network && !request.netAllow,
     });
@@ -205,6 +220,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
       );
     }
   }
+  const rootProtected = writableRoots.flatMap((root) => existingProtected(root));
 
   const profileMounts = [
     ...baseMounts(profile, { workspace, tmpDir, writableRoots }),
@@ -235,7 +251,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     scope.begin();
     begun = true;
     // Existing paths too: one may be another run's placeholder, which this command then uses as well.
-    const protectedPaths = scope.hold(plan.targets.filter((t) => needed(t.path))).map((t) => t.path);
+    const protectedPaths = [...scope.hold(plan.targets.filter((t) => needed(t.path))).map((t) => t.path), ...rootProtected.filter(needed)];
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();
     const relayed = proxy ? relayCommand(command) : null;

@@ -22,6 +22,8 @@ export interface SeatbeltInput {
   writableRoots: string[];
   /** Default and configured protected patterns, workspace-relative. */
   protected: ProtectedPattern[];
+  /** Patterns protected in each writable root too, relative to it (the defaults: its .git, .env …). */
+  rootProtected?: ProtectedPattern[];
   /** Absolute canonical paths whose contents commands may not read (SandboxSettings.hidden). */
   hidden?: string[];
   network: boolean;
@@ -171,7 +173,10 @@ export function hiddenRules(input: SeatbeltInput): string {
 export function renderSeatbeltProfile(input: SeatbeltInput): string {
   const template = loadTemplate(input.profile.seatbelt.template);
   const network = input.network ? loadTemplate('seatbelt-network.sb').trimEnd() : '; network off (--no-network): no network rules';
-  const protectedRules = protectedFilters(input.workspace, input.protected);
+  const protectedRules = [
+    ...protectedFilters(input.workspace, input.protected),
+    ...input.writableRoots.flatMap((root) => protectedFilters(root, input.rootProtected ?? [])),
+  ];
   const values: Record<string, string> = {
     WRITABLE: rules(writableFilters(input), '      '),
     PROTECTED: rules(protectedRules, '        '),

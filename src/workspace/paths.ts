@@ -99,6 +99,8 @@ export async function canonicalize(path: string): Promise<string> {
 
 export class Workspace implements WorkspaceAccess {
   private readonly protectedRules: GlobRule[];
+  /** The defaults, for paths in a writable root outside the workspace (its own .git, .env …). */
+  private readonly rootProtectedRules = compileGlobs(DEFAULT_PROTECTED_GLOBS);
   private readonly readDenyRules: GlobRule[];
   private readonly policyDenials: { mode: 'read' | 'write'; rule: string; root?: string; test?: (path: string) => boolean }[];
 
@@ -163,6 +165,17 @@ export class Workspace implements WorkspaceAccess {
     return this.protectedRules.find((r) => r.test(rel))?.glob ?? null;
   }
 
+  /** The default protected glob a path matches relative to the writable root holding it, if any. */
+  private rootProtectedBy(absolutePath: string): string | null {
+    for (const root of this.writableRoots) {
+      if (!isWithin(absolutePath, root) || absolutePath === root) continue;
+      const rel = relative(root, absolutePath).split(sep).join('/');
+      const hit = this.rootProtectedRules.find((r) => r.test(rel));
+      if (hit) return hit.glob;
+    }
+    return null;
+  }
+
   private checkPolicyDenials(mode: 'read' | 'write', lexical: string, canonical: string): void {
     for (const d of this.policyDenials) {
       if (d.mode !== mode) continue;
@@ -190,7 +203,12 @@ export class Workspace implements WorkspaceAccess {
       );
     }
     // Check the path as written too: `.git` may itself be a file or link that canonicalises elsewhere.
-    const glob = this.protectedBy(canonical) ?? (isWithin(lexical, this.root) ? this.protectedBy(lexical) : null);
+    // A writable root is a tree of its own (a sibling repository): its .git and .env are protected too.
+    const glob =
+      this.protectedBy(canonical) ??
+      (isWithin(lexical, this.root) ? this.protectedBy(lexical) : null) ??
+      this.rootProtectedBy(canonical) ??
+      this.rootProtectedBy(lexical);
     if (glob) {
       throw new PolicyError(
         'workspace.protected',

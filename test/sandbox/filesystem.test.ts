@@ -173,6 +173,24 @@ describe.skipIf(!canRun)('the workspace, the temp dir and writable roots', () =>
     expect(readFileSync(join(extra, 'f'), 'utf8')).toBe('ok\n');
     expect(existsSync(join(fx.outside, 'g'))).toBe(false);
   });
+
+  test("a writable root's own .git and .env stay read-only (a sibling repository's hooks would run at its next commit)", async () => {
+    const extra = join(fx.outside, 'sibling');
+    mkdirSync(join(extra, '.git', 'hooks'), { recursive: true });
+    writeFileSync(join(extra, '.git', 'config'), '[core]\n');
+    writeFileSync(join(extra, '.env'), 'TOKEN=1\n');
+    const result = await sandboxed(
+      fx,
+      `echo evil > ${extra}/.git/hooks/pre-commit; echo x >> ${extra}/.git/config; echo y > ${extra}/.env; mv ${extra}/.git ${extra}/moved; echo ok > ${extra}/f`,
+      { writableRoots: [extra] },
+    );
+    expect(result.stderr).toContain('Read-only file system');
+    expect(readFileSync(join(extra, 'f'), 'utf8')).toBe('ok\n');
+    expect(existsSync(join(extra, '.git', 'hooks', 'pre-commit'))).toBe(false);
+    expect(readFileSync(join(extra, '.git', 'config'), 'utf8')).toBe('[core]\n');
+    expect(readFileSync(join(extra, '.env'), 'utf8')).toBe('TOKEN=1\n');
+    expect(existsSync(join(extra, 'moved'))).toBe(false);
+  });
 });
 
 describe.skipIf(!canRun)('protected paths', () => {

@@ -139,6 +139,15 @@ describe('Seatbelt profile rendering', () => {
   (literal "/Users/ana/proj/deploy"))`);
   });
 
+  test("a writable root's own .git, .env … are denied as the workspace's are, relative to the root", () => {
+    const text = renderSeatbeltProfile(input({ rootProtected: defaultPatterns(loadProtectedDefaults()) }));
+    const deny = text.slice(text.indexOf('(deny file-write*'), text.indexOf('(deny file-write-unlink'));
+    expect(deny).toContain('(subpath "/Users/ana/.cache/tool/.git")');
+    expect(deny).toContain('(subpath "/Users/ana/.cache/tool/.env")');
+    expect(deny).toContain('(regex #"^/Users/ana/\\.cache/tool/\\.env\\.[^/]*(/.*)?$")');
+    expect(deny).not.toContain('/Users/ana/.cache/tool/config/secrets');
+  });
+
   test('structure: deny by default, parses, no markers left, network per flag', () => {
     const open = renderSeatbeltProfile(input());
     const closed = renderSeatbeltProfile(input({ network: false }));

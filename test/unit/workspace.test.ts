@@ -146,6 +146,18 @@ describe('protected paths', () => {
     expect((await refusal(ws.resolve('git-alias/config', 'write'))).rule).toBe('workspace.protected');
   });
 
+  test("a writable root's own .git, .conch and .env files are refused as the workspace's are; the rest of it is writable", async () => {
+    const ws = await open({ writableRoots: [outside] });
+    for (const path of ['.git/hooks/pre-commit', '.git', '.conch/config.json', '.env', '.env.local', 'HEAD']) {
+      const error = await refusal(ws.resolve(join(outside, path), 'write'));
+      expect(error.rule).toBe('workspace.protected');
+    }
+    // Through the workspace's link into the root too.
+    expect((await refusal(ws.resolve('out-link/.git/config', 'write'))).rule).toBe('workspace.protected');
+    expect(await ws.resolve(join(outside, 'src/.env'), 'write')).toBe(join(outside, 'src/.env'));
+    expect(await ws.resolve(join(outside, 'notes.txt'), 'write')).toBe(join(outside, 'notes.txt'));
+  });
+
   test('extra protected globs add to the defaults', async () => {
     const ws = await open({ protectedGlobs: ['secrets/**', '**/*.lock'] });
     expect((await refusal(ws.resolve('secrets/key', 'write'))).rule).toBe('workspace.protected');
