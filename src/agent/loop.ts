@@ -12,6 +12,7 @@ import { resultText } from '../tools/truncate.ts';
 import { fitContext } from './context.ts';
 import { startTimer } from '../core/duration.ts';
 import { CostMeter } from './budget.ts';
+import { betweenTurns } from './idle-gc.ts';
 import type { OutputContract, OutputSchema } from './output.ts';
 
 /** Where a host keeps the conversation as it grows (the session store); each call gets one whole message. */
@@ -254,6 +255,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
         results.push(result);
         journal?.result(result);
       }
+      betweenTurns.turnEnded();
     }
   } catch (error) {
     for (const result of sealConversation(spec.conversation, error instanceof Error ? error.message : String(error))) journal?.result(result);
