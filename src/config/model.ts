@@ -112,8 +112,17 @@ export function resolveProvider(input: {
   return { type: entry.type, name, model: modelId, ...(url !== undefined && { baseUrl: url }), ...(apiKey !== undefined && { apiKey }), retry };
 }
 
-/** The setup message when no model is configured: the three ways to configure one. */
-export function noModelMessage(configFile = '~/.config/conch/config.json'): string {
+/**
+ * The setup message when no model is configured: the three ways to configure one. When the
+ * environment points a built-in provider at a server (the local-server line of the README) the one
+ * thing missing is the model's name, so that comes first.
+ */
+export function noModelMessage(configFile = '~/.config/conch/config.json', env: Env = {}): string {
+  const pointed = (['OPENAI', 'ANTHROPIC'] as const).find((n) => set(env[`${n}_BASE_URL`]) !== undefined);
+  if (pointed) {
+    const provider = pointed.toLowerCase();
+    return `${pointed}_BASE_URL is set (${env[`${pointed}_BASE_URL`]}) but no model is named: give a model the server serves, with CONCH_MODEL=${provider}/NAME${provider === 'openai' ? ' (e.g. export CONCH_MODEL=openai/qwen2.5-coder)' : ''} or --model ${provider}/NAME.`;
+  }
   return [
     'no model is configured. Configure one of these three ways:',
     '  1. Set an API key:  export ANTHROPIC_API_KEY=…   (or OPENAI_API_KEY=…)',

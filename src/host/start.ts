@@ -134,7 +134,7 @@ async function open(flags: CliFlags, cwd: string, options: StartOptions): Promis
   const { plan, config, narrowed } = options.planned ?? (await planStart(flags, cwd, options));
   if (!config.provider) {
     const { noModelMessage } = await import('../config/load.ts');
-    throw new SetupError(noModelMessage(join(config.configDir, 'config.json')));
+    throw new SetupError(noModelMessage(join(config.configDir, 'config.json'), options.env ?? process.env));
   }
   const { createRouteProvider } = await import('../providers/index.ts');
   // Before the session: a missing key is reported before any plugin is loaded or sandbox probed.

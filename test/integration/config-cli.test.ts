@@ -120,3 +120,18 @@ describe('--profile that a configured profile overrides', () => {
     expect(r.stderr).toContain('conch: --profile workspace-write ignored: the workspace is your home directory, so shell commands run under the "read-only" profile (--allow-home-writes lets the run write).');
   });
 });
+
+describe('a base URL in the environment and no model', () => {
+  test('says the model is what is missing, and the advice works', async () => {
+    const env = { OPENAI_BASE_URL: harness.server.openaiBaseUrl };
+    const r = await runConch({ dirs: harness.dirs, args: ['go'], env });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`conch: OPENAI_BASE_URL is set (${harness.server.openaiBaseUrl}) but no model is named: give a model the server serves, with CONCH_MODEL=openai/NAME (e.g. export CONCH_MODEL=openai/qwen2.5-coder) or --model openai/NAME.\n`);
+    expect(harness.server.requests).toHaveLength(0);
+    harness.server.script([{ text: 'served' }]);
+    const ok = await runConch({ dirs: harness.dirs, args: ['go'], env: { ...env, CONCH_MODEL: 'openai/qwen2.5-coder' } });
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toBe('served\n');
+    expect(harness.server.requests[0]!.body.model).toBe('qwen2.5-coder');
+  });
+});
