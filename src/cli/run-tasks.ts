@@ -18,7 +18,7 @@ import { OrderedOutput, type Section } from './ordered-output.ts';
 import { describeOutcome, humanSink, terminalSafe } from './render.ts';
 import { NOT_STARTED, stdinTooLargeOutcome, type RunOutput } from './run.ts';
 import { setupFailure, terminalApprover } from './setup.ts';
-import { composeTask, readPipedStdin } from './stdin.ts';
+import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
 import { readTasksFile } from './tasks.ts';
 import { terminalOptions } from './terminal.ts';
 import { traceFromFlags } from './trace.ts';
@@ -58,6 +58,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     if (!out.json) stderr.write(`${describeOutcome(outcome)}\n`);
     return report(tasks, tasks.map(() => ({ runId: randomUUID(), outcome, facts: null })), out.json, startedAt);
   }
+  if ('binary' in input) return setupFailure(binaryStdinError(input.bytes), out.json, randomUUID());
 
   const controller = new AbortController();
   const output = new OrderedOutput({ stdout, stderr }, tasks.length);

@@ -7,7 +7,7 @@ import { planStart, startRun, type StartedRun, type StartPlan } from '../host/st
 import { describeOutcome, humanSink, terminalSafe } from './render.ts';
 import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
-import { composeTask, readPipedStdin } from './stdin.ts';
+import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
 import { cancelOnSignals } from './interrupts.ts';
 import { envelope, envelopeSink } from './envelope.ts';
 import { traceFromFlags } from './trace.ts';
@@ -48,6 +48,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   const { config } = planned;
   const input = await readPipedStdin(config.limits.stdin_bytes);
   if ('tooLarge' in input) return stdinTooLarge(runId, input.maxBytes, out.json);
+  if ('binary' in input) return setupFailure(binaryStdinError(input.bytes), out.json, runId);
   const task = composeTask(taskArg, input.text);
   if (!task) return setupFailure(new SetupError('no task given. Usage: conch "what to do"  (or pipe text in: git diff | conch "review this")'), out.json, runId);
 

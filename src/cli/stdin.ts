@@ -1,12 +1,13 @@
 // Piped stdin is part of the task (`git diff | conch "review this"`): read to its end, bounded by
 // the stdin_bytes limit, and said out loud on a terminal when the end is slow to come
 // (`sleep 8 | conch …` would otherwise look like a hang).
+import { SetupError } from '../core/errors.ts';
 import { stderr, stdinIsTTY } from '../core/stdio.ts';
 
 /** How long stdin may stay open before conch says it is waiting for it. */
 const QUIET_MS = 1000;
 
-export type StdinInput = { text: string } | { tooLarge: true; maxBytes: number };
+export type StdinInput = { text: string } | { tooLarge: true; maxBytes: number } | { binary: true; bytes: number };
 
 /** '' when stdin is a terminal or unreadable; 0 = unlimited, as for the other count limits. */
 export async function readPipedStdin(maxBytes: number): Promise<StdinInput> {
@@ -34,7 +35,17 @@ export async function readPipedStdin(maxBytes: number): Promise<StdinInput> {
   } finally {
     clearTimeout(notice);
   }
-  return { text: Buffer.concat(chunks).toString('utf8') };
+  const bytes = Buffer.concat(chunks);
+  // A NUL byte is what git takes for binary too: decoded as text it reaches the model as noise.
+  if (bytes.includes(0)) return { binary: true, bytes: bytes.length };
+  return { text: bytes.toString('utf8') };
+}
+
+/** `cat image.png | conch "describe"`: said before any model call, with what to do instead. */
+export function binaryStdinError(bytes: number): SetupError {
+  return new SetupError(
+    `stdin is binary (${bytes} bytes with NUL bytes), and piped input is added to the task as text. Save it to a file in the workspace and name the file in the task instead (the read tool shows images and describes other binary files), or run with </dev/null to leave stdin out.`,
+  );
 }
 
 /** The task: the arguments, with piped input appended in a marked block. */

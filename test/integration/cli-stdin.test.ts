@@ -99,3 +99,24 @@ describe('the stdin_bytes limit', () => {
     expect(r.stderr).toContain('stdin_bytes');
   });
 });
+
+describe('binary stdin', () => {
+  test('is a setup error saying what to do instead, before any model call; text with stray bytes still runs', async () => {
+    const binary = await piped("printf 'PNG\\000\\001\\002'", ['describe this']);
+    expect(binary.code).toBe(2);
+    expect(binary.stderr).toContain('conch: stdin is binary (6 bytes with NUL bytes)');
+    expect(binary.stderr).toContain('name the file in the task');
+    const several = await piped("printf 'x\\000y'", ['run', 'one', 'two']);
+    expect(several.code).toBe(2);
+    expect(several.stderr).toContain('conch: stdin is binary (3 bytes with NUL bytes)');
+    const json = await piped("printf 'x\\000y'", ['--json', 'go']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'failed', code: 'config_invalid', exitCode: 2 });
+    expect(harness.server.requests).toHaveLength(0);
+    // Latin-1 in a diff is not UTF-8, but it is text: no NUL byte, so it runs.
+    harness.server.script(() => ({ text: 'reviewed' }));
+    const latin1 = await piped("printf 'caf\\351\\n'", ['review this']);
+    expect(latin1.code).toBe(0);
+    expect(latin1.stdout).toBe('reviewed\n');
+  });
+});
