@@ -130,7 +130,13 @@ export async function outputHelp(command?: string): Promise<void> {
     for (const f of spec.flags) c.option(f.usage, typeof f.description === 'string' ? f.description : f.description(facts));
     if (name === command) c.action(() => {});
   }
-  cli.help((sections) => sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '') })));
+  // cac's help of one command leaves out what the command does (the actions of `sessions`, say).
+  const about = command ? COMMANDS[command]?.description : undefined;
+  cli.help((sections) => {
+    const out = sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '') }));
+    if (about) out.splice(2, 0, { body: `  ${about}` });
+    return out;
+  });
   // cac prints a command's help when that command is matched with --help.
   cli.parse(['', 'conch', ...(command ? [command] : []), '--help'], { run: false });
 }

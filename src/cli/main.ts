@@ -10,7 +10,7 @@ import { answeredVersion, VERSION_LINE } from './version.ts';
 const argv = process.argv.slice(2);
 
 async function main(): Promise<void> {
-  const parsed = parseArgs(argv, ALL_FLAGS);
+  const parsed = parseCommandLine();
   const [first, ...rest] = parsed.positionals;
   const command = first !== undefined && first in COMMANDS ? first : '';
   const args = command ? rest : parsed.positionals;
@@ -124,6 +124,19 @@ async function runTasks(tasks: string[] | string, maxConcurrent: number, parsed:
   const trace = parsed.flags.get('trace')?.[0];
   const out = { json: parsed.flags.has('json'), trace, traceContent: parsed.flags.has('trace-content'), session: { ephemeral: parsed.flags.has('ephemeral') }, maxConcurrent, outputSchema: parsed.flags.get('output-schema')?.[0] };
   process.exit(await runTasksCli(tasks, toFlags(parsed), out));
+}
+
+/** argv split into words; `conch sandbox run ls -la` is told where the command's own flags go. */
+function parseCommandLine(): ParsedArgs {
+  try {
+    return parseArgs(argv, ALL_FLAGS);
+  } catch (error) {
+    const [first, second] = argv.filter((a) => !a.startsWith('-'));
+    if (error instanceof UsageError && first === 'sandbox' && second === 'run' && !argv.includes('--')) {
+      throw new UsageError(`${error.message}; the command's own options go after --: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`);
+    }
+    throw error;
+  }
 }
 
 /** `conch help WORD…` where WORD is no command: the help is what was asked for, never a model run. */

@@ -118,6 +118,10 @@ describe('commands and tasks', () => {
     expect(tools.code).toBe(0);
     expect(tools.stdout).toContain('tools [action] [name]');
     expect(tools.stdout).toContain('--tools-dir');
+    // What the command does, which cac's help of one command leaves out.
+    expect(tools.stdout).toContain('List the tool catalog as the model sees it');
+    const sessions = await conch(['sessions', '--help']);
+    expect(sessions.stdout).toContain('`show ID`, `rm ID`, `prune --older-than 30d`');
     const typo = await conch(['help', 'tool']);
     expect(typo.code).toBe(2);
     expect(typo.stderr).toContain("'tool' is not a command; did you mean 'conch help tools'?");
@@ -136,6 +140,12 @@ describe('commands and tasks', () => {
     expect(flagged.stderr).toContain("'conch help' has no option '--model'");
     for (const r of [typo, far, words, json, flagged]) expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test("conch sandbox run CMD -x without -- says the command's options go after --", async () => {
+    const r = await conch(['sandbox', 'run', 'ls', '-la']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("unknown option '-la'; the command's own options go after --: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…");
   });
 
   test('a task that begins with the word help, quoted or after --, is a task', async () => {
