@@ -4,8 +4,8 @@
 // its bytes are hashed, and only a file whose hash changed is parsed again.
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
 import { join, sep } from 'node:path';
+import { conchCacheDir } from 'conch';
 import { grammarFor, parseSource, type MapSymbol } from './parse.ts';
 import { walk } from './walk.ts';
 
@@ -38,8 +38,7 @@ const VERSION = 1;
 const MAX_PARSE_BYTES = 1024 * 1024;
 
 export function cacheDir(env: Record<string, string | undefined> = process.env): string {
-  const base = env.XDG_CACHE_HOME && env.XDG_CACHE_HOME.startsWith('/') ? env.XDG_CACHE_HOME : join(env.HOME || homedir(), '.cache');
-  return join(base, 'conch', 'map');
+  return join(conchCacheDir(env), 'map');
 }
 
 /** Where the index of one root lives; null when the cache folder is inside the workspace itself. */

@@ -418,6 +418,11 @@ function cacheHome(env: Env, home: string): string {
   return env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(home, '.cache');
 }
 
+/** conch's cache folder, $XDG_CACHE_HOME/conch (default ~/.cache/conch): where plugins keep rebuildable indexes. */
+export function conchCacheDir(env: Env = process.env): string {
+  return join(cacheHome(env, env.HOME || homedir()), 'conch');
+}
+
 /** Workspace-relative protected globs for the given directories that lie inside the workspace. */
 function ownDirGlobs(cwd: string, dirs: string[]): string[] {
   const root = canonical(cwd);
