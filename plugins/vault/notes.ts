@@ -1,9 +1,11 @@
 // The vault's notes: a walk of the visible Markdown files (symlinks not followed, dot folders and
 // deny subtrees never entered), each parsed once and kept while its inode, size and mtime stay the
-// same; and the names a note answers to, resolved the way Obsidian resolves links.
+// same, across processes too (cache.ts); and the names a note answers to, resolved the way
+// Obsidian resolves links.
 import { lstat, readdir } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { canonicalize } from 'conch';
+import { loadCache, saveCache, type LoadedCache } from './cache.ts';
 import { parseNote, splitWikilink, type Link, type ParsedNote } from './parse.ts';
 import { noteKey, readNote } from './read-note.ts';
 import { relativeTo, visible, type VaultSettings } from './settings.ts';
@@ -27,18 +29,38 @@ const MAX_NOTES = 100_000;
 const ATTACHMENT = /\.(png|jpe?g|gif|svg|webp|bmp|pdf|mp3|mp4|webm|wav|ogg|m4a|mov|canvas|excalidraw|csv|txt|zip)$/i;
 const stem = (path: string) => path.replace(/\.md$/i, '');
 
+/** What the last refresh did: notes indexed, of them parsed (read) and taken from the stored cache; notes gone. */
+export interface RefreshStats {
+  notes: number;
+  parsed: number;
+  cached: number;
+  removed: number;
+}
+
 export class VaultIndex {
   private notes = new Map<string, Note>();
   private byName = new Map<string, Note[]>();
   private readable = new Map<string, boolean>();
+  /** Until the first refresh: whether the stored cache still has to be read. */
+  private loaded = false;
+  lastRefresh: RefreshStats = { notes: 0, parsed: 0, cached: 0, removed: 0 };
 
-  constructor(readonly settings: VaultSettings) {}
+  /** `cache`: the file the index is kept in between processes (cache.ts), null for none. */
+  constructor(
+    readonly settings: VaultSettings,
+    private readonly cache: string | null = null,
+  ) {}
 
   /**
    * Bring the index up to date with the disk. `allowed` is conch's read policy (read.deny, secrets):
    * a note it refuses is left out as if absent.
    */
   async refresh(allowed: (abs: string) => Promise<boolean>, signal?: AbortSignal): Promise<void> {
+    const takenAt = Date.now();
+    let stored: LoadedCache | null = null;
+    if (!this.loaded && this.cache) stored = await loadCache(this.cache, this.settings.root);
+    this.loaded = true;
+    const stats: RefreshStats = { notes: 0, parsed: 0, cached: 0, removed: 0 };
     const next = new Map<string, Note>();
     const visit = async (dir: string): Promise<void> => {
       signal?.throwIfAborted();
@@ -62,12 +84,27 @@ export class VaultIndex {
           next.set(path, old);
           continue;
         }
+        const kept = stored?.notes.get(path);
+        if (kept?.key === key) {
+          next.set(path, noteOf(path, abs, kept.parsed, key));
+          stats.cached++;
+          continue;
+        }
         // A note swapped for a link since the walk saw it (PathChanged) is left out like an unreadable one.
         const read = await readNote(abs).catch(() => null);
-        if (read) next.set(path, makeNote(path, abs, read.bytes.toString('utf8'), read.key));
+        if (!read) continue;
+        next.set(path, makeNote(path, abs, read.bytes.toString('utf8'), read.key));
+        stats.parsed++;
       }
     };
     await visit(this.settings.root);
+    const before = stored ? stored.notes : this.notes;
+    stats.notes = next.size;
+    stats.removed = [...before.keys()].filter((p) => !next.has(p)).length;
+    this.lastRefresh = stats;
+    if (this.cache && (stats.parsed > 0 || stats.removed > 0 || stored?.stale)) {
+      await saveCache(this.cache, this.settings.root, [...next].map(([p, n]) => [p, { key: n.key, parsed: n.parsed }]), takenAt);
+    }
     this.notes = new Map([...next].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
     this.byName = new Map();
     for (const note of this.notes.values()) {
@@ -158,7 +195,10 @@ export class VaultIndex {
 }
 
 export function makeNote(path: string, abs: string, text: string, key: string): Note {
-  const parsed = parseNote(text);
+  return noteOf(path, abs, parseNote(text), key);
+}
+
+function noteOf(path: string, abs: string, parsed: ParsedNote, key: string): Note {
   const name = posix.basename(path).replace(/\.md$/i, '');
   const folder = posix.dirname(path) === '.' ? '' : posix.dirname(path);
   return { path, abs, name, folder, title: parsed.title ?? name, parsed, key };
