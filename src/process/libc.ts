@@ -8,8 +8,8 @@ export interface Libc {
   prctl(option: number, arg2: number): number;
   /** waitpid(pid, NULL, WNOHANG): pid when reaped, 0 when still running, -1 on error. */
   reap(pid: number): number;
-  /** pipe2(O_CLOEXEC): [read end, write end], or null on error. */
-  pipe(): [number, number] | null;
+  /** pipe2(O_CLOEXEC, and O_NONBLOCK when asked): [read end, write end], or null on error. */
+  pipe(options?: { nonBlocking?: boolean }): [number, number] | null;
   /** fcntl(fd, F_GETFL), or -1 on error. */
   statusFlags(fd: number): number;
   /** fcntl(fd, F_SETFL, flags). */
@@ -21,6 +21,7 @@ const F_SETFL = 4;
 
 const WNOHANG = 1;
 const O_CLOEXEC = 0o2000000;
+const O_NONBLOCK = 0o4000;
 
 let libc: Libc | null | undefined;
 
@@ -42,9 +43,9 @@ export function loadLibc(): Libc | null {
         flock: (fd, operation) => flock(fd, operation) as number,
         prctl: (option, arg2) => prctl(option, arg2, 0, 0, 0) as number,
         reap: (pid) => waitpid(pid, null, WNOHANG) as number,
-        pipe: () => {
+        pipe: (options) => {
           const fds = new Int32Array(2);
-          return pipe2(ptr(fds), O_CLOEXEC) === 0 ? [fds[0]!, fds[1]!] : null;
+          return pipe2(ptr(fds), O_CLOEXEC | (options?.nonBlocking ? O_NONBLOCK : 0)) === 0 ? [fds[0]!, fds[1]!] : null;
         },
         statusFlags: (fd) => fcntl(fd, F_GETFL, 0) as number,
         setStatusFlags: (fd, flags) => fcntl(fd, F_SETFL, flags) as number,

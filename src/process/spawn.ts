@@ -24,6 +24,11 @@ export interface SpawnOptions {
   extraFds?: number[];
   /** One more child fd after extraFds, a socketpair; called with conch's end (the network relay's channel). */
   channel?: (fd: number) => void;
+  /**
+   * The output pipe goes to the child as this fd, right after extraFds and the channel, instead of
+   * as fds 1 and 2 (a sandboxed command that moves it there itself: merged-output.ts says why).
+   */
+  outputFd?: number;
   /** Grace between SIGTERM and SIGKILL of the process group. */
   killGraceMs?: number;
   onOutput?: (chunk: string) => void;
@@ -75,7 +80,12 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   if (options.signal?.aborted) return notStarted('cancelled before the command started', true);
 
   guardExit();
-  const output = mergedOutput(options.argv);
+  const output = mergedOutput(options.argv, options.outputFd === undefined ? {} : { outputFd: options.outputFd });
+  const stdio: ['ignore', ...Bun.Spawn.Readable[]] = ['ignore', output.stdout, output.stderr, ...(options.extraFds ?? []), ...(options.channel ? ['pipe' as const] : [])];
+  if (output.atOutputFd !== undefined) {
+    if (stdio.length !== options.outputFd) throw new Error(`runProcess: outputFd ${options.outputFd} is not the next fd (${stdio.length})`);
+    stdio.push(output.atOutputFd);
+  }
   let proc: Bun.Subprocess;
   try {
     // detached: a session and process group of its own, led by the command itself.
@@ -84,7 +94,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
       cwd: options.cwd,
       env: options.env,
       detached: true,
-      stdio: ['ignore', output.stdout, output.stderr, ...(options.extraFds ?? []), ...(options.channel ? ['pipe' as const] : [])],
+      stdio: stdio as ['ignore', Bun.Spawn.Readable, Bun.Spawn.Readable, ...Bun.Spawn.Readable[]],
     });
     if (options.channel) options.channel((proc.stdio as unknown[])[3 + (options.extraFds?.length ?? 0)] as number);
   } catch (error) {
@@ -148,8 +158,10 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   // that is reaped in the background (settleOrphans says why).
   await settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
   const escape = await drain(reading, reader, pipe);
+  const early = output.early();
   output.close();
   if (escape) problems.push(escape);
+  if (early.length > 0) sink.push(early);
 
   const captured = sink.finish();
   const leaderExited = proc.exitCode !== null || proc.signalCode !== null;

@@ -76,12 +76,20 @@ export interface SandboxRequest extends SandboxSettings {
    * Hidden paths win. Seatbelt hides nothing of the kind, so it needs none.
    */
   readOnlyPaths?: string[];
+  /**
+   * bubblewrap: the command takes its output as fd `outputFd` (PreparedCommand) and moves it onto
+   * its own fds 1 and 2 before anything else, so that bwrap's first process in the sandbox, which
+   * keeps its stdio until it exits after bwrap, does not hold the output pipe (process/merged-output.ts).
+   */
+  outputOnFd?: boolean;
 }
 
 export interface PreparedCommand {
   argv: string[];
   /** Extra fds for the child, as fd 3, 4, … */
   extraFds: number[];
+  /** request.outputOnFd under bubblewrap: the fd the output pipe goes to (after extraFds and the channel). */
+  outputFd?: number;
   /**
    * Network allowlist (request.proxy): the child needs one more stdio entry, 'pipe' (a socketpair),
    * right after extraFds; call this with the parent's end once spawned. Without it the command has
@@ -254,7 +262,11 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     const protectedPaths = [...scope.hold(plan.targets.filter((t) => needed(t.path))).map((t) => t.path), ...rootProtected.filter(needed)];
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();
-    const relayed = proxy ? relayCommand(command) : null;
+    const outputFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
+    // On the command's first line, so that a syntax error anywhere is reported as before, with the
+    // same line numbers (it then reaches fd 2, which conch reads as well).
+    const shell = outputFd === undefined ? command : [...command.slice(0, 2), `exec 1>&${outputFd} 2>&${outputFd} ${outputFd}>&-; ${command[2]}`, ...command.slice(3)];
+    const relayed = proxy ? relayCommand(shell) : null;
     const argv = buildBwrapArgv({
       bwrap,
       mounts,
@@ -264,9 +276,15 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
       seccompFd: 3,
       env: { ...cacheEnv, ...(proxy ? proxyEnv() : {}) },
       cwd,
-      command: relayed ?? command,
+      command: relayed ?? shell,
     });
-    const prepared: PreparedCommand = { argv, extraFds: [seccomp.fd], release, ...(plan.notes.length ? { notes: plan.notes } : {}) };
+    const prepared: PreparedCommand = {
+      argv,
+      extraFds: [seccomp.fd],
+      release,
+      ...(outputFd === undefined ? {} : { outputFd }),
+      ...(plan.notes.length ? { notes: plan.notes } : {}),
+    };
     if (proxy) prepared.channel = (fd) => (channel = attachChannel(fd, () => proxy.connect()));
     return prepared;
   } catch (error) {

@@ -16,6 +16,7 @@ import {
   type SandboxSettings,
 } from '../sandbox/index.ts';
 import type { Limits } from '../core/limits.ts';
+import { canUseOutputFd } from '../process/merged-output.ts';
 import { cleanEnv, runProcess, type ProcessResult } from '../process/spawn.ts';
 import { secretNotes } from './secret-notes.ts';
 import type { SecretLocation } from '../workspace/secrets.ts';
@@ -128,6 +129,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
           cwd,
           workspace: settings.workspace.root,
           tmpDir: settings.tmpDir,
+          outputOnFd: canUseOutputFd(),
           ...(settings.placeholders ? { placeholders: settings.placeholders } : {}),
           ...(settings.proxy ? { proxy: settings.proxy } : {}),
         });
@@ -155,6 +157,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
         logDir,
         extraFds: prepared?.extraFds ?? [],
         ...(prepared?.channel ? { channel: prepared.channel } : {}),
+        ...(prepared?.outputFd === undefined ? {} : { outputFd: prepared.outputFd }),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       });
     } catch (error) {

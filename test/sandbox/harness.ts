@@ -4,6 +4,7 @@ import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSy
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { canUseOutputFd } from '../../src/process/merged-output.ts';
 import { cleanEnv, runProcess, type ProcessResult, type SpawnOptions } from '../../src/process/spawn.ts';
 import { prepareSandboxed, probeSandbox, type SandboxRequest } from '../../src/sandbox/index.ts';
 
@@ -93,6 +94,7 @@ export async function executed(fx: Fixture, command: string, options: RunOptions
     workspace: fx.ws,
     tmpDir: fx.tmp,
     command,
+    outputOnFd: canUseOutputFd(),
     ...options,
   });
   try {
@@ -104,6 +106,7 @@ export async function executed(fx: Fixture, command: string, options: RunOptions
       maxShownBytes: 10_000,
       logDir: fx.tmp,
       extraFds: prepared.extraFds,
+      ...(prepared.outputFd === undefined ? {} : { outputFd: prepared.outputFd }),
       ...spawn,
     });
   } finally {
