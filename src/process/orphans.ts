@@ -42,6 +42,8 @@ interface Child {
   nsInit: boolean;
 }
 
+const FIELDS = { PPid: /^PPid:\s*(.*)$/m, NSpid: /^NSpid:\s*(.*)$/m, State: /^State:\s*(.*)$/m };
+
 function child(pid: string): Child | null {
   let status: string;
   try {
@@ -49,7 +51,7 @@ function child(pid: string): Child | null {
   } catch {
     return null;
   }
-  const field = (name: string) => new RegExp(`^${name}:\\s*(.*)$`, 'm').exec(status)?.[1]?.trim().split(/\s+/) ?? [];
+  const field = (name: keyof typeof FIELDS) => FIELDS[name].exec(status)?.[1]?.trim().split(/\s+/) ?? [];
   if (field('PPid')[0] !== String(process.pid)) return null;
   const nspid = field('NSpid');
   let pgrp = 0;
@@ -62,11 +64,15 @@ function child(pid: string): Child | null {
   return { pid: Number(pid), state: field('State')[0] ?? '', pgrp, nsInit: nspid.length > 1 && nspid.at(-1) === '1' };
 }
 
-/** conch's direct children: /proc/self/task/TID/children of every thread, or a scan of /proc. */
-function childPids(): string[] {
+/**
+ * conch's direct children: /proc/self/task/TID/children of every thread, or a scan of /proc.
+ * mainThread: the main thread's only, which is where every orphan goes (the kernel hands it to the
+ * subreaper's first live thread, the thread-group leader while conch runs); Bun has a dozen threads.
+ */
+function childPids(options: { mainThread?: boolean } = {}): string[] {
   try {
     const out: string[] = [];
-    for (const task of readdirSync('/proc/self/task')) {
+    for (const task of options.mainThread ? [String(process.pid)] : readdirSync('/proc/self/task')) {
       out.push(...readFileSync(`/proc/self/task/${task}/children`, 'latin1').split(' ').filter(Boolean));
     }
     return out;
@@ -97,11 +103,11 @@ function conchGroup(): number {
  * SIGKILL every orphaned sandbox re-parented to conch and reap the orphans that are dead. Returns
  * the sandboxes signalled now (their death is not waited for).
  */
-export function sweepOrphans(): number[] {
+export function sweepOrphans(options: { mainThread?: boolean } = {}): number[] {
   const signalled: number[] = [];
   if (!subreaper) return signalled;
   const libc = loadLibc();
-  for (const pid of childPids()) {
+  for (const pid of childPids(options)) {
     const found = child(pid);
     if (!found) continue;
     if (found.state === 'Z') {
@@ -153,12 +159,16 @@ function running(pid: number): boolean {
  */
 export async function settleOrphans(ms: number, options: { untilIdle?: boolean } = {}): Promise<void> {
   const until = Date.now() + ms;
+  let signalled = false;
   const waitFor = () => {
-    const alive = sweepOrphans();
+    const alive = sweepOrphans({ mainThread: true });
+    if (alive.length > 0) signalled = true;
     return options.untilIdle ? alive.filter(running) : alive;
   };
   while (waitFor().length > 0 && Date.now() < until) await Bun.sleep(5);
-  if (sweepOrphans().length > 0) reapInBackground(until); // and reap what died last
+  // Reap what died last: only a sandbox signalled here can have died since (a zombie is reaped by
+  // the sweep that finds it, and the usual finished sandbox is one).
+  if (signalled && sweepOrphans({ mainThread: true }).length > 0) reapInBackground(until);
 }
 
 let reaping = false;
@@ -168,7 +178,7 @@ function reapInBackground(until: number): void {
   if (reaping) return;
   reaping = true;
   const again = () => {
-    if (sweepOrphans().length > 0 && Date.now() < until) setTimeout(again, 5).unref();
+    if (sweepOrphans({ mainThread: true }).length > 0 && Date.now() < until) setTimeout(again, 5).unref();
     else reaping = false;
   };
   setTimeout(again, 5).unref();

@@ -148,7 +148,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   const problems: string[] = [];
   // Killed: the command did not end by itself (a stop, or its group outlived the leader).
   const killed = state.stopReason !== null || groupAlive(pgid);
-  const groupFailure = await (state.killing ?? killGroup(pgid, graceMs));
+  const groupFailure = await (state.killing ?? (killed ? killGroup(pgid, graceMs) : null));
   if (groupFailure) problems.push(groupFailure);
   liveGroups.delete(pgid);
   groupsListener?.([...liveGroups]);

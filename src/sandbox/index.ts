@@ -15,7 +15,8 @@ import { PlaceholderScope } from './placeholders.ts';
 import { readOnlyMounts } from './read-only-paths.ts';
 import { probe, type ProbeOptions, type SandboxStatus } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
-import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern } from './protected-paths.ts';
+import { holdProtected } from './plan-memo.ts';
+import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
 import { renderSeatbeltProfile, seatbeltArgv, SeatbeltPathError } from './seatbelt.ts';
 
@@ -157,9 +158,15 @@ function existingProtected(root: string): string[] {
   }
 }
 
+const patternsByGlobs = new Map<string, ProtectedPattern[]>();
+
+/** The same array for the same globs, command after command (plan-memo.ts keys on it). */
 function patterns(globs: string[]): ProtectedPattern[] {
+  const key = globs.join('\0');
+  let found = patternsByGlobs.get(key);
   // Configuration adds protection; it has no way to remove a default.
-  return [...defaultPatterns(loadProtectedDefaults()), ...globs.map(patternFromGlob)];
+  if (!found) patternsByGlobs.set(key, (found = [...defaultPatterns(loadProtectedDefaults()), ...globs.map(patternFromGlob)]));
+  return found;
 }
 
 /** Build the sandboxed argv for a command. Throws SandboxUnavailableError when probe fails. */
@@ -218,16 +225,17 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     return { argv: seatbeltArgv(text, withEnv), extraFds: [], release: async () => {} };
   }
 
-  const plan = planProtected(workspace, protectedPatterns);
-  for (const root of writableRoots) {
-    const clash = plan.targets.map((t) => t.path).find((target) => isWithin(root, target));
-    if (clash) {
-      throw new SandboxRequestError(
-        `writable root ${root} lies inside the protected path "${relative(workspace, clash) || '.'}"; protected paths stay read-only. ` +
-          'Remove it from --allow-write or the config\'s write.writableRoots.',
-      );
+  const checkClash = (plan: ProtectedPlan) => {
+    for (const root of writableRoots) {
+      const clash = plan.targets.map((t) => t.path).find((target) => isWithin(root, target));
+      if (clash) {
+        throw new SandboxRequestError(
+          `writable root ${root} lies inside the protected path "${relative(workspace, clash) || '.'}"; protected paths stay read-only. ` +
+            'Remove it from --allow-write or the config\'s write.writableRoots.',
+        );
+      }
     }
-  }
+  };
   const rootProtected = writableRoots.flatMap((root) => existingProtected(root));
 
   const profileMounts = [
@@ -259,7 +267,8 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     scope.begin();
     begun = true;
     // Existing paths too: one may be another run's placeholder, which this command then uses as well.
-    const protectedPaths = [...scope.hold(plan.targets.filter((t) => needed(t.path))).map((t) => t.path), ...rootProtected.filter(needed)];
+    const { plan, held } = holdProtected(workspace, protectedPatterns, scope, needed, checkClash);
+    const protectedPaths = [...held, ...rootProtected.filter(needed)];
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();
     const outputFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;

@@ -85,7 +85,8 @@ function identityOf(path: string, kind: PathKind, info: Stats): PlaceholderRecor
 
 function lstatOrNull(path: string): Stats | null {
   try {
-    return lstatSync(path);
+    // Without an exception for the usual absent name (ENOTDIR still throws, and is caught).
+    return lstatSync(path, { throwIfNoEntry: false }) ?? null;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === 'ENOENT' || code === 'ENOTDIR') return null;
@@ -139,6 +140,7 @@ export class PlaceholderScope {
   private readonly real = new Map<string, number>();
   private active = 0;
   private closing = false;
+  private released = 0;
   private recovered = false;
 
   begin(): void {
@@ -242,7 +244,13 @@ export class PlaceholderScope {
     this.mine.add(item.path);
   }
 
+  /** How many times this scope let go of everything: what it held before is held no more. */
+  get releases(): number {
+    return this.released;
+  }
+
   private releaseAll(): void {
+    this.released++;
     this.closing = false;
     this.real.clear();
     if (this.mine.size === 0) return;

@@ -142,11 +142,9 @@ export function planProtected(root: string, patterns: ProtectedPattern[]): Prote
       for (const [index, part] of parts.entries()) {
         prefix = prefix ? `${prefix}/${part}` : part;
         const last = index === parts.length - 1;
-        let info;
-        try {
-          info = lstatSync(join(root, prefix));
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        // No exception for an absent name: most protected names are absent, in every command.
+        const info = lstatSync(join(root, prefix), { throwIfNoEntry: false });
+        if (!info) {
           outcome = { rel: prefix, exists: false, kind: last ? item.kind : 'dir' };
           break;
         }

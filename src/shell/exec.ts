@@ -1,6 +1,6 @@
 // The one path every shell command takes (the bash tool and plugins' ctx.exec):
 // capability → cwd containment → timeout → command rules → sandbox → process.
-import { stat } from 'node:fs/promises';
+import { statSync } from 'node:fs';
 import { isAbsolute, join, relative } from 'node:path';
 import { PolicyError } from '../core/errors.ts';
 import { isWithin } from '../core/paths.ts';
@@ -108,7 +108,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       if (error instanceof PolicyError) return refused(error.rule, error.message);
       throw error;
     }
-    const notDirectory = await checkDirectory(cwd, settings.workspace);
+    const notDirectory = checkDirectory(cwd, settings.workspace);
     if (notDirectory) return { ...emptyResult(started), output: notDirectory };
 
     const limits = settings.limits;
@@ -202,10 +202,11 @@ async function resolveCwd(settings: ExecutorSettings, requested: string | undefi
 }
 
 
-async function checkDirectory(cwd: string, workspace: Workspace): Promise<string | null> {
+// Synchronous: one stat on a path just resolved costs less than the trip to the thread pool.
+function checkDirectory(cwd: string, workspace: Workspace): string | null {
   const shown = workspace.display(cwd);
   try {
-    const info = await stat(cwd);
+    const info = statSync(cwd);
     return info.isDirectory() ? null : `cwd "${shown}" is not a directory; pass a directory (workspace-relative).`;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;

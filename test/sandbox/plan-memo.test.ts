@@ -1,0 +1,78 @@
+// A run reuses its protected plan while the workspace root is unchanged (src/sandbox/plan-memo.ts).
+// What must never happen: a protection that a fresh plan would give missing from a command because
+// an old plan was reused. Each test lets the plan settle (its stamp is kept only once the root's
+// times are safely in the past), changes the workspace on the host as a user would, and checks the
+// very next command.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
+import { PlaceholderScope } from '../../src/sandbox/index.ts';
+import { createExecutor } from '../../src/shell/exec.ts';
+import { Workspace } from '../../src/workspace/paths.ts';
+import { canRun, fixture, type Fixture } from './harness.ts';
+
+let fx: Fixture;
+let scope: PlaceholderScope;
+beforeEach(() => {
+  fx = fixture();
+  scope = new PlaceholderScope();
+});
+afterEach(() => {
+  scope.close();
+  fx.cleanup();
+});
+
+async function runExecutor() {
+  const exec = createExecutor({
+    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
+    unrestricted: false,
+    sandbox: { profile: 'workspace-write', network: false, writableRoots: [], protectedGlobs: [] },
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: fx.tmp,
+    logDir: join(fx.root, 'logs'),
+    placeholders: scope,
+  });
+  return (command: string) => exec(command, { signal: new AbortController().signal });
+}
+
+/** Commands until the plan is kept: the root's times must be older than the racy window. */
+async function settle(run: (command: string) => Promise<unknown>) {
+  await run('true');
+  await Bun.sleep(250);
+  await run('true');
+  await run('true');
+}
+
+describe.skipIf(!canRun || process.platform !== 'linux')('the protected plan of a run', () => {
+  test('a protected name the user creates between two commands is read-only in the next one', async () => {
+    const run = await runExecutor();
+    await settle(run);
+    writeFileSync(join(fx.ws, '.env.preview'), 'KEY=1\n');
+    const result = await run('echo changed > .env.preview; rm -f .env.preview; cat .env.preview');
+    expect(result.output).toContain('KEY=1');
+    expect(readFileSync(join(fx.ws, '.env.preview'), 'utf8')).toBe('KEY=1\n');
+  });
+
+  test('a .git that stops being a repository (an empty .git/HEAD) gets HEAD masked in the next command', async () => {
+    const run = await runExecutor();
+    await settle(run);
+    // .git/HEAD is written in place: the workspace root itself does not change.
+    writeFileSync(join(fx.ws, '.git', 'HEAD'), '');
+    await run('echo "ref: refs/heads/x" > HEAD');
+    expect(existsSync(join(fx.ws, 'HEAD')) ? readFileSync(join(fx.ws, 'HEAD'), 'utf8') : '').toBe('');
+  });
+
+  test('a protected path the user removes and makes again as a symbolic link is refused, as it would be fresh', async () => {
+    const run = await runExecutor();
+    await settle(run);
+    rmSync(join(fx.ws, '.env'));
+    const { symlinkSync } = await import('node:fs');
+    symlinkSync(fx.outside, join(fx.ws, '.env'));
+    const result = await run('true');
+    expect(result.exitCode).toBeNull();
+    expect(result.output).toContain('protected path ".env" is a symbolic link');
+  });
+});
