@@ -5,6 +5,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Compile } from 'typebox/compile';
+import { canUseOutputFd } from '../../src/process/merged-output.ts';
 import { createBashTool } from '../../src/tools/kernel/bash.ts';
 import { createExecutor, type ExecutorSettings } from '../../src/shell/exec.ts';
 import { type ToolContext } from '../../src/tools/define.ts';
@@ -279,6 +280,8 @@ describe('restricted mode', () => {
         cwd: join(root, 'sub'),
         workspace: root,
         tmpDir,
+        // Where pipe2 is at hand the command is asked to take its output as an fd of its own.
+        outputOnFd: canUseOutputFd(),
       });
     } finally {
       closeSync(fd);
