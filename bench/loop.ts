@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startModelServer } from '../test/support/model-server.ts';
 import { startOtlpReceiver } from '../test/support/otlp-receiver.ts';
+import { watchPeak } from './child-peak.ts';
 
 const CONCH = resolve(import.meta.dir, '../bin/conch');
 const server = await startModelServer();
@@ -22,11 +23,12 @@ const env = {
 async function run(args: string[], cwd = base, extraEnv: Record<string, string> = {}) {
   const started = performance.now();
   const child = Bun.spawn([CONCH, ...args], { cwd, env: { ...env, ...extraEnv }, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
+  const peak = watchPeak(child.pid);
   const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
   const code = await child.exited;
   const ms = performance.now() - started;
   if (code !== 0) throw new Error(`conch ${args.join(' ')} exited ${code}: ${stderr || stdout}`);
-  return { ms, maxRssBytes: Number(child.resourceUsage()?.maxRSS ?? 0) };
+  return { ms, maxRssBytes: (await peak()) || Number(child.resourceUsage()?.maxRSS ?? 0) };
 }
 
 function median(values: number[]): number {

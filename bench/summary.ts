@@ -14,6 +14,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { anthropicResponse } from '../test/support/model-wire.ts';
+import { watchPeak } from './child-peak.ts';
 import { startModelServer, type ScriptedTurn } from '../test/support/model-server.ts';
 
 const ROOT = resolve(import.meta.dir, '..');
@@ -61,14 +62,16 @@ const env = (extra: Record<string, string> = {}) => ({
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-async function spawn(argv: string[], childEnv: Record<string, string>, cwd = work) {
+/** `measureRss`: watch the child's own peak RSS (bench/child-peak.ts); rss is 0 otherwise. */
+async function spawn(argv: string[], childEnv: Record<string, string>, cwd = work, measureRss = false) {
   const started = performance.now();
   const child = Bun.spawn(argv, { cwd, env: childEnv, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
+  const peak = measureRss ? watchPeak(child.pid) : null;
   const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
   const code = await child.exited;
   const ms = performance.now() - started;
   if (code !== 0) throw new Error(`${argv.join(' ')} exited ${code}: ${stderr || stdout}`);
-  return { ms, rss: Number(child.resourceUsage()?.maxRSS ?? 0) };
+  return { ms, rss: peak ? (await peak()) || Number(child.resourceUsage()?.maxRSS ?? 0) : 0 };
 }
 
 const results: { name: string; ratio: number; target: number; strict: boolean }[] = [];
@@ -121,7 +124,7 @@ try {
       while (!text.includes('\n')) text += new TextDecoder().decode((await reader.read()).value);
       const url = text.trim();
       const flags = ['--model', 'anthropic/bench', ...(unrestricted ? ['--unrestricted'] : []), '--json', 'bench'];
-      const run = await spawn([CONCH, ...flags], env({ ANTHROPIC_BASE_URL: url }));
+      const run = await spawn([CONCH, ...flags], env({ ANTHROPIC_BASE_URL: url }), work, turns === 49 && !unrestricted);
       server.stdin.end();
       await server.exited;
       return { ms: performance.now() - started, rss: run.rss };
@@ -215,7 +218,7 @@ export default defineTool({
     const rss: Record<number, number[]> = { 0: [], 20: [] };
     for (let i = 0; i < RUNS + 1; i++) {
       for (const count of [0, 20]) {
-        const r = await spawn([CONCH, 'tools', '--json'], env({ XDG_CONFIG_HOME: configs[count]!, XDG_CACHE_HOME: join(base, `plugin-cache-${count}-${i}`) }));
+        const r = await spawn([CONCH, 'tools', '--json'], env({ XDG_CONFIG_HOME: configs[count]!, XDG_CACHE_HOME: join(base, `plugin-cache-${count}-${i}`) }), work, true);
         if (i === 0) continue;
         first[count]!.push(r.ms);
         rss[count]!.push(r.rss);
