@@ -25,13 +25,25 @@ async function exporterFor(env: Env): Promise<SpanExporter> {
   );
 }
 
+/**
+ * Where the exporter sends, as the spec derives it, for the warning when nothing arrived: with
+ * `--otel` and no variable, a new user has no other way to learn that the default is localhost:4318.
+ */
+export function traceEndpoint(env: Env): string {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  if (traces) return `${traces} (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)`;
+  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  if (base) return `${base.replace(/\/+$/, '')}/v1/traces (OTEL_EXPORTER_OTLP_ENDPOINT)`;
+  return 'http://localhost:4318/v1/traces (the default; set OTEL_EXPORTER_OTLP_ENDPOINT to your collector)';
+}
+
 /** The exporter, noting why an export failed so the user hears of it once the run is over. */
-function noting(exporter: SpanExporter, problems: Set<string>): SpanExporter {
+function noting(exporter: SpanExporter, problems: Set<string>, endpoint: string): SpanExporter {
   return {
     export(spans: ReadableSpan[], done) {
       exporter.export(spans, (result) => {
         // ExportResultCode.SUCCESS is 0 (from @opentelemetry/core, which conch does not import itself).
-        if (result.code !== 0) problems.add(`${spans.length} span(s) could not be exported: ${result.error?.message ?? 'the collector refused them'}`);
+        if (result.code !== 0) problems.add(`${spans.length} span(s) could not be exported to ${endpoint}: ${result.error?.message ?? 'the collector refused them'}`);
         done(result);
       });
     },
@@ -42,7 +54,8 @@ function noting(exporter: SpanExporter, problems: Set<string>): SpanExporter {
 
 export async function openSdk(env: Env): Promise<Tracing> {
   const problems = new Set<string>();
-  const exporter = noting(await exporterFor(env), problems);
+  const endpoint = traceEndpoint(env);
+  const exporter = noting(await exporterFor(env), problems, endpoint);
   // Only these detectors: the process detector would put the command line, and so the task, in every span.
   const detected = detectResources({ detectors: [resourceAttributesEnvDetector, serviceNameEnvDetector] });
   const resource = defaultResource()
@@ -64,7 +77,7 @@ export async function openSdk(env: Env): Promise<Tracing> {
           return 'done' as const;
         },
       );
-      if ((await Promise.race([done, late])) === 'late') problems.add(`the spans could not be sent within ${FLUSH_MS} ms and were dropped (is a collector listening at OTEL_EXPORTER_OTLP_ENDPOINT?)`);
+      if ((await Promise.race([done, late])) === 'late') problems.add(`the spans could not be sent to ${endpoint} within ${FLUSH_MS} ms and were dropped: is a collector listening there?`);
       clearTimeout(timer);
       return [...problems].map((p) => `OpenTelemetry: ${p}`);
     },

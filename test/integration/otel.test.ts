@@ -190,10 +190,13 @@ describe('OpenTelemetry export', () => {
 
   test('a collector that is not there does not fail the run: exit 0, the envelope, one warning, the process ends', async () => {
     harness.server.script([{ text: 'fine' }]);
-    const r = await run(['--json', 'go'], { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await closedPort()}` });
+    const port = await closedPort();
+    const r = await run(['--json', 'go'], { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}` });
     expect(r.code).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'completed', output: 'fine' });
     expect(r.stderr).toStartWith('conch: OpenTelemetry: ');
+    // Where it tried, so that the user can tell a wrong address from a collector that is down.
+    expect(r.stderr).toContain(`http://127.0.0.1:${port}/v1/traces (OTEL_EXPORTER_OTLP_ENDPOINT)`);
     expect(r.stderr.trim().split('\n')).toHaveLength(1);
   });
 
