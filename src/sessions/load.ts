@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
 import { SessionError } from './dir.ts';
 import { withoutOutputNote } from '../agent/output-note.ts';
+import { withoutInlinedSkills } from '../skills/catalog.ts';
 import { isSessionRecord } from './record-shape.ts';
 import {
   restoreBlocks,
@@ -128,8 +129,8 @@ function build(records: SessionRecord[]) {
         break;
       case 'msg': {
         const m = restoreMessage(record.m, blobs);
-        // The listing shows what the user asked, not the note an output schema added to it.
-        if (current && current.task === '' && m.role === 'user') current.task = withoutOutputNote(taskText(m));
+        // The listing shows what the user asked, not the note an output schema or --skill added to it.
+        if (current && current.task === '' && m.role === 'user') current.task = withoutInlinedSkills(withoutOutputNote(taskText(m)));
         if (m.role === 'user') seal(conversation);
         conversation.push(m);
         break;

@@ -46,6 +46,23 @@ export function inlineSkill(skill: Skill, body: string, path: string): string {
   ].join('\n');
 }
 
+/**
+ * The task as the user typed it, for listings: the --skill bodies in front of it (inlineSkill's
+ * blocks) become their names, `[skill release-notes] the task`.
+ */
+export function withoutInlinedSkills(task: string): string {
+  const names: string[] = [];
+  let rest = task;
+  for (;;) {
+    const open = /^<skill name="([^"]*)" path="[^"]*">\n/.exec(rest);
+    const close = open ? rest.indexOf('\n</skill>') : -1;
+    if (!open || close === -1) break;
+    names.push(open[1]!);
+    rest = rest.slice(close + '\n</skill>'.length).replace(/^\n\n/, '');
+  }
+  return names.length ? `[skill ${names.join(', ')}] ${rest}`.trim() : task;
+}
+
 function oneLine(text: string): string {
   return text.replace(/\s+/g, ' ').trim();
 }

@@ -62,6 +62,16 @@ describe('skills in a run', () => {
     expect(system()).not.toContain('SKILL-BODY-MARKER');
   });
 
+  test('conch sessions lists a --skill run by the skill and the task typed, not the body the model got', async () => {
+    await skill(userRoot(harness.dirs), 'deploy', 'name: deploy\ndescription: Deploy to production.');
+    await skill(userRoot(harness.dirs), 'notes', 'name: notes\ndescription: Write release notes.');
+    harness.server.script([{ text: 'ok' }]);
+    expect((await run('--skill', 'deploy', '--skill', 'notes', 'ship it')).code).toBe(0);
+    const list = await runConch({ dirs: harness.dirs, args: ['sessions'] });
+    expect(list.stdout).toContain('[skill deploy, notes] ship it');
+    expect(list.stdout).not.toContain('SKILL-BODY-MARKER');
+  });
+
   test('an untrusted project skill is absent and one line says so; after `conch trust` it is offered', async () => {
     await skill(projectRoot(harness.dirs), 'lint', 'name: lint\ndescription: Lint the project.');
     harness.server.script([{ text: 'ok' }, { text: 'ok' }]);
