@@ -9,6 +9,7 @@ import type { CliFlags } from '../config/types.ts';
 import { AcpSession } from './session.ts';
 import { replayUpdates } from './replay.ts';
 import { listStored } from './stored.ts';
+import { AcpGuard, type HostWatchdog } from './guard.ts';
 
 const log = (message: string) => {
   process.stderr.write(`conch acp: ${message}\n`);
@@ -78,8 +79,17 @@ export function anchorFlags(flags: CliFlags, base: string): CliFlags {
   };
 }
 
-export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean } = {}): Promise<void> {
+export interface ServeOptions {
+  ephemeral?: boolean;
+  /** Starts the watchdog (cli/watchdog.ts) when a session first imports plugins. */
+  watchdog?: () => Promise<HostWatchdog>;
+}
+
+export async function serveAcp(given: CliFlags, options: ServeOptions = {}): Promise<void> {
   const flags = anchorFlags(given, process.cwd());
+  // A signal the watchdog catches does what SIGTERM and SIGINT do here: close the connection.
+  let stop = () => {};
+  const guard = new AcpGuard(options.watchdog, () => stop());
   const output = claimStdout();
   const inflight = { count: 0, idle: Promise.resolve() as Promise<void>, wake: () => {} };
   const input = drainBeforeEnd(Bun.stdin.stream() as ReadableStream<Uint8Array>, inflight);
@@ -110,7 +120,7 @@ export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean }
     })
     .onRequest('session/new', tracked(async ({ params, client }) => {
       await checkCwd(params.cwd);
-      const session = await AcpSession.open(params.cwd, flags, client, log, { ephemeral: options.ephemeral, mcpServers: params.mcpServers });
+      const session = await AcpSession.open(params.cwd, flags, client, log, { ephemeral: options.ephemeral, mcpServers: params.mcpServers, guard });
       sessions.set(session.id, session);
       // After the response: the editor learns of the session before its commands.
       setTimeout(() => session.announceCommands(), 0);
@@ -121,7 +131,7 @@ export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean }
       if (sessions.has(params.sessionId)) {
         throw RequestError.invalidRequest({ sessionId: params.sessionId }, `session ${params.sessionId} is open already on this connection`);
       }
-      const session = await AcpSession.open(params.cwd, flags, client, log, { load: params.sessionId, ephemeral: options.ephemeral, mcpServers: params.mcpServers });
+      const session = await AcpSession.open(params.cwd, flags, client, log, { load: params.sessionId, ephemeral: options.ephemeral, mcpServers: params.mcpServers, guard });
       sessions.set(session.id, session);
       // The whole history goes out as session/update notifications before the response.
       await session.send(replayUpdates(session.conversation));
@@ -144,6 +154,7 @@ export async function serveAcp(given: CliFlags, options: { ephemeral?: boolean }
 
   const connection = app.connect(ndJsonStream(output, input));
   const onSignal = () => connection.close();
+  stop = onSignal;
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {

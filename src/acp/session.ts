@@ -12,6 +12,7 @@ import { newSessionId } from '../sessions/store.ts';
 import { outcomeNotice, PromptContentError, promptContent, stopReasonFor, UpdateMapper } from './updates.ts';
 import type { ContentBlock as AcpContent, McpServer } from '@agentclientprotocol/sdk';
 import { editorServers } from './mcp-servers.ts';
+import type { AcpGuard } from './guard.ts';
 import type { ContentBlock } from '../core/content.ts';
 import { invokeSkill } from '../host/skills.ts';
 import { skillCommands, slashSkill, withSkillText } from './skill-commands.ts';
@@ -54,6 +55,8 @@ export interface OpenOptions {
   ephemeral?: boolean;
   /** The MCP servers the editor passed in session/new or session/load. */
   mcpServers?: McpServer[];
+  /** The server's watchdog hooks: plugin loading and each prompt's deadline. */
+  guard?: AcpGuard;
 }
 
 export class AcpSession {
@@ -65,6 +68,7 @@ export class AcpSession {
     private readonly host: StartedRun,
     private readonly notifier: Notifier,
     private readonly log: Log,
+    private readonly guard?: AcpGuard,
   ) {}
 
   /** Every earlier exchange (a loaded session's too); each run appends its prompt's messages in place. */
@@ -102,19 +106,23 @@ export class AcpSession {
       log,
     });
     let host: StartedRun;
+    const loader = options.guard?.loader();
     try {
       host = await startRun(flags, cwd, {
         approver,
         planned,
         sessionId: id,
         mcpServers: await editorServers(options.mcpServers ?? [], (m) => log(`session ${id}: ${m}`)),
+        ...(loader ? { beforePluginImport: loader.beforePluginImport } : {}),
       });
     } catch (error) {
       throw setupError(error);
+    } finally {
+      loader?.done();
     }
     // The config's own (a project config ignored in an untrusted workspace, a home workspace made read-only) first.
     for (const warning of host.warnings.splice(0)) log(`session ${id}: ${warning}`);
-    self = new AcpSession(id, host, notifier, log);
+    self = new AcpSession(id, host, notifier, log, options.guard);
     return self;
   }
 
@@ -166,6 +174,7 @@ export class AcpSession {
     // Expanded inside the turn, so that a second prompt meanwhile is refused as already running.
     const run = this.expandSkills(task).then((expanded) => this.host.run(expanded, { sink, signal: controller.signal }));
     this.turn = { controller, done: run };
+    const ended = this.guard?.turn(this.host.config.limits.deadline_ms);
     try {
       const outcome = await run;
       for (const warning of this.host.recording.warnings.splice(0)) this.log(`session ${this.id}: ${warning}`);
@@ -181,6 +190,7 @@ export class AcpSession {
       }
       return { stopReason: stopReasonFor(outcome) };
     } finally {
+      ended?.();
       requestSignal.removeEventListener('abort', onRequestAbort);
       this.activeCall = null;
       this.turn = null;

@@ -7,6 +7,7 @@ import { openSession } from '../host/session.ts';
 import { hiddenForCommands } from '../workspace/read-hidden.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { buildPluginLoader } from '../host/setup.ts';
+import type { Watchdog } from './watchdog.ts';
 import { loadCliConfig, setupFailure } from './setup.ts';
 import { terminalSafe } from './tool-lines.ts';
 
@@ -19,7 +20,20 @@ export async function toolsCommand(action: string | undefined, name: string | un
       return await tools.toolsNew(name, config.configDir);
     }
     if (action !== undefined) return usage(`unknown 'tools' action '${action}'; use 'conch tools' or 'conch tools new NAME'`);
-    const session = await openSession(config, { cwd: process.cwd(), loadPlugins: buildPluginLoader(config) });
+    // A plugin that never yields while it loads would hold the listing forever: past its load time
+    // the watchdog ends conch (and a signal still does).
+    let watchdog: Watchdog | undefined;
+    const session = await openSession(config, {
+      cwd: process.cwd(),
+      loadPlugins: buildPluginLoader(config, async (loadTimeoutMs) => {
+        const { startWatchdog } = await import('./watchdog.ts');
+        watchdog ??= startWatchdog('tools', json, null, 'conch tools');
+        watchdog.document({ tools: null, plugins: null, pluginsEnabled: true });
+        watchdog.loading(loadTimeoutMs);
+      }),
+    });
+    if (watchdog && !watchdog.finishing()) await new Promise(() => {});
+    watchdog?.stop();
     try {
       return await tools.toolsList({ catalog: session.catalog, reports: session.plugins, workspace: session.workspace.root, json, pluginsEnabled: config.plugins.enabled });
     } finally {

@@ -6,6 +6,7 @@ import type { CliFlags } from '../config/types.ts';
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { teeSinks } from '../agent/events.ts';
 import type { Trace } from './trace.ts';
+import type { Watchdog } from './watchdog.ts';
 import type { StartedRun } from '../host/start.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import type { SessionChoice } from '../sessions/open.ts';
@@ -33,9 +34,30 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   let ask: Approver | undefined;
   const approver: Approver = (command, rule) => (ask ? ask(command, rule) : Promise.resolve('deny'));
   let current = { flags, session: options.session };
+  // Plugin code can block the main thread. From its first line on, a watchdog thread keeps each
+  // turn's deadline, ends conch when a plugin never finishes loading, and lets a signal end it
+  // when the main thread cannot answer; it hands every signal it catches to `onSignal`.
+  let watchdog: Watchdog | undefined;
+  let turnSigint: (() => void) | undefined;
+  const onSignal = (name: string) => (name === 'SIGINT' && turnSigint ? turnSigint() : onHangup());
   const start = async (next: typeof current) => {
     const { startRun } = await import('../host/start.ts');
-    return startRun(next.flags, cwd, { approver, session: next.session });
+    let loading = false;
+    try {
+      return await startRun(next.flags, cwd, {
+        approver,
+        session: next.session,
+        beforePluginImport: async (loadTimeoutMs) => {
+          const { startWatchdog } = await import('./watchdog.ts');
+          watchdog ??= startWatchdog('interactive', false, null, 'the conversation');
+          watchdog.arm(null, onSignal, false);
+          watchdog.loading(loadTimeoutMs);
+          loading = true;
+        },
+      });
+    } finally {
+      if (loading) watchdog?.loading(null);
+    }
   };
   let pending: Promise<StartedRun> | undefined;
   let host: StartedRun | undefined;
@@ -103,14 +125,21 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       }
     };
     process.on('SIGINT', onSigint);
+    turnSigint = onSigint;
+    watchdog?.arm(h.config.limits.deadline_ms, onSignal);
     busy = controller;
     try {
       await h.run(task, { sink: teeSinks(human, ...(trace ? [trace] : [])), signal: controller.signal });
     } finally {
       process.off('SIGINT', onSigint);
+      turnSigint = undefined;
       busy = undefined;
       ask = undefined;
     }
+    // The watchdog ended the turn already (the main thread was stuck until now): it exits the process.
+    if (watchdog && !watchdog.finishing()) await new Promise(() => {});
+    watchdog?.resume();
+    watchdog?.arm(null, onSignal, false);
     for (const warning of h.recording.warnings.splice(0)) stderr.write(`conch: ${warning}\n`);
   };
 

@@ -72,7 +72,9 @@ async function main(): Promise<void> {
     case 'acp': {
       if (args.length) throw new UsageError(`'conch acp' takes no arguments, got: ${args.join(' ')}`);
       const { serveAcp } = await import('../acp/server.ts');
-      await serveAcp(flags(), { ephemeral: parsed.flags.has('ephemeral') });
+      // Loaded only when a session first imports plugins, as for a run.
+      const watchdog = async () => (await import('./watchdog.ts')).startWatchdog('acp', false, null, 'conch acp');
+      await serveAcp(flags(), { ephemeral: parsed.flags.has('ephemeral'), watchdog });
     }
   }
 }

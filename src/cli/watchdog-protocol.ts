@@ -23,8 +23,12 @@ export const SIGNALS: ReadonlyArray<readonly [number, 'SIGINT' | 'SIGTERM' | 'SI
 ];
 
 export type ToWatchdog =
-  | { type: 'start'; state: SharedArrayBuffer; startedAt: number; deadlineAt: number; json: boolean }
-  | { type: 'arm'; deadlineAt: number }
+  /** `label` names what the watchdog ends in its message ('the run', 'conch tools', 'conch acp'). */
+  | { type: 'start'; state: SharedArrayBuffer; startedAt: number; deadlineAt: number | null; json: boolean; label: string }
+  /** null: no deadline (between the turns of a conversation, in `conch tools`). `fresh`: a new run starts, earlier signals were answered. */
+  | { type: 'arm'; deadlineAt: number | null; fresh: boolean }
+  /** Plugins are loading, each within `limitMs`: a main thread stuck past that (plus GRACE_MS) is a plugin that never yields. null: done. */
+  | { type: 'loading'; limitMs: number | null }
   | { type: 'groups'; groups: number[] }
   | { type: 'dirs'; dirs: string[] }
   | { type: 'envelope'; doc: Record<string, unknown> }

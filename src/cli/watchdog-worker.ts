@@ -23,6 +23,8 @@ let state: Int32Array | null = null;
 let deadlineAt: number | null = null;
 let startedAt = Date.now();
 let json = false;
+let label = 'the run';
+let loadingLimit: number | null = null;
 let groups: number[] = [];
 let dirs: string[] = [];
 let doc: Record<string, unknown> = {};
@@ -39,6 +41,7 @@ self.onmessage = (event: MessageEvent<ToWatchdog>) => {
     case 'start':
       state = new Int32Array(m.state);
       json = m.json;
+      label = m.label;
       startedAt = m.startedAt;
       deadlineAt = m.deadlineAt;
       ticker = setInterval(tick, TICK_MS);
@@ -46,8 +49,13 @@ self.onmessage = (event: MessageEvent<ToWatchdog>) => {
       break;
     case 'arm':
       deadlineAt = m.deadlineAt;
+      // A new run (the next turn of a conversation): a signal its predecessor answered is done with.
+      if (m.fresh) signalAt = null;
       // The main thread's own listeners made Bun take the signals back: take them again.
       catchSignals();
+      break;
+    case 'loading':
+      loadingLimit = m.limitMs;
       break;
     case 'groups':
       groups = m.groups;
@@ -113,6 +121,9 @@ function tick(): void {
   if (signalAt !== null && stuck && now > signalAt + GRACE_MS) {
     return end('cancelled', 'a signal asked conch to stop and its main thread did not answer');
   }
+  if (loadingLimit !== null && now - lastBeatAt > loadingLimit + GRACE_MS) {
+    return end('timed_out', `a plugin did not finish loading within ${loadingLimit} ms and conch's main thread did not answer`);
+  }
   if (deadlineAt !== null && ((stuck && now > deadlineAt + GRACE_MS) || now > deadlineAt + HARD_CAP_MS)) {
     return end('timed_out', 'the run deadline passed and conch\'s main thread did not answer');
   }
@@ -129,7 +140,7 @@ function end(status: 'timed_out' | 'cancelled', why: string): void {
   }
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   const exitCode = EXIT_CODES[status];
-  const message = `${why} (plugin code that never yields?); the watchdog ended the run and killed its commands`;
+  const message = `${why} (plugin code that never yields?); the watchdog ended ${label} and killed its commands`;
   stderr.write(`conch: ${message}\n`);
   const durationMs = Date.now() - startedAt;
   // Several tasks (`conch run A B`): their one document, the unfinished ones ended; else one envelope.

@@ -5,7 +5,10 @@
 // SIGTERM or SIGHUP) plus a grace period, the worker ends the run itself (watchdog-worker.ts).
 //
 // It costs a thread, so it starts only when plugins are about to be imported: a run with only the
-// kernel tools, whose code never blocks the loop, does without.
+// kernel tools, whose code never blocks the loop, does without. The same holds for `conch tools`
+// (plugins loading, no deadline), `conch acp` and interactive mode (each turn armed with its deadline,
+// nothing between turns): a plugin stuck while it loads ends the process once its load time is up,
+// and a signal the main thread cannot answer still ends it.
 import { constants } from 'node:os';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import { addUsage, emptyUsage, EXIT_CODES, type Outcome } from '../agent/outcome.ts';
@@ -15,14 +18,23 @@ import { envelope, type EnvelopeFacts } from './envelope.ts';
 import { BEAT, BEAT_MS, PHASE, STATE_SLOTS, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
 
 export interface Watchdog {
-  /** The run starts: its deadline counts from now; signals go through the watchdog from here on. */
-  arm(deadlineMs: number, onSignal: (name: string) => void): void;
+  /**
+   * The run starts: its deadline counts from now (null: none, as between the turns of a
+   * conversation); signals go through the watchdog from here on. Call it again after adding or
+   * removing a signal listener: Bun takes the signals back then. `fresh: false` when no new run
+   * starts (a signal not yet answered still counts).
+   */
+  arm(deadlineMs: number | null, onSignal: (name: string) => void, fresh?: boolean): void;
+  /** Plugins are about to load, each within `limitMs` (null: they are done). */
+  loading(limitMs: number | null): void;
   /** Keeps the watchdog's copy of the --json envelope current, so it can print one. */
   readonly sink: EventSink;
   /** Several tasks: the document to print instead (batch.ts), kept current by the caller. */
   document(doc: Record<string, unknown>): void;
   /** The main thread ends the run itself; false when the watchdog already is (then wait for it). */
   finishing(): boolean;
+  /** After `finishing`, when the process goes on (the next turn of a conversation). */
+  resume(): void;
   stop(): void;
 }
 
@@ -30,7 +42,7 @@ export interface Watchdog {
  * Start before the first plugin code runs. Until `arm`, the deadline counts from here, and a signal
  * ends the process as Bun's default would (conch has no listener yet), with the exit hooks' cleanup.
  */
-export function startWatchdog(runId: string, json: boolean, deadlineMs: number): Watchdog {
+export function startWatchdog(runId: string, json: boolean, deadlineMs: number | null, label = 'the run'): Watchdog {
   const shared = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
   const state = new Int32Array(shared);
   const url = new URL(import.meta.url.endsWith('.ts') ? './watchdog-worker.ts' : './watchdog-worker.js', import.meta.url);
@@ -38,7 +50,7 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number):
   worker.unref();
   const send = (message: ToWatchdog) => worker.postMessage(message);
   const startedAt = Date.now();
-  send({ type: 'start', state: shared, startedAt, deadlineAt: startedAt + deadlineMs, json });
+  send({ type: 'start', state: shared, startedAt, deadlineAt: deadlineMs === null ? null : startedAt + deadlineMs, json, label });
   worker.onmessage = (event: MessageEvent<FromWatchdog>) => process.exit(128 + (constants.signals[event.data.name] ?? 0));
   const beat = setInterval(() => Atomics.add(state, BEAT, 1), BEAT_MS);
   beat.unref();
@@ -82,13 +94,15 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number):
   };
 
   return {
-    arm(deadlineMs, onSignal) {
+    arm(deadlineMs, onSignal, fresh = true) {
       worker.onmessage = (event: MessageEvent<FromWatchdog>) => onSignal(event.data.name);
-      send({ type: 'arm', deadlineAt: Date.now() + deadlineMs });
+      send({ type: 'arm', deadlineAt: deadlineMs === null ? null : Date.now() + deadlineMs, fresh });
     },
+    loading: (limitMs) => send({ type: 'loading', limitMs }),
     sink,
     document: (doc) => send({ type: 'envelope', doc }),
     finishing: () => Atomics.compareExchange(state, PHASE, 0, 1) !== 2,
+    resume: () => void Atomics.compareExchange(state, PHASE, 1, 0),
     stop() {
       clearInterval(beat);
       watchLiveGroups(null);

@@ -26,7 +26,7 @@ export async function buildGuard(config: Config, approver?: Approver): Promise<S
   return createCommandGuard(layers, { resolveExecutable: findOnPath, path, approver, mutableRoots: shellRuleRoots(config.shellRules) });
 }
 
-export function buildPluginLoader(config: Config, beforeImport?: () => Promise<void> | void): SessionOptions['loadPlugins'] {
+export function buildPluginLoader(config: Config, beforeImport?: (loadTimeoutMs: number) => Promise<void> | void): SessionOptions['loadPlugins'] {
   if (!config.plugins.enabled) return undefined;
   return async (reserved, workspaceRoot) => {
     const { loadPlugins } = await import('../plugins/load.ts');

@@ -48,7 +48,7 @@ export interface StartOptions extends PlanOptions {
   /** The id a new session gets (ACP names it before it exists); the store picks one when absent. */
   sessionId?: string;
   /** Called before the first plugin file is imported (the CLI starts its watchdog there). */
-  beforePluginImport?: () => Promise<void> | void;
+  beforePluginImport?: (loadTimeoutMs: number) => Promise<void> | void;
   /** MCP servers besides the configured ones (an editor's session/new). */
   mcpServers?: ServerSpec[];
   /**

@@ -32,8 +32,8 @@ export interface LoadPluginsOptions {
   cacheDir?: string | false;
   /** How long one plugin may take to import. */
   loadTimeoutMs?: number;
-  /** Called once before the first plugin code runs (the CLI starts its watchdog there). */
-  beforeImport?: () => Promise<void> | void;
+  /** Called once before the first plugin code runs, with the load time each plugin gets (the CLI starts its watchdog there). */
+  beforeImport?: (loadTimeoutMs: number) => Promise<void> | void;
 }
 
 export interface LoadedPlugins {
@@ -84,7 +84,7 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
     if (!outcome.ok) return { ok: false, reason: outcome.reason.replaceAll(c.snapshot.root, projectToolsDir(opts.cwd)) };
     return { ok: true, module: commonJsDefault(outcome.module) };
   };
-  await opts.beforeImport?.();
+  await opts.beforeImport?.(timeout);
   // Imports run concurrently, but results are settled in discovery order below so that which
   // plugin wins a name never depends on timing.
   const outcomes = await Promise.all(candidates.map(load));
