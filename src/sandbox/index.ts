@@ -8,7 +8,7 @@ import { baseMounts, buildBwrapArgv, protectedMountType, withProtection, writabl
 import { prepareCache } from './caches.ts';
 import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
-import { CHANNEL_FD, RELAY_PORT, RELAY_SCRIPT } from './relay.ts';
+import { RELAY_PORT, relayArgv } from './relay.ts';
 import { isWithin } from '../core/paths.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { PlaceholderScope } from './placeholders.ts';
@@ -309,7 +309,7 @@ function relayCommand(command: string[]): string[] {
       'the network allowlist (--allow-net, sandbox.network.allow) needs perl inside the sandbox for its relay, and there is none in /usr/bin, /bin or /usr/local/bin; install perl (apt-get install perl-base), or run with the network on or --no-network.',
     );
   }
-  return [perl, '-e', RELAY_SCRIPT, String(CHANNEL_FD), String(RELAY_PORT), ...command];
+  return relayArgv(perl, command);
 }
 
 /** Where the relay listens, under every name tools read; the sandbox's own loopback bypasses it. */

@@ -10,31 +10,47 @@
 // socketpair inherited as fd 4 needs no socket() call at all, and the filter already allows using
 // one (it cannot be re-targeted). Many connections share it, multiplexed.
 //
-// Perl (no modules at all) because it starts in about 2 ms, where the bench
-// target is +5 ms per command, and it is on every Linux that has a shell toolchain; without it the
-// allowlist refuses to run commands (fails closed) and says so. The script double-forks: the
-// command becomes bwrap's main process (its exit status is the command's), the relay a grandchild
-// reparented to bwrap's pid 1, so it dies with the sandbox's pid namespace when the command ends.
+// Perl (no modules at all, not even strict.pm: loading it is 0.3 ms of CPU on every command)
+// because it starts in about 1.5 ms, and it is on every Linux that has a shell toolchain; without
+// it the allowlist refuses to run commands (fails closed) and says so. The command waits only for
+// the listening socket: the script it runs first (RELAY_START) is a few lines, and the relay
+// compiles its loop (RELAY_LOOP, a string it evals) after the command has started. The relay is
+// made with clone(CLONE_PARENT): a sibling of the command, a child of bwrap's pid 1 at once, so it
+// dies with the sandbox's pid namespace when the command ends, and the command (bwrap's main
+// process: its exit status is the command's) never has it as a child to wait for. Where that
+// syscall is not known or refused, it double-forks instead: the same tree, one fork and a wait more.
+import { hostSeccompArch, syscallNumber } from './seccomp.ts';
+
 export const RELAY_PORT = 3128;
 export const CHANNEL_FD = 4;
 
-export const RELAY_SCRIPT = String.raw`
-use strict;
-# No modules (each costs startup time): Linux values, the same on x86_64 and aarch64 (EINTR 4, EAGAIN 11).
-my ($AF_INET, $SOCK_STREAM, $SOL_SOCKET, $SO_REUSEADDR, $F_GETFL, $F_SETFL, $O_NONBLOCK) = (2, 1, 1, 2, 3, 4, 0x800);
-my ($chno, $port, @cmd) = @ARGV;
+/** What runs before the command: open the channel, listen, start the relay, exec the command. */
+const RELAY_START = String.raw`
+my ($loop, $chno, $port, $clone, @cmd) = @ARGV;
 open(my $ch, '+<&=', $chno) or die "conch relay: no channel on fd $chno: $!\n";
-socket(my $ls, $AF_INET, $SOCK_STREAM, 0) or die "conch relay: socket: $!\n";
-setsockopt($ls, $SOL_SOCKET, $SO_REUSEADDR, pack('i', 1));
-bind($ls, pack('S n a4 x8', $AF_INET, $port, "\x7f\0\0\x01")) or die "conch relay: cannot listen on 127.0.0.1:$port: $!\n";
+# Linux values, the same on x86_64 and aarch64: AF_INET 2, SOCK_STREAM 1, SOL_SOCKET 1, SO_REUSEADDR 2.
+socket(my $ls, 2, 1, 0) or die "conch relay: socket: $!\n";
+setsockopt($ls, 1, 2, pack('i', 1));
+bind($ls, pack('S n a4 x8', 2, $port, "\x7f\0\0\x01")) or die "conch relay: cannot listen on 127.0.0.1:$port: $!\n";
 listen($ls, 128) or die "conch relay: listen: $!\n";
-my $pid = fork() // die "conch relay: fork: $!\n";
+# CLONE_PARENT (0x8000) | SIGCHLD (17); the other arguments are 0 on every architecture.
+my $pid = $clone ? syscall($clone, 0x8011, 0, 0, 0, 0) : -1;
+if ($pid < 0) {
+  $pid = fork() // die "conch relay: fork: $!\n";
+  if ($pid) { waitpid($pid, 0); } elsif (fork()) { exit 0; }
+}
 if ($pid) {
-  waitpid($pid, 0);
   close $ls; close $ch;
   exec { $cmd[0] } @cmd or do { print STDERR "sh: $cmd[0]: $!\n"; exit 127; };
 }
-exit 0 if fork();
+eval $loop;
+exit 1;
+`;
+
+/** The relay: $ls (listening), $ch and $chno come from RELAY_START, whose scope it is evaluated in. */
+const RELAY_LOOP = String.raw`
+# EINTR 4, EAGAIN 11, F_GETFL 3, F_SETFL 4, O_NONBLOCK 0x800 (Linux, x86_64 and aarch64).
+my ($F_GETFL, $F_SETFL, $O_NONBLOCK) = (3, 4, 0x800);
 open(STDIN, '<', '/dev/null'); open(STDOUT, '>', '/dev/null'); open(STDERR, '>', '/dev/null');
 $SIG{PIPE} = 'IGNORE';
 my %c; my ($in, $out, $next) = ('', '', 0);
@@ -81,3 +97,14 @@ for (;;) {
   }
 }
 `;
+
+/** clone(2)'s number on this machine, or 0 where conch does not know it (the relay double-forks). */
+function cloneSyscall(): number {
+  const arch = hostSeccompArch();
+  return (arch && syscallNumber(arch, 'clone')) ?? 0;
+}
+
+/** `perl` running the relay in front of `command` (channel on CHANNEL_FD, listening on RELAY_PORT). */
+export function relayArgv(perl: string, command: string[], clone = cloneSyscall()): string[] {
+  return [perl, '-e', RELAY_START, RELAY_LOOP, String(CHANNEL_FD), String(RELAY_PORT), String(clone), ...command];
+}
