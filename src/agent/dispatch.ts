@@ -80,8 +80,7 @@ export async function dispatchCall(
     if (error instanceof PolicyError) {
       return errorResult(`denied by policy rule '${error.rule}': ${error.message}`, { policyRule: error.rule });
     }
-    const message = error instanceof Error ? error.message : String(error);
-    return errorResult(`tool '${tool.name}' failed: ${message}`, {});
+    return errorResult(`tool '${tool.name}' failed: ${thrownText(error)}`, {});
   } finally {
     deadline.clear();
     if (graceTimer) clearTimeout(graceTimer);
@@ -90,6 +89,15 @@ export async function dispatchCall(
 
   function errorResult(text: string, extra: Partial<CallResult>): CallResult {
     return { result: { content: [{ type: 'text', text }], isError: true }, truncated: false, isError: true, abandoned: false, ...extra };
+  }
+}
+
+/** What a tool threw, as text; a value without one (Object.create(null), a throwing toString) must not end the run. */
+function thrownText(error: unknown): string {
+  try {
+    return String(error instanceof Error ? error.message : error);
+  } catch {
+    return 'it threw a value that cannot be shown as text';
   }
 }
 

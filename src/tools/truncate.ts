@@ -10,7 +10,10 @@ export function normalizeResult(value: ToolReturn): ToolResult {
   if (value === undefined || value === null) return { content: [{ type: 'text', text: '(no output)' }] };
   if (typeof value === 'string') return { content: [{ type: 'text', text: value }] };
   if (isToolResult(value)) return value.content.some(unsendable) ? { ...value, content: value.content.map(describeUnsendable) } : value;
-  return { content: [{ type: 'text', text: JSON.stringify(value) }] };
+  const json = JSON.stringify(value);
+  // A function or a symbol has no JSON form: sent as a text block without text, it failed the next request.
+  if (typeof json !== 'string') return { content: [{ type: 'text', text: `(the tool returned a ${typeof value}, which has no text or JSON form)` }] };
+  return { content: [{ type: 'text', text: json }] };
 }
 
 const unsendable = (b: ContentBlock) => b.type === 'image' && !MODEL_IMAGE_TYPES.includes(b.mediaType);

@@ -122,6 +122,33 @@ describe('plugins through the CLI', () => {
     expect(resultOf(1)).toContain('abandoned');
   });
 
+  test('odd values a plugin throws or returns are tool results, never the end of the run or a request the API refuses', async () => {
+    await plugin('odd.ts', `
+      import { defineTool, Type } from 'conch';
+      const tool = (name, execute) => defineTool({ name, description: name, parameters: Type.Object({}), execute });
+      export default [
+        tool('throws_bare', () => { throw Object.create(null); }),
+        tool('throws_odd', () => { throw { toString() { throw new Error('no text'); } }; }),
+        tool('returns_fn', () => () => 1),
+        tool('returns_symbol', () => Symbol('s')),
+      ];`);
+    await plugin('bad-import.ts', 'throw Object.create(null);');
+    harness.server.script([
+      { toolCalls: ['throws_bare', 'throws_odd', 'returns_fn', 'returns_symbol'].map((name) => ({ name, arguments: {} })) },
+      { text: 'still here' },
+    ]);
+    const r = await run(['--json', 'go']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).output).toBe('still here');
+    expect(r.stderr).toContain(join(toolsDir(), 'bad-import.ts'));
+    expect(r.stderr).toContain('a value that cannot be shown as text');
+    const results = harness.server.requests[1]!.body.messages.at(-1).content as any[];
+    expect(results.map((b) => b.is_error)).toEqual([true, true, false, false]);
+    expect(JSON.stringify(results[0].content)).toContain('cannot be shown as text');
+    for (const block of results.flatMap((b) => b.content)) expect(typeof block.text).toBe('string');
+    expect(JSON.stringify(results[2].content)).toContain('returned a function');
+  });
+
   test("a plugin's prints go to stderr under its name: --json stays one document, a piped answer stays the answer", async () => {
     await plugin('noisy.ts', `
       import { defineTool, Type } from 'conch';
