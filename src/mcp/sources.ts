@@ -2,13 +2,12 @@
 // which is the repository's file: its servers start only in a workspace the user trusted (`conch
 // trust`), since each one is a program the repository names. Otherwise one line says which were
 // skipped and how to start them.
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../core/errors.ts';
 import { parseJsonText } from '../config/json-text.ts';
 import { parseServers, type ServerSpec } from './config.ts';
 import { PROJECT_FILE } from './gate.ts';
-import { mcpFileHash } from '../plugins/trust.ts';
+import { mcpFileHash, readMcpText } from '../plugins/trust.ts';
 
 
 export interface SourcesInput {
@@ -54,14 +53,15 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
 
 /** The "mcpServers" object of .mcp.json and the text it came from; undefined when there is no such file. */
 async function readProjectFile(file: string): Promise<{ servers: unknown; text: string } | undefined> {
-  let text: string;
+  let text: string | null;
   try {
-    text = await readFile(file, 'utf8');
+    text = await readMcpText(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-    throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`, file);
+    const why = code === 'ENOTREG' ? 'it is not a regular file' : code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
+    throw new ConfigError(`cannot read ${file}: ${why}. Make it a JSON file or remove it.`, file);
   }
+  if (text === null) return undefined;
   const parsed = parseJsonText(text);
   if (!parsed.ok) throw new ConfigError(`${file}: ${parsed.message}`, file);
   const value = parsed.value as { mcpServers?: unknown } | null;

@@ -1,6 +1,7 @@
 // Workspace trust: project plugins (./.conch/tools) are code from whoever wrote the repository, so they
 // run only after the user said so for this exact folder content. A clone must never execute anything.
 import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
+import { readSmallFile } from '../workspace/small-file.ts';
 import { join } from 'node:path';
 import { projectToolsDir } from './discover.ts';
 import { readFolder } from './snapshot.ts';
@@ -117,8 +118,23 @@ export async function trustedMcpHash(configDir: string, cwd: string): Promise<st
   return typeof record.mcp === 'string' ? record.mcp : undefined;
 }
 
+/** Far above any real .mcp.json; a bound so that a link to /dev/zero cannot fill memory. */
+export const MCP_FILE_MAX_BYTES = 4 * 1024 * 1024;
+
+/**
+ * The text of a workspace's .mcp.json, null when there is none. The model can write the workspace, so
+ * the file may be a FIFO (whose open would hang every start there) or a link to a device: it is read
+ * as a small regular file or not at all (the error says which).
+ */
+export async function readMcpText(file: string): Promise<string | null> {
+  const read = await readSmallFile(file, MCP_FILE_MAX_BYTES);
+  if (!read) return null;
+  if (read.truncated) throw Object.assign(new Error(`it is larger than ${MCP_FILE_MAX_BYTES / 1024 / 1024} MiB`), { code: 'EFBIG' });
+  return read.bytes.toString('utf8');
+}
+
 async function readMcpFile(workspace: string): Promise<string | null> {
-  return readFile(join(workspace, '.mcp.json'), 'utf8').catch(() => null);
+  return readMcpText(join(workspace, '.mcp.json')).catch(() => null);
 }
 
 /** Record the canonical workspace path and the current hash of its .conch/tools folder. */

@@ -1,7 +1,7 @@
 // MCP servers as tools, through the real CLI, the real Anthropic SDK and the local model server,
 // against server-everything (not ours) and a writer server of our own, in the real sandbox.
 import { describe, expect, test } from 'bun:test';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync, symlinkSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -107,6 +107,18 @@ describe('MCP servers through the CLI', () => {
     expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
     expect((await run(['go'])).code).toBe(0);
     expect(offered(1)).toContain('mcp__proj__echo');
+  });
+
+  test('a .mcp.json the model made a FIFO or a link to /dev/zero is a setup error naming it, not a start that never ends', async () => {
+    const file = join(harness.dirs.workspace, '.mcp.json');
+    for (const make of [() => Bun.spawnSync(['mkfifo', file]), () => symlinkSync('/dev/zero', file)]) {
+      make();
+      expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+      const r = await run(['go']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`cannot read ${file}`);
+      rmSync(file);
+    }
   });
 
   test('a .mcp.json written after conch trust (by the model, say) is not started until trusted again', async () => {
