@@ -1,8 +1,8 @@
 // First-party plugin: a codebase map. The model orients (map_overview), narrows (map_file,
 // map_search) and reads only the lines it needs (map_read). Written only against the public API.
-import { readFile } from 'node:fs/promises';
 import { defineTool, errorResult, Type, type ToolContext, type ToolResult } from 'conch';
 import { updateIndex, type FileEntry, type MapIndex } from './store.ts';
+import { readRegular } from './walk.ts';
 import { call, findSymbol, formatHit, numberedSlice, outline, overview, search } from './view.ts';
 
 const DEFAULT_DEPTH = 2;
@@ -28,8 +28,7 @@ async function index(ctx: ToolContext): Promise<MapIndex> {
   return (await updateIndex(ctx.workspace.root, allowed, { signal: ctx.signal })).index;
 }
 
-async function lines(abs: string): Promise<string[]> {
-  const text = await readFile(abs, 'utf8');
+function lines(text: string): string[] {
   const all = text.split('\n');
   if (text.endsWith('\n')) all.pop();
   return all;
@@ -71,7 +70,7 @@ const mapFile = defineTool({
       const folder = Object.keys(map.files).some((p) => p.startsWith(`${where.rel}/`));
       return errorResult(folder ? `${where.rel} is a folder: use ${call('map_overview', { path: where.rel })}` : `${where.rel} is not in the map (missing, or ignored by .gitignore)`);
     }
-    const text = entry.binary ? [] : await lines(where.abs);
+    const text = entry.binary ? [] : lines((await readRegular(where.abs)).toString('utf8'));
     if (!symbol) return outline(where.rel, entry, text.slice(0, HEAD_LINES));
     if (!entry.symbols) return errorResult(`${where.rel} is not parsed (no grammar for it): read it with ${call('map_read', { ref: `${where.rel}:L1-L${HEAD_LINES}` })}`);
     const found = findSymbol(entry.symbols, symbol);
@@ -102,12 +101,14 @@ const mapRead = defineTool({
     if ('content' in where) return where;
     let text: string[];
     try {
-      const head = await readFile(where.abs);
-      if (head.subarray(0, 8192).includes(0)) return errorResult(`${where.rel} is a binary file`);
-      text = await lines(where.abs);
+      const bytes = await readRegular(where.abs);
+      if (bytes.subarray(0, 8192).includes(0)) return errorResult(`${where.rel} is a binary file`);
+      text = lines(bytes.toString('utf8'));
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      return errorResult(code === 'EISDIR' ? `${where.rel} is a folder: use ${call('map_overview', { path: where.rel })}` : `cannot read ${where.rel}: ${code ?? (error as Error).message}`);
+      if (code === 'EISDIR') return errorResult(`${where.rel} is a folder: use ${call('map_overview', { path: where.rel })}`);
+      if (code === 'ENOTREG') return errorResult(`${where.rel} is not a regular file (a FIFO, socket or device); the map reads files only`);
+      return errorResult(`cannot read ${where.rel}: ${code ?? (error as Error).message}`);
     }
     const from = match[2] ? Number(match[2]) : 1;
     const to = match[3] ? Number(match[3]) : match[2] ? from : text.length;

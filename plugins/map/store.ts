@@ -7,7 +7,7 @@ import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { conchCacheDir } from 'conch';
 import { grammarFor, parseSource, type MapSymbol } from './parse.ts';
-import { walk } from './walk.ts';
+import { readRegular, walk } from './walk.ts';
 
 export interface FileEntry {
   size: number;
@@ -85,7 +85,7 @@ export async function updateIndex(
       files[found.path] = old;
       continue;
     }
-    const bytes = await readFile(join(root, found.path)).catch(() => null);
+    const bytes = await readRegular(join(root, found.path)).catch(() => null);
     if (!bytes) continue;
     stats.hashed++;
     const hash = createHash('sha1').update(bytes).digest('hex');

@@ -1,8 +1,9 @@
 // The workspace's files as the map sees them: .gitignore honoured (every level, like git), .git and
 // symlinked folders never entered, and every folder classified as code or one kind of noise.
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import ignore, { type Ignore } from 'ignore';
+import { openVerified } from 'conch';
 
 export interface WalkedFile {
   /** Workspace-relative, '/'-separated. */
@@ -40,7 +41,7 @@ export async function walk(root: string, allowed: (path: string) => Promise<bool
   const visit = async (dir: string): Promise<void> => {
     signal?.throwIfAborted();
     const abs = join(root, dir);
-    const local = await readFile(join(abs, '.gitignore'), 'utf8').catch(() => null);
+    const local = await readRegular(join(abs, '.gitignore')).then((b) => b.toString('utf8'), () => null);
     const pushed = local !== null;
     if (pushed) rules.push({ base: dir, ig: ignore().add(local) });
     try {
@@ -68,6 +69,23 @@ export async function walk(root: string, allowed: (path: string) => Promise<bool
   };
   await visit('');
   return files;
+}
+
+/**
+ * A regular file's bytes through a non-blocking descriptor: the model can make any name in the
+ * workspace a FIFO (opened by path it would hang the call, and the thread under it, for good) or a
+ * link. Throws with code EISDIR or ENOTREG for what is not a file, ELOOP/ECHANGED for a link.
+ */
+export async function readRegular(abs: string): Promise<Buffer> {
+  const fh = await openVerified(abs);
+  try {
+    const st = await fh.stat();
+    if (st.isDirectory()) throw Object.assign(new Error(`${abs} is a directory`), { code: 'EISDIR' });
+    if (!st.isFile()) throw Object.assign(new Error(`${abs} is not a regular file`), { code: 'ENOTREG' });
+    return await fh.readFile();
+  } finally {
+    await fh.close();
+  }
 }
 
 function ignored(rules: { base: string; ig: Ignore }[], rel: string, isDir: boolean): boolean {

@@ -203,4 +203,15 @@ describe('map plugin through the CLI', () => {
     expect(results(1)[1]).toContain('src/store.ts:L4-L7 function renamedLookup');
     expect(existsSync(join(harness.dirs.workspace, '.conch'))).toBe(false);
   });
+
+  test('FIFOs the model made (a .gitignore, a source file) are skipped or refused, not opened: a map call hung until abandoned', async () => {
+    await anthropic([
+      [{ name: 'bash', arguments: { command: 'mkfifo src/.gitignore pipe.ts' } }],
+      [{ name: 'map_overview', arguments: {} }],
+      [{ name: 'map_read', arguments: { ref: 'pipe.ts' } }],
+    ]);
+    expect(results(2)[0]).toContain('store.ts — 15 lines · 3 symbols');
+    expect(results(2)[0]).not.toContain('abandoned');
+    expect(results(3)[0]).toContain('pipe.ts is not a regular file');
+  });
 });
