@@ -1,7 +1,7 @@
 // Run one validated tool call: deadline, cancellation, thrown errors → tool errors, bounded result.
 import { type Tool, type ToolContext } from '../tools/define.ts';
 import type { ToolResult } from '../core/content.ts';
-import { PolicyError } from '../core/errors.ts';
+import { PolicyError, thrownText } from '../core/errors.ts';
 import { boundResult, normalizeResult } from '../tools/truncate.ts';
 import type { Limits } from '../core/limits.ts';
 import { startTimer } from '../core/duration.ts';
@@ -89,15 +89,6 @@ export async function dispatchCall(
 
   function errorResult(text: string, extra: Partial<CallResult>): CallResult {
     return { result: { content: [{ type: 'text', text }], isError: true }, truncated: false, isError: true, abandoned: false, ...extra };
-  }
-}
-
-/** What a tool threw, as text; a value without one (Object.create(null), a throwing toString) must not end the run. */
-function thrownText(error: unknown): string {
-  try {
-    return String(error instanceof Error ? error.message : error);
-  } catch {
-    return 'it threw a value that cannot be shown as text';
   }
 }
 

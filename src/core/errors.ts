@@ -29,3 +29,16 @@ export class ConfigError extends Error {
 export class SetupError extends Error {
   override name = 'SetupError';
 }
+
+/**
+ * What code threw, as text: an Error's message, else the value as a string. Plugin code can throw
+ * anything, including a value with no text at all (Object.create(null), a toString that throws);
+ * describing it must not throw in turn.
+ */
+export function thrownText(value: unknown): string {
+  try {
+    return String(value instanceof Error ? value.message : value);
+  } catch {
+    return 'a value that cannot be shown as text';
+  }
+}

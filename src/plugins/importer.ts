@@ -7,6 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Jiti, JitiOptions } from 'jiti';
 import { startTimer, type Timer } from '../core/duration.ts';
+import { thrownText } from '../core/errors.ts';
 import { confineTo, REFUSED_CODE, type Confinement } from './confine.ts';
 
 /** Every entry point typebox 1.x exports; a plugin may import any of them. */
@@ -147,7 +148,7 @@ export async function importPlugin(jiti: Jiti, path: string, timeoutMs: number):
  * carry `file:line:col` in the message; errors thrown at load carry it in the stack.
  */
 export function describeLoadError(error: unknown, path: string): string {
-  const err = error instanceof Error ? error : new Error(textOf(error));
+  const err = error instanceof Error ? error : new Error(thrownText(error));
   if ((err as { code?: unknown }).code === REFUSED_CODE) return err.message;
   const message = err.message ?? String(error);
   const where = locate(message, path) ?? locate(err.stack ?? '', path);
@@ -164,15 +165,6 @@ export function describeLoadError(error: unknown, path: string): string {
   // Stack positions come from the transpiled code: lines are kept, columns shift where types were
   // removed, so only the line is worth showing.
   return `threw while loading${where ? ` at line ${where.line}` : ''}: ${firstLine}`;
-}
-
-/** A thrown value as text; Object.create(null) or a throwing toString has none. */
-function textOf(value: unknown): string {
-  try {
-    return String(value);
-  } catch {
-    return 'a value that cannot be shown as text';
-  }
 }
 
 function locate(text: string, path: string): { line: number; column: number } | null {

@@ -5,6 +5,7 @@ import { join, relative } from 'node:path';
 import type { PluginSettings } from '../config/types.ts';
 import type { PluginFactory, PluginSetup, Tool } from '../tools/define.ts';
 import { checkToolDefinition } from '../tools/catalog.ts';
+import { thrownText } from '../core/errors.ts';
 import { checkFirstParty, listPluginFiles, projectToolsDir, userToolsDir, type PluginCandidate } from './discover.ts';
 import { availableFirstParty, FIRST_PARTY_DIR } from '../config/first-party.ts';
 import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from './importer.ts';
@@ -93,9 +94,17 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
   for (const [name, source] of opts.reserved) owners.set(name, { source, report: null });
   const tools = new Map<string, Tool>();
   let next = 0;
-  const reports = slots.map((slot) =>
-    'report' in slot ? slot.report : settle(slot.candidate, outcomes[next++]!, settings.allowOverride, owners, tools),
-  );
+  const reports = slots.map((slot) => {
+    if ('report' in slot) return slot.report;
+    const outcome = outcomes[next++]!;
+    try {
+      return settle(slot.candidate, outcome, settings.allowOverride, owners, tools);
+    } catch (error) {
+      // An export whose getters or proxy traps throw while it is checked (nothing is claimed before
+      // every check passed): that file fails, the others load.
+      return { path: slot.candidate.path, status: 'failed' as const, tools: [], reason: `reading its default export threw: ${thrownText(error)}` };
+    }
+  });
   return { tools: [...tools.values()], reports };
 }
 

@@ -136,6 +136,21 @@ export default (setup: PluginSetup) => [defineTool({
     expect(byFile(reports, 'missingdep.ts').reason).toContain('not-there.ts');
   });
 
+  test('an export whose getters or proxy traps throw is that file\'s failure, not the end of the start', async () => {
+    const f = await fixture({
+      'config/conch/tools/good.ts': GOOD_TYPEBOX,
+      'config/conch/tools/getter.ts': `export default { get name() { throw new Error('getter boom'); } };\n`,
+      'config/conch/tools/proxy.ts': `export default new Proxy({}, { get() { throw Object.create(null); } });\n`,
+      'config/conch/tools/schema.ts': `export default { name: 'sg', description: 'd', parameters: { type: 'object', get properties() { throw new Error('schema boom'); } }, execute() {} };\n`,
+    });
+    const { tools, reports } = await loadPlugins({ ...f, settings: settings(), reserved: kernel, cacheDir });
+    expect(tools.map((t) => t.name)).toEqual(['greet']);
+    expect(byFile(reports, 'getter.ts')).toMatchObject({ status: 'failed', reason: 'reading its default export threw: getter boom' });
+    expect(byFile(reports, 'proxy.ts')).toMatchObject({ status: 'failed', reason: 'reading its default export threw: a value that cannot be shown as text' });
+    expect(byFile(reports, 'schema.ts')).toMatchObject({ status: 'failed' });
+    expect(byFile(reports, 'schema.ts').reason).toContain('schema boom');
+  });
+
   test('plugin-vs-plugin collision names both files; allowOverride lets the later one win', async () => {
     const tool = (d: string) => `export default { name: 'dup', description: '${d}', parameters: { type: 'object', properties: {} }, execute: () => '${d}' };\n`;
     const f = await fixture({ 'config/conch/tools/a.ts': tool('first'), 'extra/b.ts': tool('second') });
