@@ -11,6 +11,7 @@ import { EXIT_CODES } from '../agent/outcome.ts';
 import { processAlive } from '../process/group.ts';
 import { sweepOrphans } from '../process/orphans.ts';
 import { cleanEnv, guardExit } from '../process/spawn.ts';
+import { runDirPrefix } from '../host/run-dir.ts';
 import {
   prepareSandboxed,
   probeSandbox,
@@ -87,7 +88,7 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
   };
   for (const signal of FORWARDED) process.on(signal, onSignal);
   const signalled = () => 128 + (received ? (constants.signals[received] ?? 0) : 0);
-  const tmpDir = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  const tmpDir = await mkdtemp(runDirPrefix());
   // The proxy's socket goes in a directory of its own: tmpDir is the sandbox's /tmp.
   const proxyDir = opts.network && opts.netAllow ? await mkdtemp(join(tmpdir(), 'conch-net-')) : null;
   let proxy: NetworkProxy | null = null;

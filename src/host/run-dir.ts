@@ -1,10 +1,52 @@
 // One private directory per session: tmp/ is the sandbox's /tmp, logs/ (full output of truncated
-// commands) stays out of the sandbox's reach.
-import { mkdirSync } from 'node:fs';
+// commands) stays out of the sandbox's reach. Its name carries the process's identity, so that the
+// directory of a conch that could not clean up (SIGKILL, the OOM killer, a crash) is removed by the
+// next conch of the user instead of staying in /tmp for good with whatever its commands left there.
+import { lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { removeAtExit } from '../process/exit-cleanup.ts';
+import { liveness, selfTag } from '../process/identity.ts';
+
+const PREFIX = 'conch-run-';
+const TAGGED = /^conch-run-(\d+)-(\d+)-(\d+)-[^/]+$/;
+
+/** mkdtemp's prefix for a run directory of this process (in TMPDIR). */
+export function runDirPrefix(): string {
+  const me = selfTag();
+  return join(tmpdir(), me ? `${PREFIX}${me.ns}-${me.pid}-${me.start}-` : PREFIX);
+}
+
+let swept = false;
+
+/**
+ * Remove the run directories of this user's conch processes that are gone, once per process. Only
+ * directories (never links) owned by this user, named for a process of this pid namespace that no
+ * longer runs; anything else (another user's, another container's, a live run's) is left alone.
+ */
+export function sweepStaleRunDirs(dir: string = tmpdir()): Promise<void> {
+  if (swept) return Promise.resolve();
+  swept = true;
+  const uid = process.getuid?.();
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return Promise.resolve();
+  }
+  const stale = names.filter((name) => {
+    const m = TAGGED.exec(name);
+    if (!m || liveness({ ns: m[1]!, pid: Number(m[2]), start: m[3]! }) !== 'dead') return false;
+    try {
+      const info = lstatSync(join(dir, name));
+      return info.isDirectory() && (uid === undefined || info.uid === uid);
+    } catch {
+      return false;
+    }
+  });
+  return Promise.all(stale.map((name) => rm(join(dir, name), { recursive: true, force: true }).catch(() => {}))).then(() => {});
+}
 
 export interface RunDir {
   /** Private (0700): the network proxy's socket lives here, outside the sandbox's reach. */
@@ -17,7 +59,9 @@ export interface RunDir {
 }
 
 export async function openRunDir(): Promise<RunDir> {
-  const root = await mkdtemp(join(tmpdir(), 'conch-run-'));
+  // In the background: a start never waits for a dead run's files to go.
+  void sweepStaleRunDirs();
+  const root = await mkdtemp(runDirPrefix());
   // Removed by remove(), or at exit on any path that never reaches it (a setup error, a second Ctrl-C).
   const keep = removeAtExit(root);
   const tmpDir = join(root, 'tmp');

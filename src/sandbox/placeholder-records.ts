@@ -19,10 +19,11 @@
 // Limits, honestly: processes of different users keep separate state, so a placeholder of another
 // user's conch looks like a real path to this one; and without flock (see user-lock.ts) or a
 // shared state directory, the coordination is skipped and each process counts only its own uses.
-import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readlinkSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { PathKind } from './protected-paths.ts';
 import { userStateDir } from './user-dir.ts';
+import { liveness, selfTag, type Liveness } from '../process/identity.ts';
 
 export interface PlaceholderRecord {
   path: string;
@@ -43,32 +44,11 @@ interface Self {
 let self: Self | null | undefined;
 let counter = 0;
 
-/** Field 22 of /proc/PID/stat (start time in clock ticks since boot), or null when unreadable. */
-function startTime(pid: number | 'self'): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    // The command name (field 2) may contain spaces and parentheses: count from its closing one.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
-function pidNamespace(): string | null {
-  try {
-    return readlinkSync('/proc/self/ns/pid').replace(/\D/g, '') || null;
-  } catch {
-    return null;
-  }
-}
-
 /** This process's identity, or null where records cannot be kept (no /proc: not Linux). */
 function identity(): Self | null {
   if (self !== undefined) return self;
-  const ns = pidNamespace();
-  const start = startTime('self');
-  self = ns && start ? { ns, name: `${ns}-${process.pid}-${start}.json` } : null;
+  const tag = selfTag();
+  self = tag ? { ns: tag.ns, name: `${tag.ns}-${tag.pid}-${tag.start}.json` } : null;
   return self;
 }
 
@@ -117,17 +97,13 @@ export function saveRecords(records: PlaceholderRecord[]): void {
   }
 }
 
-type Liveness = 'alive' | 'dead' | 'unknown';
-
 /** Whose file this is (a record, or a staging file a killed process left), and is it alive. */
 function owner(name: string, me: Self): Liveness {
   const match = /^(\d+)-(\d+)-(\d+)\.json(\.\d+\.\d+\.tmp)?$/.exec(name);
   if (!match) return 'unknown';
   const [, ns, pid, start] = match;
   if (ns !== me.ns) return 'unknown';
-  const now = startTime(Number(pid));
-  if (now === null) return 'dead'; // no such process (its /proc entry is gone)
-  return now === start ? 'alive' : 'dead'; // same pid, later start: a new process reused the pid
+  return liveness({ ns: ns!, pid: Number(pid), start: start! });
 }
 
 function isRecord(value: unknown): value is PlaceholderRecord {

@@ -3,7 +3,7 @@
 // so the count cannot be disturbed by anything else on the machine; only the per-user state folder
 // (conch-<uid>, shared by every run on purpose) may stay.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { chmodSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { anthropicEnv, BUN, REPO, runConch, useHarness } from '../support/cli.ts';
@@ -41,6 +41,28 @@ describe('temp directories', () => {
     child!.kill('SIGINT');
     expect((await pending).code).toBe(130);
     expect(leftovers()).toEqual([]);
+  });
+
+  test("a SIGKILLed run's directory is removed by the next run; a live process's is not", async () => {
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'head -c 100000 /dev/zero > /tmp/big; sleep 30' } }] }]);
+    let child: ReturnType<typeof Bun.spawn> | undefined;
+    const pending = run(['--json', 'go'], (c) => (child = c));
+    while (harness.server.requests.length === 0) await Bun.sleep(20);
+    await Bun.sleep(300);
+    child!.kill('SIGKILL');
+    await pending;
+    const killed = leftovers();
+    expect(killed).toHaveLength(1);
+    expect(killed[0]).toStartWith('conch-run-');
+    // Named like a run directory of this (live) test process: not conch's to remove.
+    const stat = readFileSync('/proc/self/stat', 'latin1');
+    const start = stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19];
+    const ns = readlinkSync('/proc/self/ns/pid').replace(/\D/g, '');
+    const live = `conch-run-${ns}-${process.pid}-${start}-live`;
+    mkdirSync(join(tmp, live));
+    harness.server.script([{ text: 'done' }]);
+    expect((await run(['--json', 'go'])).code).toBe(0);
+    expect(leftovers()).toEqual([live]);
   });
 
   test('a test file using the plugin test context leaves no conch-plugin-run-* behind', async () => {
