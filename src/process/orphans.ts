@@ -129,6 +129,29 @@ export function sweepOrphans(options: { mainThread?: boolean } = {}): number[] {
 }
 
 /**
+ * For the exit: SIGKILL the process group of every live child re-parented to conch that is neither
+ * a sandbox (sweepOrphans) nor in conch's own group: an unsandboxed command's `setsid` daemon, which
+ * left the command's group and so escaped its kill. Every group conch started itself is killed
+ * before this runs, so what is left is such an orphan.
+ */
+export function killEscapees(): void {
+  if (!subreaper) return;
+  for (const pid of childPids()) {
+    const found = child(pid);
+    if (!found || found.state === 'Z' || found.nsInit || found.pgrp === conchGroup() || found.pgrp <= 1) continue;
+    try {
+      process.kill(-found.pgrp, 'SIGKILL');
+    } catch {
+      try {
+        process.kill(found.pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+  }
+}
+
+/**
  * true unless the sandbox's first process is known to have no children. Every process of a pid
  * namespace descends from its first one (orphans inside are re-parented within the namespace), so a
  * first process without children is the namespace's last: what is left is its own exit and the

@@ -6,7 +6,7 @@ import { BoundedOutput } from './output.ts';
 import { startTimer } from '../core/duration.ts';
 import { groupAlive, killGroup, killPids, pipeHolders, processAlive } from './group.ts';
 import { mergedOutput } from './merged-output.ts';
-import { adoptOrphans, settleOrphans, sweepOrphans } from './orphans.ts';
+import { adoptOrphans, killEscapees, settleOrphans, sweepOrphans } from './orphans.ts';
 
 export interface SpawnOptions {
   /** Full argv; argv[0] absolute or found on env.PATH. */
@@ -317,8 +317,10 @@ export function killAllNow(): void {
     }
   }
   sweepOrphans();
-  if (groups.length === 0) return;
-  const until = Date.now() + EXIT_WAIT_MS;
-  while (groups.some(groupAlive) && Date.now() < until) Atomics.wait(pause, 0, 0, 5);
-  sweepOrphans();
+  if (groups.length > 0) {
+    const until = Date.now() + EXIT_WAIT_MS;
+    while (groups.some(groupAlive) && Date.now() < until) Atomics.wait(pause, 0, 0, 5);
+    sweepOrphans();
+  }
+  killEscapees();
 }

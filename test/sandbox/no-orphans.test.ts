@@ -56,6 +56,25 @@ describe.skipIf(!canRun)('no process outlives conch', () => {
     }, 30_000);
   }
 
+  test('unrestricted: a daemon a command detached with setsid (bash or a job) does not outlive conch', async () => {
+    const mark = marker();
+    harness.server.script([
+      { toolCalls: [
+        { name: 'bash', arguments: { command: `setsid sh -c 'exec sleep ${mark}1' >/dev/null 2>&1 </dev/null & echo started` } },
+        { name: 'job_start', arguments: { command: `setsid sh -c 'exec sleep ${mark}2' >/dev/null 2>&1 </dev/null & sleep 60` } },
+      ] },
+      { text: 'done' },
+    ]);
+    const r = await runConch({
+      dirs: harness.dirs,
+      args: ['--model', 'anthropic/test-model', '--json', '--unrestricted', '--plugin', 'jobs', 'go'],
+      env: anthropicEnv(harness.server.anthropicBaseUrl),
+    });
+    expect(r.code).toBe(0);
+    expect(JSON.stringify(harness.server.requests[1]!.body)).toContain('started');
+    expect(await leftOver(mark)).toEqual([]);
+  }, 30_000);
+
   test('conch sandbox run killed while bwrap starts: no bwrap and no command left', async () => {
     const mark = marker();
     for (const signal of ['SIGTERM', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
