@@ -16,7 +16,7 @@ import { envelope, envelopeSink } from './envelope.ts';
 import { cancelOnSignals } from './interrupts.ts';
 import { OrderedOutput, type Section } from './ordered-output.ts';
 import { describeOutcome, humanSink, terminalSafe } from './render.ts';
-import { NOT_STARTED, stdinTooLargeOutcome, type RunOutput } from './run.ts';
+import { NOT_STARTED, offersMcpTools, stdinTooLargeOutcome, type RunOutput } from './run.ts';
 import { setupFailure, terminalApprover } from './setup.ts';
 import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
 import { readTasksFile } from './tasks.ts';
@@ -91,6 +91,10 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     });
   } catch (error) {
     return setupFailure(error, out.json, randomUUID());
+  }
+  if (offersMcpTools(host.session)) {
+    const { startWatchdog } = await import('./watchdog.ts');
+    watchdog ??= startWatchdog(randomUUID(), out.json, config.limits.deadline_ms);
   }
   for (const warning of host.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
   const shownWarnings = host.warnings.length;

@@ -27,6 +27,16 @@ export interface RunOutput {
   outputSchema?: string;
 }
 
+/**
+ * An MCP server's schemas are checked in this thread against what the model sends: a pattern that
+ * backtracks (a ReDoS, `^(a+)+$` against 40 a's and a '!': seconds per call, and refused calls follow
+ * one another with no timer in between) stops it as plugin code can, past the deadline and deaf to
+ * Ctrl-C. With their tools offered, the watchdog keeps both.
+ */
+export function offersMcpTools(session: { mcp: { status: string; tools: unknown[] }[] }): boolean {
+  return session.mcp.some((server) => server.status === 'started' && server.tools.length > 0);
+}
+
 export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): Promise<number> {
   const runId = crypto.randomUUID();
   let planned: StartPlan;
@@ -81,6 +91,10 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     });
   } catch (error) {
     return setupFailure(error, out.json, runId);
+  }
+  if (offersMcpTools(host.session)) {
+    const { startWatchdog } = await import('./watchdog.ts');
+    watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms);
   }
   // Warnings quote files and servers (a failed MCP server's stderr): no control sequence passes.
   for (const warning of host.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);

@@ -174,6 +174,16 @@ describe('MCP servers through the CLI', () => {
     expect(JSON.stringify(blocks)).toContain('an image of type image/bmp');
   });
 
+  test("a server's pattern that backtracks (a ReDoS, seconds per call) cannot hold the run past --timeout: the watchdog ends it", async () => {
+    await writeConfig(harness.dirs, { mcpServers: { w: { command: BUN, args: [WRITER] } } });
+    // Calls refused by validation follow one another without a turn of the event loop: no timer fires between them.
+    const calls = Array.from({ length: 30 }, () => ({ name: 'mcp__w__match', arguments: { items: [`${'a'.repeat(40)}!`] } }));
+    harness.server.script([{ toolCalls: calls }, { text: 'done' }]);
+    const r = await run(['--json', '--timeout', '2s', 'go']);
+    expect(r.code).toBe(124);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'timed_out' });
+  });
+
   test('an answer over the 10 MiB a server may send fails that call at once, and the server answers the next one', async () => {
     await writeConfig(harness.dirs, { mcpServers: { w: { command: BUN, args: [WRITER], toolTimeoutMs: 20000 } } });
     harness.server.script([

@@ -1,7 +1,8 @@
 // A small MCP server of our own for the tests: write_file tries to write into its working directory
 // (the workspace), fetch_url tries the network; each says what happened. With --stubborn it ignores
 // its stdin closing and SIGTERM, as a badly written server does. big_text answers with as many bytes
-// as asked for; bmp_image with an image in a format no model API takes. Run with the installed bun.
+// as asked for; bmp_image with an image in a format no model API takes; match has a
+// pattern that backtracks on a near-match (JavaScriptCore gives up after a second or two, per string). Run with the installed bun.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -27,6 +28,10 @@ server.registerTool('fetch_url', { description: 'Fetch a URL', inputSchema: { ur
 });
 server.registerTool('big_text', { description: 'Return that many bytes of text', inputSchema: { bytes: z.number() } }, async ({ bytes }) => ({
   content: [{ type: 'text', text: 'A'.repeat(bytes) }],
+}));
+// A pattern that backtracks exponentially on a near-match: a ReDoS in the server's schema.
+server.registerTool('match', { description: 'Match strings of a', inputSchema: { items: z.array(z.string().regex(/^(a+)+$/)) } }, async ({ items }) => ({
+  content: [{ type: 'text', text: `matched ${items.length}` }],
 }));
 server.registerTool('bmp_image', { description: 'Return a BMP image' }, async () => ({
   content: [{ type: 'image', mimeType: 'image/bmp', data: Buffer.from('BM').toString('base64') }],
