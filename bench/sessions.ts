@@ -1,6 +1,6 @@
 // Figures for sessions: what continuing a 50-turn session costs over a fresh run (the whole CLI,
 // against the local model server), the load of that session in-process, and the cost of storing
-// one turn. Run: ./node_modules/.bin/bun bench/sessions.ts
+// one turn; the store holds 500 sessions (the sessions.keep default). Run: ./node_modules/.bin/bun bench/sessions.ts
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -72,6 +72,13 @@ const store = new SessionStore(join(state, 'conch', 'sessions'));
 const w = store.create(real);
 for (let i = 0; i < TURNS; i++) writeTurn(w, i);
 w.close();
+// A store as full as sessions.keep lets it grow (500), the others of other workspaces and newer:
+// -c reads past their headers to find this workspace's latest, --resume matches among them.
+for (let i = 1; i < 500; i++) {
+  const other = store.create(`/elsewhere/${i}`);
+  writeTurn(other, 0);
+  other.close();
+}
 
 {
   const times: number[] = [];
@@ -95,26 +102,45 @@ w.close();
   console.log(`finding and loading it in a fresh process, as conch -c does (load + replay): ${median(times).toFixed(2)} ms (median of 15; target ≤ 10)`);
 }
 
-async function run(args: string[]): Promise<number> {
+/** One whole run: its wall time, and the CPU time of conch's process (the model server is this one's). */
+async function run(args: string[]): Promise<{ wall: number; cpu: number }> {
   const started = performance.now();
   const child = Bun.spawn([CONCH, '--model', 'anthropic/bench', '--json', ...args], { cwd: ws, env, stdout: 'pipe', stderr: 'pipe', stdin: 'ignore' });
   const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text()]);
   if ((await child.exited) !== 0) throw new Error(`conch ${args.join(' ')} failed: ${stderr || stdout}`);
-  return performance.now() - started;
+  const { user, system } = child.resourceUsage()!.cpuTime;
+  return { wall: performance.now() - started, cpu: (Number(user) + Number(system)) / 1000 };
 }
 
-// Whole runs, interleaved so that machine load hits both alike. --ephemeral on both: the continued
-// session stays at 50 turns, and neither run pays for creating a file the other does not.
-const fresh: number[] = [];
-const continued: number[] = [];
+// Whole runs, interleaved so that machine load hits all alike. --ephemeral on all: the continued
+// session stays at 50 turns, and none pays for creating a file the others do not. Wall time
+// includes the model server (this process) reading the longer request; CPU time is conch's alone,
+// and load on the machine barely moves it.
+const kinds: Record<string, string[]> = {
+  fresh: ['--ephemeral', 'a fresh task'],
+  '-c': ['--ephemeral', '-c', 'one more task'],
+  '--resume': ['--ephemeral', '--resume', w.id.slice(0, 8), 'one more task'],
+};
+const figures: Record<string, { wall: number[]; cpu: number[] }> = {};
 await run(['--ephemeral', 'warm up']);
+for (const kind of Object.keys(kinds)) figures[kind] = { wall: [], cpu: [] };
 for (let i = 0; i < 25; i++) {
-  fresh.push(await run(['--ephemeral', 'a fresh task']));
-  continued.push(await run(['--ephemeral', '-c', 'one more task']));
+  for (const [kind, args] of Object.entries(kinds)) {
+    const { wall, cpu } = await run(args);
+    figures[kind]!.wall.push(wall);
+    figures[kind]!.cpu.push(cpu);
+  }
 }
-const delta = median(continued) - median(fresh);
-console.log(`whole CLI: fresh run ${median(fresh).toFixed(1)} ms, continuing the ${TURNS}-turn session ${median(continued).toFixed(1)} ms (medians of 25):`);
-console.log(`  ${delta.toFixed(1)} ms more, which includes sending the ${TURNS} turns (~120 KB) to the model server through the SDK`);
+const fresh = { wall: median(figures.fresh!.wall), cpu: median(figures.fresh!.cpu) };
+console.log(`whole CLI, fresh run: ${fresh.wall.toFixed(1)} ms wall, ${fresh.cpu.toFixed(1)} ms CPU (medians of 25)`);
+for (const kind of ['-c', '--resume']) {
+  const wall = median(figures[kind]!.wall);
+  const cpu = median(figures[kind]!.cpu);
+  console.log(
+    `whole CLI, ${kind} on the ${TURNS}-turn session: ${wall.toFixed(1)} ms wall (${(wall - fresh.wall).toFixed(1)} more, with sending the ~120 KB of ${TURNS} turns to the model server), ` +
+      `${cpu.toFixed(1)} ms CPU (${(cpu - fresh.cpu).toFixed(1)} more; target ≤ 10)`,
+  );
+}
 
 await server.close();
 await rm(base, { recursive: true, force: true });
