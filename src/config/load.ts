@@ -76,16 +76,17 @@ function taskEnv(pairs: string[] | undefined): Record<string, string> {
 }
 
 /**
- * A root the sandbox cannot bind makes every shell command of the run fail with a message only the
- * model sees, which it cannot act on: a missing --allow-write directory is the user's to fix, now.
+ * A directory flag typed now that names nothing is the user's to fix, now: a missing --allow-write
+ * root makes every shell command of the run fail with a message only the model sees, and a missing
+ * --tools-dir (a typo) ran without those tools, the one warning easy to miss above the answer.
  */
-function checkAllowWrite(roots: string[] | undefined, cwd: string): void {
-  for (const root of roots ?? []) {
-    const abs = resolve(cwd, root);
+function checkDirFlag(flag: '--allow-write' | '--tools-dir', dirs: string[] | undefined, cwd: string): void {
+  for (const dir of dirs ?? []) {
+    const abs = resolve(cwd, dir);
     const st = statSync(abs, { throwIfNoEntry: false });
     if (st?.isDirectory()) continue;
     const what = st ? 'is not a directory' : 'does not exist';
-    throw new ConfigError(`--allow-write ${root}: ${abs} ${what}; create the directory first, or leave the flag out.`, undefined, '--allow-write');
+    throw new ConfigError(`${flag} ${dir}: ${abs} ${what}; create the directory first, or leave the flag out.`, undefined, flag);
   }
 }
 
@@ -248,6 +249,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   for (const name of flags.plugin ?? []) firstParty.add(name);
   if (flags.plugin?.length) named.push({ names: flags.plugin, where: () => ({ label: '--plugin', key: '--plugin' }) });
   if (named.length) await checkPluginNames(named);
+  checkDirFlag('--tools-dir', flags.toolsDir, cwd);
   dirs.push(...(flags.toolsDir ?? []).map((d) => resolve(cwd, d)));
   if (flags.stopOnDeny !== undefined) stopOnDeny = flags.stopOnDeny;
 
@@ -284,7 +286,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   policy.workspace.readDeny.push(...ownDirGlobs(cwd, [sessionsDir]));
   refuseOwnDirRoots(policy.workspace.writableRoots, ownDirs);
   // After the policy's own verdict on the roots, which names the rule.
-  if (!flags.unrestricted) checkAllowWrite(flags.allowWrite, cwd);
+  if (!flags.unrestricted) checkDirFlag('--allow-write', flags.allowWrite, cwd);
   const homeRun = homeGuard(cwd, home, flags);
   if (homeRun) {
     for (const globs of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {

@@ -180,6 +180,16 @@ describe('commands and tasks', () => {
     }
   });
 
+  test('--tools-dir of a directory that does not exist is a setup error, not a run without those tools', async () => {
+    const missing = join(harness.dirs.home, 'my-tols');
+    const stderr = await usageError(['--tools-dir', missing, 'go'], '--tools-dir');
+    expect(stderr).toContain(`--tools-dir ${missing}: ${missing} does not exist; create the directory first, or leave the flag out.`);
+    await usageErrorJson(['--tools-dir', missing, 'go'], '--tools-dir');
+    const file = join(harness.dirs.home, 'a-file');
+    await writeFile(file, 'x');
+    expect(await usageError(['--tools-dir', file, 'go'], '--tools-dir')).toContain('is not a directory');
+  });
+
   test('--allow-write of a directory that does not exist is a setup error, before any model call', async () => {
     const missing = join(harness.dirs.home, 'no-such-dir');
     const stderr = await usageError(['--allow-write', missing, 'go'], '--allow-write');

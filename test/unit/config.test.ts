@@ -284,6 +284,8 @@ describe('limits, env and flags', () => {
   });
   test('plugins: names, object form, flags; disabling anywhere wins; a project cannot add folders', async () => {
     put(userFile(), { plugins: { firstParty: ['jobs'], dirs: ['tools'], allowOverride: ['read', 'bash'] } });
+    // A --tools-dir must exist (a setup error otherwise, see below).
+    mkdirSync(join(project, 'more'));
     const c = await load({ plugin: ['git'], toolsDir: ['more'], projectTools: true });
     expect(c.plugins).toEqual({
       enabled: true,
