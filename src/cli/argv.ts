@@ -37,13 +37,16 @@ interface Flag {
   short?: string;
   takesValue: boolean;
   repeatable: boolean;
+  /** What the value is, as the help names it: 'provider/model', 'id'. */
+  placeholder?: string;
 }
 
 function flagOf(spec: FlagSpec): Flag {
   const long = /--([a-z][a-z0-9-]*)/.exec(spec.usage)?.[1];
   if (!long) throw new Error(`flag spec without a long name: ${spec.usage}`);
   const short = /(?:^|\s)-([a-zA-Z])\b/.exec(spec.usage)?.[1];
-  return { long, ...(short && { short }), takesValue: /[<[]/.test(spec.usage), repeatable: spec.repeatable === true };
+  const placeholder = /[<[]([^>\]]+)[>\]]/.exec(spec.usage)?.[1];
+  return { long, ...(short && { short }), takesValue: /[<[]/.test(spec.usage), repeatable: spec.repeatable === true, ...(placeholder && { placeholder }) };
 }
 
 /**
@@ -89,13 +92,19 @@ export function parseArgs(argv: string[], specs: FlagSpec[]): ParsedArgs {
     }
     // parseArgs reads `-m=x` as the value '=x'; the word's own split is the one meant.
     const value = eq !== -1 ? arg.slice(eq + 1) : token.value;
-    if (value === undefined || (!token.inlineValue && value.startsWith('--'))) throw new UsageError(`${shown} needs a value`);
+    if (value === undefined || (!token.inlineValue && value.startsWith('--'))) throw new UsageError(`${shown} needs a value: ${shown} ${(flag.placeholder ?? 'value').toUpperCase()}${NEEDS_HINT[flag.long] ?? ''}`);
     if (value === '') throw new UsageError(`${shown} was given an empty value`);
     if (values && !flag.repeatable) throw new UsageError(`${shown} was given more than once ('${values[0]}', then '${value}'); give it once`);
     parsed.flags.set(flag.long, [...(values ?? []), value]);
   }
   return parsed;
 }
+
+/** Where to find a value the user may not have at hand. */
+const NEEDS_HINT: Record<string, string> = {
+  resume: ' (`conch sessions` lists the ids; -c continues the latest)',
+  model: ' (e.g. anthropic/claude-sonnet-5-5; with --base-url, a model name the server serves)',
+};
 
 function unknownFlag(typed: string, flags: Flag[]): string {
   const near = closest(typed.replace(/^-+/, ''), flags.map((f) => f.long));

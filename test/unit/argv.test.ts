@@ -63,6 +63,12 @@ describe('parseArgs', () => {
     expect(refused(['--read-only=yes'])).toContain('--read-only takes no value');
   });
 
+  test('a missing value is shown as the help names it, and where to find an id', () => {
+    expect(refused(['--resume'])).toBe('--resume needs a value: --resume ID (`conch sessions` lists the ids; -c continues the latest)');
+    expect(refused(['--limit'])).toBe('--limit needs a value: --limit NAME=VALUE');
+    expect(refused(['-m'])).toStartWith('--model needs a value: --model PROVIDER/MODEL (e.g. anthropic/claude-sonnet-5-5');
+  });
+
   test('an unknown flag is named as typed, with the near one when there is one', () => {
     expect(refused(['--bogus-flag'])).toBe("unknown option '--bogus-flag'");
     expect(refused(['--read-onyl'])).toBe("unknown option '--read-onyl' (did you mean '--read-only'?)");
