@@ -19,7 +19,7 @@
 // namespace is never Bun's child, and it leads its own session: bwrap --new-session). A sandbox
 // whose bwrap was killed (a cancelled or timed-out command) dies of --die-with-parent, often before
 // a sweep sees it alive; it used to stay a zombie for good, one per such command.
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { loadLibc } from './libc.ts';
 
 const PR_SET_CHILD_SUBREAPER = 36;
@@ -36,32 +36,53 @@ export function adoptOrphans(): boolean {
 
 interface Child {
   pid: number;
+  ppid: number;
   state: string;
   pgrp: number;
-  /** pid 1 of a pid namespace of its own */
-  nsInit: boolean;
 }
 
-const FIELDS = { PPid: /^PPid:\s*(.*)$/m, NSpid: /^NSpid:\s*(.*)$/m, State: /^State:\s*(.*)$/m };
+const buffer = Buffer.alloc(16384);
+
+/** A small /proc file in one read (readFileSync reads a second time to find the end): 3 syscalls, not 4. */
+function readProc(path: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const n = readSync(fd, buffer, 0, buffer.length, 0);
+    return n < buffer.length ? buffer.toString('latin1', 0, n) : readFileSync(path, 'latin1');
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
 
 function child(pid: string): Child | null {
-  let status: string;
-  try {
-    status = readFileSync(`/proc/${pid}/status`, 'latin1');
-  } catch {
-    return null;
-  }
-  const field = (name: keyof typeof FIELDS) => FIELDS[name].exec(status)?.[1]?.trim().split(/\s+/) ?? [];
-  if (field('PPid')[0] !== String(process.pid)) return null;
-  const nspid = field('NSpid');
-  let pgrp = 0;
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    pgrp = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]);
-  } catch {
-    return null;
-  }
-  return { pid: Number(pid), state: field('State')[0] ?? '', pgrp, nsInit: nspid.length > 1 && nspid.at(-1) === '1' };
+  const stat = readProc(`/proc/${pid}/stat`);
+  if (stat === null) return null;
+  // The command name may contain spaces and parentheses: fields resume after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return { pid: Number(pid), state: fields[0] ?? '', ppid: Number(fields[1]), pgrp: Number(fields[2]) };
+}
+
+/** pid 1 of a pid namespace of its own (NSpid in /proc/PID/status ends in 1). */
+function nsInit(pid: number): boolean {
+  const nspid = readProc(`/proc/${pid}/status`)?.match(/^NSpid:\s*(.*)$/m)?.[1]?.trim().split(/\s+/) ?? [];
+  return nspid.length > 1 && nspid.at(-1) === '1';
+}
+
+let mainChildren: number | null | undefined;
+
+/** The main thread's children file, kept open: read again at offset 0 it is made afresh. */
+function mainThreadChildren(): string {
+  if (mainChildren === undefined) mainChildren = openSync(`/proc/self/task/${process.pid}/children`, 'r');
+  if (mainChildren === null) throw new Error('no children file');
+  const n = readSync(mainChildren, buffer, 0, buffer.length, 0);
+  return n < buffer.length ? buffer.toString('latin1', 0, n) : readFileSync(`/proc/self/task/${process.pid}/children`, 'latin1');
 }
 
 /**
@@ -71,13 +92,15 @@ function child(pid: string): Child | null {
  */
 function childPids(options: { mainThread?: boolean } = {}): string[] {
   try {
+    if (options.mainThread) return mainThreadChildren().split(' ').filter(Boolean);
     const out: string[] = [];
-    for (const task of options.mainThread ? [String(process.pid)] : readdirSync('/proc/self/task')) {
+    for (const task of readdirSync('/proc/self/task')) {
       out.push(...readFileSync(`/proc/self/task/${task}/children`, 'latin1').split(' ').filter(Boolean));
     }
     return out;
   } catch {
-    // no CONFIG_PROC_CHILDREN: every process, filtered by its parent in child()
+    mainChildren = null;
+    // no CONFIG_PROC_CHILDREN: every process, filtered by its parent in sweepOrphans()
     try {
       return readdirSync('/proc').filter((entry) => /^\d+$/.test(entry));
     } catch {
@@ -109,14 +132,14 @@ export function sweepOrphans(options: { mainThread?: boolean } = {}): number[] {
   const libc = loadLibc();
   for (const pid of childPids(options)) {
     const found = child(pid);
-    if (!found) continue;
+    if (!found || found.ppid !== process.pid) continue;
     if (found.state === 'Z') {
-      const orphan = killed.has(found.pid) || found.nsInit || (found.pgrp !== conchGroup() && found.pgrp !== found.pid);
+      const orphan = killed.has(found.pid) || (found.pgrp !== conchGroup() && found.pgrp !== found.pid) || nsInit(found.pid);
       if (orphan && libc) libc.reap(found.pid);
       killed.delete(found.pid);
       continue;
     }
-    if (!found.nsInit) continue;
+    if (!nsInit(found.pid)) continue;
     try {
       process.kill(found.pid, 'SIGKILL');
       killed.add(found.pid);
@@ -138,7 +161,7 @@ export function killEscapees(): void {
   if (!subreaper) return;
   for (const pid of childPids()) {
     const found = child(pid);
-    if (!found || found.state === 'Z' || found.nsInit || found.pgrp === conchGroup() || found.pgrp <= 1) continue;
+    if (!found || found.ppid !== process.pid || found.state === 'Z' || found.pgrp === conchGroup() || found.pgrp <= 1 || nsInit(found.pid)) continue;
     try {
       process.kill(-found.pgrp, 'SIGKILL');
     } catch {
@@ -180,7 +203,7 @@ function running(pid: number): boolean {
  * the sandbox's first process, which exits right after, often after bwrap: its exit and the
  * namespace's teardown took several ms in every other command, waited for here to no purpose.
  */
-export async function settleOrphans(ms: number, options: { untilIdle?: boolean } = {}): Promise<void> {
+export function settleOrphans(ms: number, options: { untilIdle?: boolean } = {}): Promise<void> | undefined {
   const until = Date.now() + ms;
   let signalled = false;
   const waitFor = () => {
@@ -188,10 +211,21 @@ export async function settleOrphans(ms: number, options: { untilIdle?: boolean }
     if (alive.length > 0) signalled = true;
     return options.untilIdle ? alive.filter(running) : alive;
   };
-  while (waitFor().length > 0 && Date.now() < until) await Bun.sleep(5);
   // Reap what died last: only a sandbox signalled here can have died since (a zombie is reaped by
   // the sweep that finds it, and the usual finished sandbox is one).
-  if (signalled && sweepOrphans({ mainThread: true }).length > 0) reapInBackground(until);
+  const reapLast = () => {
+    if (signalled && sweepOrphans({ mainThread: true }).length > 0) reapInBackground(until);
+  };
+  // Nothing to wait for (the usual case): settled without a turn of the event loop.
+  if (waitFor().length === 0) {
+    reapLast();
+    return undefined;
+  }
+  return (async () => {
+    do await Bun.sleep(5);
+    while (waitFor().length > 0 && Date.now() < until);
+    reapLast();
+  })();
 }
 
 let reaping = false;

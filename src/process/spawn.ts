@@ -148,7 +148,9 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   const problems: string[] = [];
   // Killed: the command did not end by itself (a stop, or its group outlived the leader).
   const killed = state.stopReason !== null || groupAlive(pgid);
-  const groupFailure = await (state.killing ?? (killed ? killGroup(pgid, graceMs) : null));
+  // Not even a promise when nothing is left to kill: every turn of the event loop shows here.
+  const killing = state.killing ?? (killed ? killGroup(pgid, graceMs) : null);
+  const groupFailure = killing ? await killing : null;
   if (groupFailure) problems.push(groupFailure);
   liveGroups.delete(pgid);
   groupsListener?.([...liveGroups]);
@@ -156,7 +158,8 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   // gone its processes hold the output pipe, so wait for that before looking for escapees. A
   // command that ended by itself leaves at most a sandbox going down with nothing left in it:
   // that is reaped in the background (settleOrphans says why).
-  await settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
+  const settling = settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
+  if (settling) await settling;
   const escape = await drain(reading, reader, pipe);
   const early = output.early();
   output.close();

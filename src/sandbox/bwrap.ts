@@ -76,14 +76,26 @@ export function protectedMountType(profile: SandboxProfile): BwrapMount['type'] 
 
 /** The mount that decides what `path` looks like inside: the deepest one containing it, last wins. */
 export function coveringMount(mounts: ConcreteMount[], path: string): ConcreteMount | null {
+  return covering(sortMounts(mounts), path);
+}
+
+function covering(sorted: ConcreteMount[], path: string): ConcreteMount | null {
   let best: ConcreteMount | null = null;
-  for (const mount of sortMounts(mounts)) if (isWithin(path, mount.path)) best = mount;
+  for (const mount of sorted) if (isWithin(path, mount.path)) best = mount;
   return best;
 }
 
 export function writableAt(mounts: ConcreteMount[], path: string): boolean {
-  const cover = coveringMount(mounts, path);
-  return cover !== null && (cover.type === 'bind' || (cover.type === 'tmpfs' && !cover.readOnly));
+  return writableIn(mounts)(path);
+}
+
+/** writableAt for many paths over the same mounts (a command's protected names): sorted once. */
+export function writableIn(mounts: ConcreteMount[]): (path: string) => boolean {
+  const sorted = sortMounts(mounts);
+  return (path) => {
+    const cover = covering(sorted, path);
+    return cover !== null && (cover.type === 'bind' || (cover.type === 'tmpfs' && !cover.readOnly));
+  };
 }
 
 /** Parents before children, so no mount hides a deeper one; stable within equal depth and rank. */

@@ -4,7 +4,7 @@
 // Policies are data in sandbox-profiles/ (profiles.ts); this file turns a request into an argv.
 import { realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
-import { baseMounts, buildBwrapArgv, protectedMountType, withProtection, writableAt } from './bwrap.ts';
+import { baseMounts, buildBwrapArgv, protectedMountType, withProtection, writableIn } from './bwrap.ts';
 import { prepareCache } from './caches.ts';
 import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
@@ -13,7 +13,7 @@ import { isWithin } from '../core/paths.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { PlaceholderScope } from './placeholders.ts';
 import { readOnlyMounts } from './read-only-paths.ts';
-import { probe, type ProbeOptions, type SandboxStatus } from './probe.ts';
+import { probe, probeKnown, type ProbeOptions, type SandboxStatus } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
 import { holdProtected } from './plan-memo.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
@@ -171,10 +171,11 @@ function patterns(globs: string[]): ProtectedPattern[] {
 
 /** Build the sandboxed argv for a command. Throws SandboxUnavailableError when probe fails. */
 export async function prepareSandboxed(request: SandboxRequest): Promise<PreparedCommand> {
-  const probed = await probe();
+  // Known after the first command: no turn of the event loop to wait for it again.
+  const probed = probeKnown() ?? (await probe());
   if (!probed.status.ok) throw new SandboxUnavailableError(probed.status);
   try {
-    return await prepare(request, probed.bwrap, probed.disableUserns);
+    return prepare(request, probed.bwrap, probed.disableUserns);
   } catch (error) {
     if (
       error instanceof SandboxProfileError ||
@@ -188,7 +189,7 @@ export async function prepareSandboxed(request: SandboxRequest): Promise<Prepare
   }
 }
 
-async function prepare(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean): Promise<PreparedCommand> {
+function prepare(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean): PreparedCommand {
   const profile = loadProfile(request.profile);
   const workspace = directory(request.workspace, 'workspace', 'run conch from an existing directory');
   const tmpDir = directory(request.tmpDir, 'temp dir', 'create it before running commands');
@@ -247,12 +248,12 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
   const base = [...visible, ...hiddenMounts(request.hidden ?? [], visible)];
   const protectedType = protectedMountType(profile);
   // Only paths a command could otherwise write need a mount (none at all in the read-only profile).
-  const needed = protectedType ? (path: string) => writableAt(base, path) : () => false;
+  const needed = protectedType ? writableIn(base) : () => false;
   const scope = request.placeholders ?? new PlaceholderScope();
   let seccomp: ReturnType<typeof openSeccompFd> | null = null;
   let channel: Channel | null = null;
   let begun = false;
-  const release = async () => {
+  const releaseNow = () => {
     seccomp?.close();
     seccomp = null;
     channel?.close();
@@ -262,6 +263,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     scope.end();
     if (!request.placeholders) scope.close();
   };
+  const release = async () => releaseNow();
 
   try {
     scope.begin();
@@ -297,7 +299,7 @@ async function prepare(request: SandboxRequest, bwrap: string | undefined, disab
     if (proxy) prepared.channel = (fd) => (channel = attachChannel(fd, () => proxy.connect()));
     return prepared;
   } catch (error) {
-    await release();
+    releaseNow();
     throw error;
   }
 }

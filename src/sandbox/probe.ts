@@ -34,6 +34,8 @@ export interface ProbeOptions {
 const PROBE_TIMEOUT_MS = 10_000;
 const cache = new Map<string, Promise<ProbeResult>>();
 
+const known = new Map<string, ProbeResult>();
+
 export function probe(options: ProbeOptions = {}): Promise<ProbeResult> {
   const PATH = options.PATH ?? process.env.PATH ?? '';
   const key = `${process.platform}\0${PATH}`;
@@ -41,7 +43,17 @@ export function probe(options: ProbeOptions = {}): Promise<ProbeResult> {
   if (cached && !options.fresh) return cached;
   const result = process.platform === 'linux' ? probeLinux(PATH) : process.platform === 'darwin' ? probeMac() : probeNone();
   cache.set(key, result);
+  known.delete(key);
+  result.then(
+    (value) => cache.get(key) === result && known.set(key, value),
+    () => {},
+  );
   return result;
+}
+
+/** The cached probe's result once it is in (for the current PATH), without waiting for it. */
+export function probeKnown(): ProbeResult | undefined {
+  return known.get(`${process.platform}\0${process.env.PATH ?? ''}`);
 }
 
 async function run(argv: string[], extraFd?: number): Promise<{ code: number | null; stderr: string }> {
