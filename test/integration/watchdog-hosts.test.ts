@@ -33,6 +33,22 @@ const spinsInExecute = () =>
         for (;;) {}
       },
     });`);
+/**
+ * conch on a terminal, under bash: Ctrl-C goes to the terminal's whole foreground group, and a
+ * user's login shell may be dash, which dies of it; bash waits for conch and records its exit code.
+ */
+async function conversation(status: string): Promise<Terminal> {
+  const t = await openTerminal(['/bin/bash', '-c', `"${CONCH}" --model openai/test-model; echo "exit $?" > '${status}'; exec sleep 60`], {
+    cwd: harness.dirs.workspace,
+    env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color' },
+  });
+  await t.waitFor((s) => s.includes('/help lists commands') && s.trimEnd().endsWith('›'), 'the prompt');
+  return t;
+}
+async function exitOfConch(status: string): Promise<string> {
+  for (let i = 0; i < 1200 && !existsSync(status); i++) await Bun.sleep(25);
+  return Bun.file(status).text();
+}
 const spinning = async () => {
   for (let i = 0; i < 1200 && !existsSync(flag()); i++) await Bun.sleep(25);
   expect(existsSync(flag())).toBe(true);
@@ -110,19 +126,16 @@ describe.skipIf(!hasTmux)('interactive mode', () => {
   test('Ctrl-C while a plugin spins in a turn ends conch: exit 130, the reason on the terminal', async () => {
     await spinsInExecute();
     harness.server.script([{ toolCalls: [{ name: 'spin', arguments: {} }] }, { text: 'unreachable' }]);
+    const status = join(harness.dirs.home, 'status');
     let t: Terminal | undefined;
     try {
-      t = await openTerminal([CONCH, '--model', 'openai/test-model'], {
-        cwd: harness.dirs.workspace,
-        env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color' },
-      });
-      await t.waitFor((s) => s.includes('/help lists commands') && s.trimEnd().endsWith('›'), 'the prompt');
+      t = await conversation(status);
       t.type('spin');
       t.keys('Enter');
       await spinning();
       t.keys('C-c');
       await t.waitFor((s) => s.includes('the watchdog ended the conversation'), 'the watchdog line');
-      expect(await t.exited()).toBe(130);
+      expect(await exitOfConch(status)).toBe('exit 130\n');
     } finally {
       await t?.close();
     }
@@ -157,13 +170,10 @@ describe('with a plugin that behaves, everything goes on as before', () => {
     const marker = `43.${Math.floor(Math.random() * 1e9)}`;
     harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `sleep ${marker}` } }] }, { text: 'after the cancel' }]);
     const running = async () => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
+    const status = join(harness.dirs.home, 'status');
     let t: Terminal | undefined;
     try {
-      t = await openTerminal([CONCH, '--model', 'openai/test-model'], {
-        cwd: harness.dirs.workspace,
-        env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color' },
-      });
-      await t.waitFor((s) => s.includes('/help lists commands') && s.trimEnd().endsWith('›'), 'the prompt');
+      t = await conversation(status);
       t.type('run a long command');
       t.keys('Enter');
       for (let i = 0; i < 800 && !(await running()); i++) await Bun.sleep(25);
@@ -174,7 +184,7 @@ describe('with a plugin that behaves, everything goes on as before', () => {
       t.keys('Enter');
       await t.waitFor((s) => /after the cancel[\s\S]*› $/.test(`${s.trimEnd()} `), 'the next answer and the prompt');
       t.keys('C-d');
-      expect(await t.exited()).toBe(0);
+      expect(await exitOfConch(status)).toBe('exit 0\n');
     } finally {
       await t?.close();
     }
