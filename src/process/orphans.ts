@@ -228,6 +228,29 @@ export function settleOrphans(ms: number, options: { untilIdle?: boolean } = {})
   })();
 }
 
+/**
+ * The sandbox whose first process is known (bwrap --info-fd), after a command that ended by itself:
+ * reaped if it is gone, SIGKILLed and reaped in the background if it runs nothing but its own exit.
+ * 'busy' while it still runs something (the caller then settles as for any orphan), 'unknown' when
+ * it is no child of conch's (no subreaper), so that only the full sweep can say.
+ */
+export function settleSandbox(pid: number): 'settled' | 'busy' | 'unknown' {
+  const libc = loadLibc();
+  if (!subreaper || !libc) return 'unknown';
+  const reaped = libc.reap(pid);
+  if (reaped === pid) return 'settled';
+  if (reaped !== 0) return 'unknown';
+  if (running(pid)) return 'busy';
+  try {
+    process.kill(pid, 'SIGKILL');
+    killed.add(pid);
+  } catch {
+    // gone meanwhile: the background sweep reaps it
+  }
+  reapInBackground(Date.now() + 2000);
+  return 'settled';
+}
+
 let reaping = false;
 
 /** Sweep every 5 ms until no orphaned sandbox is left (or `until`), without keeping conch alive. */

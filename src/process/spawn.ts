@@ -1,12 +1,14 @@
 // Process lifecycle for every command conch runs: its own session and process group, stdin closed,
 // a clean environment, bounded output, a deadline, and a teardown that kills the whole group and
 // proves it (or says it could not).
+import { closeSync, readSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { loadLibc } from './libc.ts';
 import { BoundedOutput } from './output.ts';
 import { startTimer } from '../core/duration.ts';
 import { groupAlive, killGroup, killPids, pipeHolders, processAlive } from './group.ts';
 import { mergedOutput } from './merged-output.ts';
-import { adoptOrphans, killEscapees, settleOrphans, sweepOrphans } from './orphans.ts';
+import { adoptOrphans, killEscapees, settleOrphans, settleSandbox, sweepOrphans } from './orphans.ts';
 
 export interface SpawnOptions {
   /** Full argv; argv[0] absolute or found on env.PATH. */
@@ -29,6 +31,8 @@ export interface SpawnOptions {
    * as fds 1 and 2 (a sandboxed command that moves it there itself: merged-output.ts says why).
    */
   outputFd?: number;
+  /** With outputFd: bwrap's --info-fd, right after it; the sandbox's first process is then settled alone. */
+  infoFd?: number;
   /** Grace between SIGTERM and SIGKILL of the process group. */
   killGraceMs?: number;
   onOutput?: (chunk: string) => void;
@@ -86,6 +90,8 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
     if (stdio.length !== options.outputFd) throw new Error(`runProcess: outputFd ${options.outputFd} is not the next fd (${stdio.length})`);
     stdio.push(output.atOutputFd);
   }
+  const info = output.atOutputFd !== undefined && options.infoFd === stdio.length ? sandboxInfo() : null;
+  if (info) stdio.push(info.writeEnd);
   let proc: Bun.Subprocess;
   try {
     // detached: a session and process group of its own, led by the command itself.
@@ -98,11 +104,13 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
     });
     if (options.channel) options.channel((proc.stdio as unknown[])[3 + (options.extraFds?.length ?? 0)] as number);
   } catch (error) {
+    info?.close();
     output.spawned();
     output.close();
     return notStarted(`could not start ${options.argv[0]} in ${options.cwd}: ${(error as Error).message}`);
   }
   output.spawned();
+  info?.spawned();
   const pgid = proc.pid;
   liveGroups.add(pgid);
   groupsListener?.([...liveGroups]);
@@ -158,8 +166,14 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   // gone its processes hold the output pipe, so wait for that before looking for escapees. A
   // command that ended by itself leaves at most a sandbox going down with nothing left in it:
   // that is reaped in the background (settleOrphans says why).
-  const settling = settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
-  if (settling) await settling;
+  // bwrap named the sandbox's first process: after a command that ended by itself, that one process
+  // is all there is to settle (the full sweep reads every child of conch's).
+  const init = info?.childPid() ?? null;
+  info?.close();
+  if (killed || init === null || settleSandbox(init) !== 'settled') {
+    const settling = settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
+    if (settling) await settling;
+  }
   const escape = await drain(reading, reader, pipe);
   const early = output.early();
   output.close();
@@ -326,4 +340,37 @@ export function killAllNow(): void {
     sweepOrphans();
   }
   killEscapees();
+}
+
+/** bwrap's --info-fd: a non-blocking pipe read once bwrap is gone (it writes and closes it early). */
+function sandboxInfo(): { writeEnd: number; spawned(): void; childPid(): number | null; close(): void } | null {
+  const fds = loadLibc()?.pipe({ nonBlocking: true }) ?? null;
+  if (!fds) return null;
+  const [readEnd, writeEnd] = fds;
+  let writeOpen = true;
+  let readOpen = true;
+  return {
+    writeEnd,
+    spawned() {
+      if (writeOpen) closeSync(writeEnd);
+      writeOpen = false;
+    },
+    childPid() {
+      if (!readOpen) return null;
+      const buffer = Buffer.alloc(1024);
+      let n = 0;
+      try {
+        n = readSync(readEnd, buffer);
+      } catch {
+        return null; // EAGAIN: bwrap wrote nothing (it failed before its child was made)
+      }
+      const pid = /"child-pid":\s*(\d+)/.exec(buffer.toString('latin1', 0, n))?.[1];
+      return pid ? Number(pid) : null;
+    },
+    close() {
+      this.spawned();
+      if (readOpen) closeSync(readEnd);
+      readOpen = false;
+    },
+  };
 }

@@ -142,6 +142,8 @@ export interface BwrapCommand {
   disableUserns: boolean;
   /** The child's fd number carrying the seccomp program. */
   seccompFd: number;
+  /** Where bwrap writes its JSON info (the sandbox's first process's pid), if anywhere. */
+  infoFd?: number;
   /** Variables set inside (the toolchain cache's), over the command's environment. */
   env?: Record<string, string>;
   cwd: string;
@@ -154,6 +156,7 @@ export function buildBwrapArgv(spec: BwrapCommand): string[] {
     ...namespaceArgs(spec),
     '--seccomp',
     String(spec.seccompFd),
+    ...(spec.infoFd === undefined ? [] : ['--info-fd', String(spec.infoFd)]),
     ...mountArgs(spec.mounts),
     ...Object.entries(spec.env ?? {}).flatMap(([name, value]) => ['--setenv', name, value]),
     '--chdir',

@@ -92,6 +92,11 @@ export interface PreparedCommand {
   /** request.outputOnFd under bubblewrap: the fd the output pipe goes to (after extraFds and the channel). */
   outputFd?: number;
   /**
+   * With outputFd: the fd after it, where bwrap writes its info (`{"child-pid": N, …}`, N being the
+   * sandbox's first process), so the caller can settle that one process after the command.
+   */
+  infoFd?: number;
+  /**
    * Network allowlist (request.proxy): the child needs one more stdio entry, 'pipe' (a socketpair),
    * right after extraFds; call this with the parent's end once spawned. Without it the command has
    * no network at all (its relay finds no channel), so a caller that does not know it fails closed.
@@ -285,6 +290,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       network: request.network && !proxy && !request.netAllow,
       disableUserns,
       seccompFd: 3,
+      ...(outputFd === undefined ? {} : { infoFd: outputFd + 1 }),
       env: { ...cacheEnv, ...(proxy ? proxyEnv() : {}) },
       cwd,
       command: relayed ?? shell,
@@ -293,7 +299,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       argv,
       extraFds: [seccomp.fd],
       release,
-      ...(outputFd === undefined ? {} : { outputFd }),
+      ...(outputFd === undefined ? {} : { outputFd, infoFd: outputFd + 1 }),
       ...(plan.notes.length ? { notes: plan.notes } : {}),
     };
     if (proxy) prepared.channel = (fd) => (channel = attachChannel(fd, () => proxy.connect()));

@@ -158,6 +158,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
         extraFds: prepared?.extraFds ?? [],
         ...(prepared?.channel ? { channel: prepared.channel } : {}),
         ...(prepared?.outputFd === undefined ? {} : { outputFd: prepared.outputFd }),
+        ...(prepared?.infoFd === undefined ? {} : { infoFd: prepared.infoFd }),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       });
     } catch (error) {

@@ -107,6 +107,7 @@ export async function executed(fx: Fixture, command: string, options: RunOptions
       logDir: fx.tmp,
       extraFds: prepared.extraFds,
       ...(prepared.outputFd === undefined ? {} : { outputFd: prepared.outputFd }),
+      ...(prepared.infoFd === undefined ? {} : { infoFd: prepared.infoFd }),
       ...spawn,
     });
   } finally {
