@@ -254,6 +254,10 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
         const result = await runCall(call, cutOff);
         results.push(result);
         journal?.result(result);
+        // A refused call settles in microtasks only: let the deadline's timer and signals run before
+        // the next one, or a turn of calls whose checks are slow (a schema pattern that backtracks)
+        // runs them all, however long, past the deadline.
+        if (result.isError && !controller.signal.aborted) await new Promise((resolve) => setTimeout(resolve, 0));
       }
       betweenTurns.turnEnded();
     }

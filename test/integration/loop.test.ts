@@ -104,7 +104,25 @@ async function run(catalog: Catalog, opts: { limits?: Partial<Limits>; stopOnDen
   return { outcome, events, conversation: spec.conversation };
 }
 
+// A JSON Schema pattern that backtracks on a near-match: each refused call costs a second or more.
+const redos = defineTool({
+  name: 'redos',
+  description: 'a schema pattern that backtracks',
+  parameters: { type: 'object', properties: { s: { type: 'string', pattern: '^(a+)+$' } }, required: ['s'] },
+  execute: () => 'matched',
+});
+
 describe('runTask', () => {
+  test('the deadline ends a turn of slowly refused calls between two of them, not after all of them', async () => {
+    server.requests.length = 0;
+    const calls = Array.from({ length: 40 }, () => ({ name: 'redos', arguments: { s: `${'a'.repeat(40)}!` } }));
+    server.script([{ toolCalls: calls }, { text: 'done' }]);
+    const { outcome } = await run(catalogOf(redos), { limits: { deadline_ms: 500 } });
+    expect(outcome.status).toBe('timed_out');
+    expect(outcome.counts.toolCalls).toBeLessThan(40);
+  }, 60_000);
+
+
   test('tool calls run sequentially in the order given, results return in that order', async () => {
     order.length = 0;
     server.requests.length = 0;
