@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startModelServer, type ScriptedTurn } from '../test/support/model-server.ts';
 import { watchPeak } from './child-peak.ts';
+import { isolatedEnv } from './isolated-env.ts';
 
 const CONCH = process.env.CONCH_BIN ?? resolve(import.meta.dir, '..', 'bin', 'conch');
 const TURNS = Number(process.argv[2] ?? 49);
@@ -16,15 +17,7 @@ const server = await startModelServer();
 const base = await mkdtemp(join(tmpdir(), 'conch-bench-rss-'));
 const work = join(base, 'work');
 await mkdir(work);
-const env = {
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  HOME: base,
-  XDG_CONFIG_HOME: join(base, 'config'),
-  XDG_STATE_HOME: join(base, 'state'),
-  XDG_CACHE_HOME: join(base, 'cache'),
-  ANTHROPIC_API_KEY: 'bench',
-  ANTHROPIC_BASE_URL: server.anthropicBaseUrl,
-};
+const env = isolatedEnv(base, { ANTHROPIC_BASE_URL: server.anthropicBaseUrl });
 
 /** What a mapping is, from its path and permissions. */
 function kind(path: string, perms: string): string {

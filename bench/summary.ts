@@ -13,6 +13,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { isolatedEnv } from './isolated-env.ts';
 import { anthropicResponse } from '../test/support/model-wire.ts';
 import { watchPeak } from './child-peak.ts';
 import { startModelServer, type ScriptedTurn } from '../test/support/model-server.ts';
@@ -50,15 +51,7 @@ const base = await mkdtemp(join(tmpdir(), 'conch-bench-summary-'));
 const work = join(base, 'work');
 await mkdir(work);
 await writeFile(join(work, 'small.txt'), 'hello\n');
-const env = (extra: Record<string, string> = {}) => ({
-  PATH: process.env.PATH ?? '/usr/bin:/bin',
-  HOME: base,
-  XDG_CONFIG_HOME: join(base, 'config'),
-  XDG_STATE_HOME: join(base, 'state'),
-  XDG_CACHE_HOME: join(base, 'cache'),
-  ANTHROPIC_API_KEY: 'bench',
-  ...extra,
-});
+const env = (extra: Record<string, string> = {}) => isolatedEnv(base, extra);
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 

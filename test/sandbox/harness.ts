@@ -6,7 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { canUseOutputFd } from '../../src/process/merged-output.ts';
 import { cleanEnv, runProcess, type ProcessResult, type SpawnOptions } from '../../src/process/spawn.ts';
-import { prepareSandboxed, probeSandbox, type SandboxRequest } from '../../src/sandbox/index.ts';
+import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
+import { PlaceholderScope, prepareSandboxed, probeSandbox, type SandboxRequest } from '../../src/sandbox/index.ts';
+import { createExecutor, type ExecResult } from '../../src/shell/exec.ts';
+import { Workspace } from '../../src/workspace/paths.ts';
 
 export const status = await probeSandbox();
 export const canRun = status.ok;
@@ -113,6 +116,22 @@ export async function executed(fx: Fixture, command: string, options: RunOptions
   } finally {
     await prepared.release();
   }
+}
+
+/** The bash tool's executor over the fixture (network off), run by run: `placeholders` makes it one run's. */
+export async function bashExecutor(fx: Fixture, placeholders?: PlaceholderScope): Promise<(command: string) => Promise<ExecResult>> {
+  const exec = createExecutor({
+    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
+    unrestricted: false,
+    sandbox: { profile: 'workspace-write', network: false, writableRoots: [], protectedGlobs: [] },
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: fx.tmp,
+    logDir: join(fx.root, 'logs'),
+    ...(placeholders ? { placeholders } : {}),
+  });
+  return (command) => exec(command, { signal: new AbortController().signal });
 }
 
 /** Python source run inside the sandbox, passed safely through sh. */

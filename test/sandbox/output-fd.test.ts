@@ -3,29 +3,13 @@
 // sandbox keeps its own stdio until it exits, after bwrap, so holding the pipe there made the end of
 // every command's output wait for the sandbox's teardown. The command must not notice.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { join } from 'node:path';
-import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
-import { createExecutor } from '../../src/shell/exec.ts';
-import { Workspace } from '../../src/workspace/paths.ts';
-import { canRun, fixture, type Fixture } from './harness.ts';
+import { bashExecutor, canRun, fixture, type Fixture } from './harness.ts';
 
 let fx: Fixture;
 beforeEach(() => (fx = fixture()));
 afterEach(() => fx.cleanup());
 
-async function bash(command: string) {
-  const run = createExecutor({
-    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
-    unrestricted: false,
-    sandbox: { profile: 'workspace-write', network: false, writableRoots: [], protectedGlobs: [] },
-    limits: DEFAULT_LIMITS,
-    env: {},
-    shellEnabled: true,
-    tmpDir: fx.tmp,
-    logDir: join(fx.root, 'logs'),
-  });
-  return run(command, { signal: new AbortController().signal });
-}
+const bash = async (command: string) => (await bashExecutor(fx))(command);
 
 describe.skipIf(!canRun || process.platform !== 'linux')('the output of a sandboxed command', () => {
   test("the sandbox's first process does not hold the command's output pipe", async () => {

@@ -6,11 +6,8 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
-import { createExecutor } from '../../src/shell/exec.ts';
-import { Workspace } from '../../src/workspace/paths.ts';
-import { canRun, fixture, type Fixture } from './harness.ts';
+import { bashExecutor, canRun, fixture, type Fixture } from './harness.ts';
 
 let fx: Fixture;
 let scope: PlaceholderScope;
@@ -23,20 +20,7 @@ afterEach(() => {
   fx.cleanup();
 });
 
-async function runExecutor() {
-  const exec = createExecutor({
-    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
-    unrestricted: false,
-    sandbox: { profile: 'workspace-write', network: false, writableRoots: [], protectedGlobs: [] },
-    limits: DEFAULT_LIMITS,
-    env: {},
-    shellEnabled: true,
-    tmpDir: fx.tmp,
-    logDir: join(fx.root, 'logs'),
-    placeholders: scope,
-  });
-  return (command: string) => exec(command, { signal: new AbortController().signal });
-}
+const runExecutor = () => bashExecutor(fx, scope);
 
 /** Commands until the plan is kept: the root's times must be older than the racy window. */
 async function settle(run: (command: string) => Promise<unknown>) {
