@@ -71,6 +71,16 @@ function usesCrlf(text: string): boolean {
   return crlf > 0 && crlf * 2 >= all;
 }
 
+/**
+ * Whether text matched as written sits on CRLF lines: not when it spans an LF line break (a mixed
+ * file's LF region stays LF), else as the line it ends on ends (the file's majority at its end).
+ */
+function landsOnCrlf(text: string, start: number, find: string): boolean {
+  if (/(^|[^\r])\n/.test(find)) return false;
+  const next = text.indexOf('\n', start + find.length);
+  return next === -1 || text.charCodeAt(next - 1) === 13;
+}
+
 function numbered(lines: Lines, from: number, to: number): string {
   const width = String(to + 1).length;
   const out: string[] = [];
@@ -208,7 +218,8 @@ export function planEdits(text: string, edits: EditSpec[], shown: string): Plan 
   const getLines = () => (lines ??= new Lines(text));
   for (const [index, edit] of edits.entries()) {
     const label = edits.length > 1 ? `edit ${index + 1}: ` : '';
-    const variants: { find: string; replacement: string }[] = [{ find: edit.old_text, replacement: crlf ? toCrlf(edit.new_text) : edit.new_text }];
+    // As written (adapt): in a CRLF file the new text takes the line ending of where it lands.
+    const variants: { find: string; replacement: string; adapt?: boolean }[] = [{ find: edit.old_text, replacement: edit.new_text, adapt: true }];
     if (crlf && /(^|[^\r])\n/.test(edit.old_text)) variants.push({ find: toCrlf(edit.old_text), replacement: toCrlf(edit.new_text) });
     if (!crlf && edit.old_text.includes('\r\n')) {
       variants.push({ find: edit.old_text.replace(/\r\n/g, '\n'), replacement: edit.new_text.replace(/\r\n/g, '\n') });
@@ -225,7 +236,8 @@ export function planEdits(text: string, edits: EditSpec[], shown: string): Plan 
           message: `${label}old_text occurs ${count} times in ${shown} (starting on lines ${where.join(', ')}${at.length > 10 ? ', …' : ''}); include more surrounding lines so it matches exactly once.`,
         };
       }
-      located.push({ edit: index, start: at[0]!, end: at[0]! + variant.find.length, replacement: variant.replacement });
+      const replacement = variant.adapt && crlf && landsOnCrlf(text, at[0]!, variant.find) ? toCrlf(variant.replacement) : variant.replacement;
+      located.push({ edit: index, start: at[0]!, end: at[0]! + variant.find.length, replacement });
       done = true;
       break;
     }

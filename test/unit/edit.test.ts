@@ -169,6 +169,17 @@ describe('line endings and BOM', () => {
     expect((await readFile(at('mixed.txt'))).toString('latin1')).toBe('a\r\nB\r\nc\nd\r\n');
   });
 
+  test('in a mostly CRLF file, new text landing on LF lines keeps LF, and on CRLF lines gets CRLF', async () => {
+    const { edit, put, at } = await setup();
+    await put('mixed.txt', 'a\r\nb\r\nc\nd\ne\r\nf\r\n');
+    await edit('mixed.txt', [['c\nd', 'C\nD\nX']]);
+    expect((await readFile(at('mixed.txt'))).toString('latin1')).toBe('a\r\nb\r\nC\nD\nX\ne\r\nf\r\n');
+    await edit('mixed.txt', [['X', 'X1\nX2']]);
+    expect((await readFile(at('mixed.txt'))).toString('latin1')).toBe('a\r\nb\r\nC\nD\nX1\nX2\ne\r\nf\r\n');
+    await edit('mixed.txt', [['f', 'f1\nf2']]);
+    expect((await readFile(at('mixed.txt'))).toString('latin1')).toBe('a\r\nb\r\nC\nD\nX1\nX2\ne\r\nf1\r\nf2\r\n');
+  });
+
   test('a BOM is kept', async () => {
     const { edit, put, at } = await setup();
     await put('bom.txt', '\uFEFFfirst\nsecond\n');
