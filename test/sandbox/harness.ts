@@ -60,9 +60,9 @@ export interface RunResult {
 
 export type RunOptions = Partial<Omit<SandboxRequest, 'command'>> & { stdin?: 'ignore' };
 
-/** Run a shell command through prepareSandboxed exactly as the executor would, then release. */
-export async function sandboxed(fx: Fixture, command: string, options: RunOptions = {}): Promise<RunResult> {
-  const prepared = await prepareSandboxed({
+/** The request the executor makes for `command` in the fixture's workspace (network on), with `options` over it. */
+function request(fx: Fixture, command: string, options: RunOptions): SandboxRequest {
+  return {
     profile: 'workspace-write',
     network: true,
     writableRoots: [],
@@ -72,7 +72,12 @@ export async function sandboxed(fx: Fixture, command: string, options: RunOption
     tmpDir: fx.tmp,
     command,
     ...options,
-  });
+  };
+}
+
+/** Run a shell command through prepareSandboxed exactly as the executor would, then release. */
+export async function sandboxed(fx: Fixture, command: string, options: RunOptions = {}): Promise<RunResult> {
+  const prepared = await prepareSandboxed(request(fx, command, options));
   try {
     const child = Bun.spawn(prepared.argv, {
       cwd: fx.ws,
@@ -88,18 +93,7 @@ export async function sandboxed(fx: Fixture, command: string, options: RunOption
 
 /** Run a shell command through prepareSandboxed and runProcess, as the bash tool does, then release. */
 export async function executed(fx: Fixture, command: string, options: RunOptions = {}, spawn: Partial<SpawnOptions> = {}): Promise<ProcessResult> {
-  const prepared = await prepareSandboxed({
-    profile: 'workspace-write',
-    network: true,
-    writableRoots: [],
-    protectedGlobs: [],
-    cwd: fx.ws,
-    workspace: fx.ws,
-    tmpDir: fx.tmp,
-    command,
-    outputOnFd: canUseOutputFd(),
-    ...options,
-  });
+  const prepared = await prepareSandboxed(request(fx, command, { outputOnFd: canUseOutputFd(), ...options }));
   try {
     return await runProcess({
       argv: prepared.argv,
