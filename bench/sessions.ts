@@ -7,6 +7,7 @@ import { join, resolve } from 'node:path';
 import { startModelServer } from '../test/support/model-server.ts';
 import { SessionStore } from '../src/sessions/store.ts';
 import { planSession } from '../src/sessions/open.ts';
+import { latestIndexDir } from '../src/sessions/dir.ts';
 import type { PolicySnapshot } from '../src/sessions/records.ts';
 import type { SessionWriter } from '../src/sessions/writer.ts';
 
@@ -17,7 +18,7 @@ const CONCH = resolve(import.meta.dir, '../bin/conch');
 if (process.argv[2] === '--load-once') {
   const { planSession: plan } = await import('../src/sessions/open.ts');
   const started = performance.now();
-  const loaded = plan({ continue: true }, process.argv[3]!, process.argv[4]!).loaded!;
+  const loaded = plan({ continue: true }, process.argv[3]!, process.argv[4]!, process.argv[5]!).loaded!;
   console.log(`${performance.now() - started} ${loaded.conversation.length}`);
   process.exit(0);
 }
@@ -28,6 +29,8 @@ const base = await mkdtemp(join(tmpdir(), 'conch-bench-'));
 const ws = join(base, 'ws');
 await Bun.write(join(ws, 'small.txt'), 'hello\n');
 const state = join(base, 'state');
+// Where conch (HOME=base) keeps each workspace's latest session: -c reads one entry, not 500 headers.
+const indexDir = latestIndexDir({ HOME: base });
 const env = {
   PATH: process.env.PATH ?? '/usr/bin:/bin',
   HOME: base,
@@ -84,7 +87,7 @@ for (let i = 1; i < 500; i++) {
   const times: number[] = [];
   for (let i = 0; i < 50; i++) {
     const started = performance.now();
-    const plan = planSession({ continue: true }, ws, store.dir);
+    const plan = planSession({ continue: true }, ws, store.dir, indexDir);
     if (plan.loaded!.runs.length < TURNS) throw new Error('session not found');
     times.push(performance.now() - started);
   }
@@ -94,7 +97,7 @@ for (let i = 1; i < 500; i++) {
 {
   const times: number[] = [];
   for (let i = 0; i < 15; i++) {
-    const child = Bun.spawn([process.execPath, import.meta.path, '--load-once', ws, store.dir], { stdout: 'pipe', stderr: 'inherit' });
+    const child = Bun.spawn([process.execPath, import.meta.path, '--load-once', ws, store.dir, indexDir], { stdout: 'pipe', stderr: 'inherit' });
     const [ms] = (await new Response(child.stdout).text()).trim().split(' ');
     await child.exited;
     times.push(Number(ms));

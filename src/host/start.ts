@@ -16,7 +16,7 @@ import type { CliFlags, Config } from '../config/types.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import type { ServerSpec } from '../mcp/index.ts';
 import { ProviderError, type Provider } from '../providers/types.ts';
-import { SessionError, sessionsDir } from '../sessions/dir.ts';
+import { latestIndexDir, SessionError, sessionsDir } from '../sessions/dir.ts';
 import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionChoice, type SessionPlan } from '../sessions/open.ts';
 import { openSession, type RunLane, type Session } from './session.ts';
 import { prependText } from './skills.ts';
@@ -112,7 +112,7 @@ export interface HostTask {
 
 export async function planStart(flags: CliFlags, cwd: string, options: PlanOptions = {}): Promise<StartPlan> {
   const env = options.env ?? process.env;
-  const plan = planSession(options.session ?? {}, cwd, sessionsDir(env));
+  const plan = planSession(options.session ?? {}, cwd, sessionsDir(env), latestIndexDir(env));
   const config = await loadHostConfig(policyFlags(plan, flags), cwd, env);
   return { plan, config, narrowed: narrowConfig(plan, config) };
 }

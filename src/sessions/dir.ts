@@ -4,7 +4,7 @@
 import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { stateHome } from '../config/load.ts';
+import { conchCacheDir, stateHome } from '../config/load.ts';
 
 /** A session problem the user can fix (unknown id, another workspace's session, a foreign file). */
 export class SessionError extends Error {
@@ -25,4 +25,9 @@ export function ensurePrivateDir(dir: string): void {
     throw new SessionError(`the session directory ${dir} is not a directory of yours; remove it or set XDG_STATE_HOME to another place.`);
   }
   if ((info.mode & 0o077) !== 0) chmodSync(dir, 0o700);
+}
+
+/** Where the store remembers each workspace's latest session (sessions/latest.ts): conch's cache folder. */
+export function latestIndexDir(env: Record<string, string | undefined> = process.env): string {
+  return join(conchCacheDir(env), 'sessions');
 }

@@ -15,6 +15,7 @@ import { SessionError } from './dir.ts';
 import type { LoadedSession } from './load.ts';
 import { narrowToRecorded, policySnapshot, resumedPolicyFlag } from './policy.ts';
 import { newSessionId, SessionStore } from './store.ts';
+import { LatestIndex } from './latest.ts';
 import type { SessionWriter } from './writer.ts';
 
 export interface SessionChoice {
@@ -36,12 +37,13 @@ export interface SessionPlan {
   loaded: LoadedSession | null;
 }
 
-export function planSession(choice: SessionChoice, cwd: string, dir: string): SessionPlan {
+/** `indexDir`: where each workspace's latest session is remembered (sessions/latest.ts); none = -c scans the store. */
+export function planSession(choice: SessionChoice, cwd: string, dir: string, indexDir?: string): SessionPlan {
   if (choice.continue && choice.resume !== undefined) throw new SessionError('-c/--continue and --resume ID both choose a session; give one of them.');
   if (choice.fork && !choice.continue && choice.resume === undefined) {
     throw new SessionError('--fork needs -c or --resume ID: it says which session to fork.');
   }
-  const store = new SessionStore(dir);
+  const store = new SessionStore(dir, indexDir === undefined ? null : new LatestIndex(indexDir, dir));
   const root = realpathSync(cwd);
   let loaded: LoadedSession | null = null;
   if (choice.continue) {
@@ -108,12 +110,17 @@ export function openRecording(plan: SessionPlan, config: Config, narrowed: strin
     conversation,
     warnings,
     begin(runId, provider) {
+      // Named the latest before its file is made or written: a run killed in between leaves an
+      // entry naming a missing file (the next -c scans), never one naming an older session.
+      store.noteActive(plan.cwd, sessionId);
       writer ??= open();
       writer.startRun({ runId, provider: provider.name, model: provider.model, policy });
       return writer;
     },
     finish(outcome) {
       writer?.end(outcome);
+      // Again at the end: of two runs at once in this workspace, the one that ended last is the latest, as by mtime.
+      if (writer) store.noteActive(plan.cwd, sessionId);
       reportFailure();
     },
     close() {

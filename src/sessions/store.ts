@@ -7,6 +7,7 @@ import { ensurePrivateDir, SessionError } from './dir.ts';
 import { loadSession, type LoadedSession } from './load.ts';
 import { SESSION_FORMAT, SESSION_VERSION, type HeaderRecord } from './records.ts';
 import { SessionWriter, writerHolds } from './writer.ts';
+import type { LatestIndex } from './latest.ts';
 import { randomHex } from '../core/random.ts';
 
 const FILE = /^([0-9a-f]{16})\.jsonl$/;
@@ -18,7 +19,8 @@ export interface StoredFile {
 }
 
 export class SessionStore {
-  constructor(readonly dir: string) {}
+  /** `latestIndex`: where -c finds a workspace's latest session without a scan (none: always scan). */
+  constructor(readonly dir: string, private readonly latestIndex: LatestIndex | null = null) {}
 
   /** Session files (those whose id starts with `idPrefix`), newest activity first. */
   files(idPrefix = ''): StoredFile[] {
@@ -59,8 +61,37 @@ export class SessionStore {
 
   /** The most recently active session of this workspace, if any. */
   latest(cwd: string): StoredFile | null {
-    for (const file of this.files()) if (headerCwd(file.path) === cwd) return file;
-    return null;
+    const hinted = this.latestIndex?.read(cwd);
+    if (hinted) {
+      const path = join(this.dir, `${hinted}.jsonl`);
+      // The entry is trusted only as far as the file it names is this workspace's session.
+      if (headerCwd(path) === cwd) {
+        try {
+          return { id: hinted, path, mtimeMs: statSync(path).mtimeMs };
+        } catch {
+          // removed meanwhile
+        }
+      }
+    }
+    let found: StoredFile | null = null;
+    for (const file of this.files()) {
+      if (headerCwd(file.path) === cwd) {
+        found = file;
+        break;
+      }
+    }
+    if (this.latestIndex) {
+      if (found) this.latestIndex.write(cwd, found.id);
+      else this.latestIndex.forget(cwd);
+      this.latestIndex.sweep();
+    }
+    return found;
+  }
+
+  /** A run of session `id` (of workspace `cwd`) starts or ends: it is now the workspace's latest. */
+  noteActive(cwd: string, id: string): void {
+    // Reading is cheaper than a write (no rename): a run of the latest session writes nothing.
+    if (this.latestIndex && this.latestIndex.read(cwd) !== id) this.latestIndex.write(cwd, id);
   }
 
   /** Load a session for continuing in `cwd`; a session of another workspace is refused. */
