@@ -22,6 +22,8 @@ export interface Limits {
   tool_timeout_max_ms: number;
   /** Bytes of command output shown to the model (head + tail). */
   shell_output_bytes: number;
+  /** Bytes of one command's full-output log kept on disk; past it the log stops growing (0 = unlimited). */
+  shell_log_bytes: number;
   /** Bytes of the skills catalog in the system prompt (skills past it are counted, not listed; 0 = no catalog). */
   skills_catalog_bytes: number;
   /** Bytes of piped stdin read into the task; 0 = unlimited. */
@@ -41,6 +43,7 @@ export const DEFAULT_LIMITS: Limits = {
   tool_timeout_ms: 120_000,
   tool_timeout_max_ms: 15 * 60 * 1000,
   shell_output_bytes: 50 * 1024,
+  shell_log_bytes: 64 * 1024 * 1024,
   skills_catalog_bytes: 16 * 1024,
   stdin_bytes: 8 * 1024 * 1024,
   cost_usd: 0,

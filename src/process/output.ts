@@ -1,5 +1,6 @@
 // Bounded capture of a command's output: everything up to the budget stays in memory; past it only
-// a head and a tail are kept and the full stream goes to a log file, so a flood costs O(budget).
+// a head and a tail are kept and the full stream goes to a log file, so a flood costs O(budget) in
+// memory. The log itself stops at its own bound (maxLogBytes): `yes` must not fill the disk.
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
@@ -13,6 +14,8 @@ export interface CapturedOutput {
   truncated: boolean;
   totalBytes: number;
   logPath: string | null;
+  /** Set when the log stopped growing at maxLogBytes: the bytes it holds (the first ones). */
+  logCutAt?: number;
 }
 
 export class BoundedOutput {
@@ -25,11 +28,15 @@ export class BoundedOutput {
   private logPath: string | null = null;
   private readonly decoder = new TextDecoder('utf-8', { fatal: false });
   private logError: string | null = null;
+  private logged = 0;
+  private logCut = false;
 
+  /** maxLogBytes: the most the log keeps (0 = no bound). */
   constructor(
     private readonly maxShownBytes: number,
     private readonly logDir: string,
     private readonly onOutput?: (chunk: string) => void,
+    private readonly maxLogBytes = 0,
   ) {}
 
   push(chunk: Uint8Array): void {
@@ -75,11 +82,19 @@ export class BoundedOutput {
 
   // Synchronous on purpose: the reader does not pull the next chunk until this one is on disk,
   // which is the backpressure that keeps a flood from piling up in memory.
-  private writeLog(bytes: Uint8Array): void {
+  private writeLog(whole: Uint8Array): void {
     if (this.logFd === null) return;
+    let bytes = whole;
+    if (this.maxLogBytes > 0 && this.logged + bytes.length > this.maxLogBytes) {
+      bytes = bytes.subarray(0, this.maxLogBytes - this.logged);
+      this.logCut = true;
+    }
     try {
       let offset = 0;
       while (offset < bytes.length) offset += writeSync(this.logFd, bytes, offset, bytes.length - offset);
+      this.logged += bytes.length;
+      // Full: nothing more goes to disk, the head and tail for the result are kept as before.
+      if (this.logCut) this.closeLog();
     } catch (error) {
       this.logError = `writing the output log ${this.logPath} failed: ${(error as Error).message}`;
       this.closeLog();
@@ -105,9 +120,20 @@ export class BoundedOutput {
     const head = cutHead(this.head);
     const tail = cutTail(this.tail.bytes());
     const omitted = this.total - head.length - tail.length;
-    const where = this.logPath ? `full output (${this.total} bytes) in ${this.logPath}` : (this.logError ?? 'no log');
+    const cut = this.logCut && this.logPath && !this.logError;
+    const where = !this.logPath
+      ? (this.logError ?? 'no log')
+      : cut
+        ? `the first ${this.logged} of ${this.total} bytes in ${this.logPath} (the log was cut at ${this.logged} bytes: limit shell_log_bytes)`
+        : `full output (${this.total} bytes) in ${this.logPath}`;
     const marker = `\n[... ${omitted} bytes omitted; ${where} ...]\n`;
-    return { output: render(head) + marker + render(tail), truncated: true, totalBytes: this.total, logPath: this.logPath };
+    return {
+      output: render(head) + marker + render(tail),
+      truncated: true,
+      totalBytes: this.total,
+      logPath: this.logPath,
+      ...(cut ? { logCutAt: this.logged } : {}),
+    };
   }
 }
 

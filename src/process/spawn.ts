@@ -22,6 +22,8 @@ export interface SpawnOptions {
   maxShownBytes: number;
   /** Directory for the full-output log written when output is truncated. */
   logDir: string;
+  /** Bytes that log keeps at most; past them it stops growing (absent or 0: no bound). */
+  maxLogBytes?: number;
   /** File descriptors handed to the child as fd 3, 4, … (bwrap --seccomp). */
   extraFds?: number[];
   /** One more child fd after extraFds, a socketpair; called with conch's end (the network relay's channel). */
@@ -48,6 +50,8 @@ export interface ProcessResult {
   totalBytes: number;
   /** Full output log when the output was truncated. */
   logPath: string | null;
+  /** Set when that log was cut at maxLogBytes: the bytes it holds, the first of the output. */
+  logCutAt?: number;
   timedOut: boolean;
   cancelled: boolean;
   /** Set when conch could not prove the process group was gone. */
@@ -115,7 +119,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   liveGroups.add(pgid);
   groupsListener?.([...liveGroups]);
   const pipe = output.identity(pgid);
-  const sink = new BoundedOutput(options.maxShownBytes, options.logDir, options.onOutput);
+  const sink = new BoundedOutput(options.maxShownBytes, options.logDir, options.onOutput, options.maxLogBytes);
   const reader = output.stream(proc.stdout).getReader();
   const reading = (async () => {
     try {
@@ -189,6 +193,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
     truncated: captured.truncated,
     totalBytes: captured.totalBytes,
     logPath: captured.logPath,
+    ...(captured.logCutAt === undefined ? {} : { logCutAt: captured.logCutAt }),
     timedOut: state.stopReason === 'timeout',
     cancelled: state.stopReason === 'cancel',
     durationMs: elapsed(),

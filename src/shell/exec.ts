@@ -154,6 +154,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
         timeoutMs,
         signal: options.signal,
         maxShownBytes: limits.shell_output_bytes,
+        maxLogBytes: limits.shell_log_bytes,
         logDir,
         extraFds: prepared?.extraFds ?? [],
         ...(prepared?.channel ? { channel: prepared.channel } : {}),

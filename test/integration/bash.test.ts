@@ -144,6 +144,28 @@ describe('bash tool results', () => {
     expect(await Bun.file(logPath).text()).toBe(Array.from({ length: 10000 }, (_, i) => `${i + 1}\n`).join(''));
   });
 
+  test('the kept log stops at shell_log_bytes; the command runs on and the result says where the log was cut', async () => {
+    const { bash } = await setup({ limits: { shell_output_bytes: 1000, shell_log_bytes: 5000 } });
+    const r = await bash({ command: 'seq 1 100000; echo finished-after-the-cut' });
+    const logPath = r.details!.logPath as string;
+    const log = readFileSync(logPath, 'utf8');
+    expect(log.length).toBe(5000);
+    expect(log).toBe(Array.from({ length: 100000 }, (_, i) => `${i + 1}\n`).join('').slice(0, 5000));
+    // What the model sees is as before (head, elided middle, tail to the end), plus where the log was cut.
+    expect(text(r)).toContain('finished-after-the-cut\n');
+    expect(text(r)).toContain('[exit code 0; output truncated: 588918 bytes total, the first 5000 bytes in ');
+    expect(text(r)).toContain('(the log was cut at 5000 bytes: limit shell_log_bytes)');
+    expect(r.details!.logCutAt).toBe(5000);
+  });
+
+  test('a log within shell_log_bytes is whole and says nothing of a cut', async () => {
+    const { bash } = await setup({ limits: { shell_output_bytes: 1000, shell_log_bytes: 48894 } });
+    const r = await bash({ command: 'seq 1 10000' });
+    expect(readFileSync(r.details!.logPath as string, 'utf8').length).toBe(48894);
+    expect(text(r)).not.toContain('shell_log_bytes');
+    expect(r.details!.logCutAt).toBeUndefined();
+  });
+
   test('a setsid escape becomes a tool_cleanup error with details', async () => {
     const { bash } = await setup();
     const r = await bash({ command: 'setsid sleep 1000 & sleep 0.2' });

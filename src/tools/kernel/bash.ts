@@ -44,7 +44,7 @@ export function createBashTool(deps: BashToolDeps): Tool {
       'Run a shell command with /bin/sh -c in the workspace and return its combined stdout and stderr, in the order written, followed by a status line with the exit code.',
       'stdin is closed (no interactive prompts: pass -y or equivalent flags); the environment is small and clean (PATH, HOME, LANG, TERM=dumb, TMPDIR), so no credentials or shell startup files are available.',
       `Default timeout ${defaultTimeout}, maximum ${maxTimeout}. When the command finishes, times out or is cancelled, every process it started is killed, background ones included: do not start servers or daemons expecting them to keep running.`,
-      `Output is bounded to about ${Math.round(limits.shell_output_bytes / 1024)} KiB: beyond that the middle is elided and the full output is saved to a log file whose path is given; page through it with the read tool (offset/limit). Shell commands cannot see that file.`,
+      `Output is bounded to about ${Math.round(limits.shell_output_bytes / 1024)} KiB: beyond that the middle is elided and the full output${logBound(limits.shell_log_bytes)} is saved to a log file whose path is given; page through it with the read tool (offset/limit). Shell commands cannot see that file.`,
       'A non-zero exit status is reported, not treated as a failure of the tool. Prefer the read, write and edit tools for files.',
       'Empty read-only files named like .env.local or HEAD may appear while a run lasts: they are the sandbox holding protected names, not real files; ignore them.',
     ].join(' '),
@@ -105,6 +105,7 @@ function present(result: ExecResult, ctx: ToolContext, timeoutMs: number): ToolR
     logPath: result.logPath,
     totalBytes: result.totalBytes,
     durationMs: result.durationMs,
+    ...(result.logCutAt === undefined ? {} : { logCutAt: result.logCutAt }),
   };
   const notRun = result.exitCode === null && result.signal === null && !result.timedOut && !result.cancelled;
   if (notRun) {
@@ -112,7 +113,11 @@ function present(result: ExecResult, ctx: ToolContext, timeoutMs: number): ToolR
   }
   const parts = [status(result, timeoutMs)];
   if (result.truncated) {
-    const where = result.logPath ? `full output in ${ctx.workspace.display(result.logPath)}` : 'the full output could not be saved';
+    const where = !result.logPath
+      ? 'the full output could not be saved'
+      : result.logCutAt === undefined
+        ? `full output in ${ctx.workspace.display(result.logPath)}`
+        : `the first ${result.logCutAt} bytes in ${ctx.workspace.display(result.logPath)} (the log was cut at ${result.logCutAt} bytes: limit shell_log_bytes)`;
     parts.push(`output truncated: ${result.totalBytes} bytes total, ${where}`);
   }
   if (result.cleanupError) {
@@ -141,6 +146,13 @@ function status(result: ExecResult, timeoutMs: number): string {
 // First name wins: aliases (SIGIOT for SIGABRT) come after the usual names.
 const SIGNAL_NAMES = new Map<number, string>();
 for (const [name, number] of Object.entries(constants.signals)) if (!SIGNAL_NAMES.has(number)) SIGNAL_NAMES.set(number, name);
+
+/** The log's bound as the description says it ('' when unbounded). */
+function logBound(bytes: number): string {
+  if (bytes === 0) return '';
+  const MiB = 1024 * 1024;
+  return ` (its first ${bytes % MiB === 0 ? `${bytes / MiB} MiB` : `${bytes} bytes`} at most)`;
+}
 
 function duration(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000} min`;
