@@ -150,13 +150,14 @@ function directory(path: string, what: string, fix: string): string {
 }
 
 /**
- * A writable root is a tree of its own (a sibling repository): its existing .git, .conch, .env … are
- * held read-only as the workspace's are. Absent ones get no placeholder there (the root is not the
- * run's to fill with empty files); the file tools refuse them all the same.
+ * A writable root is a tree of its own (a sibling repository): its .git, .conch, .env … are held
+ * read-only as the workspace's are, and an absent one gets a placeholder there as in the workspace,
+ * or a command could create DIR/.git/hooks or DIR/.env. The defaults only: configured globs are
+ * workspace-relative.
  */
-function existingProtected(root: string): string[] {
+function rootPlan(root: string): ProtectedPlan {
   try {
-    return planProtected(root, defaultPatterns(loadProtectedDefaults())).targets.filter((t) => t.exists).map((t) => t.path);
+    return planProtected(root, defaultPatterns(loadProtectedDefaults()));
   } catch (error) {
     if (error instanceof ProtectedPathError) throw new ProtectedPathError(`in the writable root ${root}: ${error.message}`);
     throw error;
@@ -231,18 +232,18 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     return { argv: seatbeltArgv(text, withEnv), extraFds: [], release: async () => {} };
   }
 
+  const rootPlans = writableRoots.map(rootPlan);
   const checkClash = (plan: ProtectedPlan) => {
     for (const root of writableRoots) {
-      const clash = plan.targets.map((t) => t.path).find((target) => isWithin(root, target));
+      const clash = [plan, ...rootPlans].flatMap((p) => p.targets.map((t) => t.path)).find((target) => isWithin(root, target));
       if (clash) {
         throw new SandboxRequestError(
-          `writable root ${root} lies inside the protected path "${relative(workspace, clash) || '.'}"; protected paths stay read-only. ` +
+          `writable root ${root} lies inside the protected path ${isWithin(clash, workspace) ? `"${relative(workspace, clash) || '.'}"` : clash}; protected paths stay read-only. ` +
             'Remove it from --allow-write or the config\'s write.writableRoots.',
         );
       }
     }
   };
-  const rootProtected = writableRoots.flatMap((root) => existingProtected(root));
 
   const profileMounts = [
     ...baseMounts(profile, { workspace, tmpDir, writableRoots }),
@@ -275,7 +276,8 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     begun = true;
     // Existing paths too: one may be another run's placeholder, which this command then uses as well.
     const { plan, held } = holdProtected(workspace, protectedPatterns, scope, needed, checkClash);
-    const protectedPaths = [...held, ...rootProtected.filter(needed)];
+    const rootHeld = scope.hold(rootPlans.flatMap((p) => p.targets).filter((t) => needed(t.path))).map((t) => t.path);
+    const protectedPaths = [...held, ...rootHeld];
     const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();
     const outputFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;

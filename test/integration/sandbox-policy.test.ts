@@ -1,6 +1,7 @@
 // Issue 14 through the real CLI and the local model server: what the model is told when the network
 // allowlist refuses a host or a credential location is hidden.
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
+import { readdirSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { anthropicEnv, runConch, useHarness } from '../support/cli.ts';
@@ -51,5 +52,21 @@ describe.skipIf(!canRun)('sandbox policy the model sees', () => {
     expect(seen).not.toContain('AWS-SECRET');
     expect(seen).toContain('hidden by policy');
     expect(seen).toContain('read.secret:aws');
+  });
+
+  test("--allow-write DIR: neither bash nor the write tool can create DIR's absent .git/hooks or .env; DIR keeps only what was allowed", async () => {
+    const extra = join(harness.dirs.home, 'sibling');
+    await mkdir(extra);
+    const command = `mkdir -p ${extra}/.git/hooks && echo evil > ${extra}/.git/hooks/pre-commit && echo WROTE; echo T=1 > ${extra}/.env && echo WROTE; echo ok > ${extra}/f`;
+    harness.server.script([
+      { toolCalls: [{ name: 'bash', arguments: { command } }] },
+      { toolCalls: [{ name: 'write', arguments: { path: join(extra, '.git/hooks/post-checkout'), content: 'evil' } }] },
+      { text: 'done' },
+    ]);
+    const r = await run(['--allow-write', extra, 'go']);
+    expect(r.code).toBe(0);
+    expect(toolResults(harness.server.requests[1]!.body)).not.toContain('WROTE');
+    expect(toolResults(harness.server.requests[2]!.body)).toContain('is protected');
+    expect(readdirSync(extra)).toEqual(['f']);
   });
 });

@@ -2,7 +2,7 @@
 // fail, and checks the host afterwards: the workspace and the outside directory are byte-for-byte
 // what they were (or changed only where a change is allowed).
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { canRun, fixture, isRoot, randomName, sandboxed, snapshotAll, type Fixture } from './harness.ts';
@@ -190,6 +190,23 @@ describe.skipIf(!canRun)('the workspace, the temp dir and writable roots', () =>
     expect(readFileSync(join(extra, '.git', 'config'), 'utf8')).toBe('[core]\n');
     expect(readFileSync(join(extra, '.env'), 'utf8')).toBe('TOKEN=1\n');
     expect(existsSync(join(extra, 'moved'))).toBe(false);
+  });
+
+  test("a writable root's absent protected names cannot be created (.git/hooks, .env, .env.local, .conch, HEAD), and nothing is left after", async () => {
+    const extra = join(fx.outside, 'plain');
+    mkdirSync(extra);
+    const result = await sandboxed(
+      fx,
+      `mkdir -p ${extra}/.git/hooks && echo evil > ${extra}/.git/hooks/pre-commit && echo WROTE; ` +
+        `echo T=1 > ${extra}/.env && echo WROTE; echo T=1 > ${extra}/.env.local && echo WROTE; ` +
+        `mkdir ${extra}/.conch && echo WROTE; echo ref > ${extra}/HEAD && echo WROTE; ` +
+        `rm -rf ${extra}/.git ${extra}/.env && echo WROTE; echo ok > ${extra}/f`,
+      { writableRoots: [extra] },
+    );
+    expect(result.stdout).not.toContain('WROTE');
+    expect(readFileSync(join(extra, 'f'), 'utf8')).toBe('ok\n');
+    // The placeholders that held the names went with the command; the root is as the command left it.
+    expect(readdirSync(extra)).toEqual(['f']);
   });
 });
 
