@@ -1,6 +1,7 @@
 // `conch acp`'s side of the watchdog (cli/watchdog.ts: a thread of its own that ends conch when
 // plugin code stops the main thread). cli/main.ts hands in the way to start it, since acp/ sits
-// below cli/; it starts only when a session is about to import plugins. Then a plugin that never
+// below cli/; it starts when a session is about to import plugins or offers MCP tools (an MCP
+// schema that backtracks holds the main thread as plugin code can). Then a plugin that never
 // finishes loading ends conch once its load time is up, a prompt's deadline holds whatever its
 // tools do, and SIGTERM from the editor ends conch even when the main thread cannot answer.
 
@@ -44,6 +45,14 @@ export class AcpGuard {
         }
       },
     };
+  }
+
+  /** Start the watchdog (once) and keep the running prompts' deadlines: a session offers MCP tools. */
+  async watch(): Promise<void> {
+    if (!this.start) return;
+    this.dog ??= this.start().then((dog) => (dog.arm(null, this.onSignal, false), dog));
+    await this.dog;
+    this.rearm();
   }
 
   /** A prompt starts: its deadline holds from now. Call the result when it ends. */

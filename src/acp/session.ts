@@ -13,6 +13,7 @@ import { outcomeNotice, PromptContentError, promptContent, stopReasonFor, Update
 import type { ContentBlock as AcpContent, McpServer } from '@agentclientprotocol/sdk';
 import { editorServers } from './mcp-servers.ts';
 import type { AcpGuard } from './guard.ts';
+import { offersMcpTools } from '../host/mcp.ts';
 import type { ContentBlock } from '../core/content.ts';
 import { invokeSkill } from '../host/skills.ts';
 import { skillCommands, slashSkill, withSkillText } from './skill-commands.ts';
@@ -120,6 +121,7 @@ export class AcpSession {
     } finally {
       loader?.done();
     }
+    if (options.guard && offersMcpTools(host.session)) await options.guard.watch();
     // The config's own (a project config ignored in an untrusted workspace, a home workspace made read-only) first.
     for (const warning of host.warnings.splice(0)) log(`session ${id}: ${warning}`);
     self = new AcpSession(id, host, notifier, log, options.guard);

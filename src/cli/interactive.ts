@@ -34,27 +34,34 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   let ask: Approver | undefined;
   const approver: Approver = (command, rule) => (ask ? ask(command, rule) : Promise.resolve('deny'));
   let current = { flags, session: options.session };
-  // Plugin code can block the main thread. From its first line on, a watchdog thread keeps each
-  // turn's deadline, ends conch when a plugin never finishes loading, and lets a signal end it
-  // when the main thread cannot answer; it hands every signal it catches to `onSignal`.
+  // Plugin code (and an MCP schema that backtracks) can block the main thread. From a plugin's first
+  // line on, or once MCP tools are offered, a watchdog thread keeps each turn's deadline, ends conch
+  // when a plugin never finishes loading, and lets a signal end it when the main thread cannot
+  // answer; it hands every signal it catches to `onSignal`.
   let watchdog: Watchdog | undefined;
   let turnSigint: (() => void) | undefined;
   const onSignal = (name: string) => (name === 'SIGINT' && turnSigint ? turnSigint() : onHangup());
+  const startWatchdog = async () => {
+    const { startWatchdog } = await import('./watchdog.ts');
+    watchdog ??= startWatchdog('interactive', false, null, 'the conversation');
+    watchdog.arm(null, onSignal, false);
+    return watchdog;
+  };
   const start = async (next: typeof current) => {
-    const { startRun } = await import('../host/start.ts');
+    const [{ startRun }, { offersMcpTools }] = await Promise.all([import('../host/start.ts'), import('../host/mcp.ts')]);
     let loading = false;
     try {
-      return await startRun(next.flags, cwd, {
+      const started = await startRun(next.flags, cwd, {
         approver,
         session: next.session,
         beforePluginImport: async (loadTimeoutMs) => {
-          const { startWatchdog } = await import('./watchdog.ts');
-          watchdog ??= startWatchdog('interactive', false, null, 'the conversation');
-          watchdog.arm(null, onSignal, false);
-          watchdog.loading(loadTimeoutMs);
+          (await startWatchdog()).loading(loadTimeoutMs);
           loading = true;
         },
       });
+      // An MCP schema that backtracks holds the main thread as plugin code can (host/mcp.ts).
+      if (offersMcpTools(started.session)) await startWatchdog();
+      return started;
     } finally {
       if (loading) watchdog?.loading(null);
     }

@@ -4,6 +4,7 @@ import { emptyUsage, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
 import { planStart, startRun, type StartedRun, type StartPlan } from '../host/start.ts';
+import { offersMcpTools } from '../host/mcp.ts';
 import { describeOutcome, humanSink, terminalSafe } from './render.ts';
 import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
@@ -25,16 +26,6 @@ export interface RunOutput {
   session?: SessionChoice;
   /** --output-schema FILE */
   outputSchema?: string;
-}
-
-/**
- * An MCP server's schemas are checked in this thread against what the model sends: a pattern that
- * backtracks (a ReDoS, `^(a+)+$` against 40 a's and a '!': seconds per call, and refused calls follow
- * one another with no timer in between) stops it as plugin code can, past the deadline and deaf to
- * Ctrl-C. With their tools offered, the watchdog keeps both.
- */
-export function offersMcpTools(session: { mcp: { status: string; tools: unknown[] }[] }): boolean {
-  return session.mcp.some((server) => server.status === 'started' && server.tools.length > 0);
 }
 
 export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): Promise<number> {

@@ -13,6 +13,16 @@ export interface SessionMcp {
   stop(): Promise<void>;
 }
 
+/**
+ * An MCP server's schemas are checked in this thread against what the model sends: a pattern that
+ * backtracks (a ReDoS, `^(a+)+$` against 40 a's and a '!': seconds per call, and refused calls follow
+ * one another with no timer in between) stops it as plugin code can, past the deadline and deaf to
+ * Ctrl-C. Every host (one-shot runs, `conch acp`, `conch -i`) starts its watchdog when this is true.
+ */
+export function offersMcpTools(session: { mcp: { status: string; tools: unknown[] }[] }): boolean {
+  return session.mcp.some((server) => server.status === 'started' && server.tools.length > 0);
+}
+
 const NONE: SessionMcp = { register: async () => [], stop: async () => {} };
 
 export async function startMcp(
