@@ -107,7 +107,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     const [{ humanSink }, { terminalOptions }, { killAllNow }] = await Promise.all([import('./render.ts'), import('./terminal.ts'), import('../process/spawn.ts')]);
     if (options.trace && !trace) trace = (await import('./trace.ts')).openTrace(options.trace, options.traceContent);
     // Each run's: after /model the key may be another provider's.
-    trace?.hide((await import('../config/secret-values.ts')).secretValues(h.config));
+    trace?.hide([...(await import('../config/secret-values.ts')).secretValues(h.config), ...h.session.secrets]);
     const human = humanSink({ stdout, stderr }, { ...(await terminalOptions(false, cwd)), header: runs === 0 });
     runs++;
     const { ttyApprover } = await import('../policy/approve.ts');

@@ -22,7 +22,7 @@ import { setupFailure, terminalApprover } from './setup.ts';
 import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
 import { readTasksFile } from './tasks.ts';
 import { terminalOptions } from './terminal.ts';
-import { traceFromFlags } from './trace.ts';
+import { traceFromFlags, type Trace } from './trace.ts';
 import { secretValues } from '../config/secret-values.ts';
 import type { Watchdog } from './watchdog.ts';
 
@@ -66,7 +66,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   // Which task a question comes from: the guard is shared, the asking run is the async context.
   const asking = new AsyncLocalStorage<number>();
   let host: StartedHost;
-  let trace: EventSink | undefined;
+  let trace: Trace | undefined;
   let watchdog: Watchdog | undefined;
   try {
     trace = traceFromFlags(out, secretValues(config));
@@ -93,6 +93,8 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   } catch (error) {
     return setupFailure(error, out.json, randomUUID());
   }
+  // Known once the servers are: their tokens are as secret as the provider key.
+  trace?.hide(host.session.secrets);
   if (offersMcpTools(host.session)) {
     const { startWatchdog } = await import('./watchdog.ts');
     watchdog ??= startWatchdog(randomUUID(), out.json, config.limits.deadline_ms);

@@ -11,7 +11,7 @@ import { stderr, stdout } from '../core/stdio.ts';
 import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
 import { cancelOnSignals } from './interrupts.ts';
 import { envelope, envelopeSink } from './envelope.ts';
-import { traceFromFlags } from './trace.ts';
+import { traceFromFlags, type Trace } from './trace.ts';
 import { secretValues } from '../config/secret-values.ts';
 import type { Watchdog } from './watchdog.ts';
 import type { Approver } from '../policy/command-rules.ts';
@@ -57,7 +57,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   const display = await terminalOptions(out.json, process.cwd());
   const human = humanSink({ stdout, stderr }, outputSchema === undefined ? display : { ...display, jsonAnswer: true });
   let host: StartedRun;
-  let trace: EventSink | undefined;
+  let trace: Trace | undefined;
   let watchdog: Watchdog | undefined;
   try {
     trace = traceFromFlags(out, secretValues(config));
@@ -83,6 +83,8 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   } catch (error) {
     return setupFailure(error, out.json, runId);
   }
+  // Known once the servers are: their tokens are as secret as the provider key.
+  trace?.hide(host.session.secrets);
   if (offersMcpTools(host.session)) {
     const { startWatchdog } = await import('./watchdog.ts');
     watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms);

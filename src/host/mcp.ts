@@ -6,11 +6,14 @@ import type { ServerReport, ServerSpec } from '../mcp/index.ts';
 import type { PlaceholderScope, SandboxSettings } from '../sandbox/index.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import { mayHaveServers } from '../mcp/gate.ts';
+import type { SecretValue } from '../core/secret-scrub.ts';
 
 export interface SessionMcp {
   /** Wait for every server, register its tools; problems become warnings. */
   register(catalog: Catalog, warnings: string[]): Promise<ServerReport[]>;
   stop(): Promise<void>;
+  /** The servers' env and header values (tokens): traces and sessions hide them. */
+  secrets: SecretValue[];
 }
 
 /**
@@ -23,7 +26,7 @@ export function offersMcpTools(session: { mcp: { status: string; tools: unknown[
   return session.mcp.some((server) => server.status === 'started' && server.tools.length > 0);
 }
 
-const NONE: SessionMcp = { register: async () => [], stop: async () => {} };
+const NONE: SessionMcp = { register: async () => [], stop: async () => {}, secrets: [] };
 
 export async function startMcp(
   config: Config,
@@ -47,5 +50,6 @@ export async function startMcp(
       return started.reports;
     },
     stop: () => servers?.stop() ?? Promise.resolve(),
+    secrets: opened.secrets,
   };
 }

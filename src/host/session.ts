@@ -18,6 +18,7 @@ import { openRunDir } from './run-dir.ts';
 import { checkSandbox, sessionSandbox } from './sandbox.ts';
 import { contextFactory } from './tool-context.ts';
 import { startMcp } from './mcp.ts';
+import type { SecretValue } from '../core/secret-scrub.ts';
 import type { ServerReport, ServerSpec } from '../mcp/index.ts';
 import { SetupError } from '../core/errors.ts';
 import { prepareSkills, type RunSkills } from './skills.ts';
@@ -53,6 +54,8 @@ export interface Session extends RunLane {
   plugins: PluginReport[];
   /** Each MCP server: started or why not, and its tools. */
   mcp: ServerReport[];
+  /** Values the MCP servers were handed (env, headers): hidden from traces and sessions like a provider key. */
+  secrets: SecretValue[];
   /** The skills found, the catalog in the system prompt, and --skill bodies for the first task. */
   skills: RunSkills;
   /**
@@ -159,6 +162,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     warnings,
     plugins,
     mcp: mcpReports,
+    secrets: mcp.secrets,
     skills,
     endRun: () => placeholders.close(),
     lane() {

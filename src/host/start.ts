@@ -203,7 +203,7 @@ export async function startRun(flags: CliFlags, cwd: string, options: StartOptio
   const { config, session, provider } = opened;
   let recording: Recording;
   try {
-    recording = openRecording(opened.plan, config, opened.narrowed, options.sessionId);
+    recording = openRecording(opened.plan, config, opened.narrowed, options.sessionId, session.secrets);
   } catch (error) {
     await session.dispose();
     throw error;
@@ -249,7 +249,7 @@ export async function startHost(flags: CliFlags, cwd: string, options: StartOpti
     provider,
     warnings,
     task() {
-      const recording = openRecording(opened.plan, config, opened.narrowed);
+      const recording = openRecording(opened.plan, config, opened.narrowed, undefined, session.secrets);
       recordings.push(recording);
       const lane = session.lane();
       let ran = false;

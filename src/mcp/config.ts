@@ -5,6 +5,7 @@ import { type TSchema, Type } from 'typebox';
 import { ConfigError } from '../core/errors.ts';
 import { firstProblem, keyPath } from '../config/schema.ts';
 import { MAX_DURATION_MS } from '../core/duration.ts';
+import type { SecretValue } from '../core/secret-scrub.ts';
 
 export const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -145,6 +146,26 @@ export function parseServers(value: unknown, ctx: ParseContext): ServerSpec[] {
     servers.push(spec);
   }
   return servers;
+}
+
+/**
+ * What a server's entry hands it that must not reach a trace or a session file: every env value
+ * and header value (an Authorization header, an API token), as expanded. A header value with a
+ * scheme (`Bearer TOKEN`) hides the credential alone as well, should a server echo just that.
+ */
+export function specSecrets(specs: ServerSpec[]): SecretValue[] {
+  const out: SecretValue[] = [];
+  for (const spec of specs) {
+    const values = spec.transport === 'http' ? spec.headers : spec.env;
+    const kind = spec.transport === 'http' ? 'header' : 'env';
+    for (const [key, value] of Object.entries(values)) {
+      const name = `MCP server ${spec.name} ${kind} ${key}`;
+      out.push({ name, value });
+      const credential = kind === 'header' ? /^\S+ +(\S+)$/.exec(value)?.[1] : undefined;
+      if (credential) out.push({ name, value: credential });
+    }
+  }
+  return out;
 }
 
 /** `${VAR}` and `${VAR:-default}`, as Claude Code expands them; unset names without a default are collected. */

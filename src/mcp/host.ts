@@ -4,6 +4,8 @@
 import type { Config } from '../config/types.ts';
 import type { ServerSpec } from './config.ts';
 import { startServers, type ConnectSettings, type McpServers } from './index.ts';
+import { specSecrets } from './config.ts';
+import type { SecretValue } from '../core/secret-scrub.ts';
 import { configuredServers } from './sources.ts';
 
 export const STOP_GRACE_MS = 2000;
@@ -12,6 +14,8 @@ export interface OpenedMcp {
   servers: McpServers | null;
   /** Project servers skipped in an untrusted workspace: one line for the user. */
   skipped: string | null;
+  /** The started servers' env and header values: kept out of traces and sessions. */
+  secrets: SecretValue[];
 }
 
 export async function openMcp(
@@ -27,10 +31,11 @@ export async function openMcp(
   });
   const names = new Set(extra.map((s) => s.name));
   const specs = [...extra, ...found.servers.filter((s) => !names.has(s.name))];
-  if (specs.length === 0) return { servers: null, skipped: found.skipped };
+  if (specs.length === 0) return { servers: null, skipped: found.skipped, secrets: [] };
   const { default: pkg } = await import('../../package.json', { with: { type: 'json' } });
   return {
     servers: startServers(specs, { ...settings, stopGraceMs: STOP_GRACE_MS, clientVersion: pkg.version }),
     skipped: found.skipped,
+    secrets: specSecrets(specs),
   };
 }

@@ -10,6 +10,7 @@ import type { Journal } from '../agent/loop.ts';
 import type { Outcome } from '../agent/outcome.ts';
 import type { CliFlags, Config } from '../config/types.ts';
 import { secretValues } from '../config/secret-values.ts';
+import type { SecretValue } from '../core/secret-scrub.ts';
 import type { Message } from '../providers/types.ts';
 import { SessionError } from './dir.ts';
 import type { LoadedSession } from './load.ts';
@@ -81,13 +82,16 @@ export interface Recording {
 }
 
 /** Open the session file (new, continued or forked) once setup has succeeded. */
-/** `id` names a new session (ACP knows it before the file exists); by default the store picks one. */
-export function openRecording(plan: SessionPlan, config: Config, narrowed: string[], id?: string): Recording {
+/**
+ * `id` names a new session (ACP knows it before the file exists); by default the store picks one.
+ * `more`: secret values the host learnt past the config (its MCP servers' tokens), hidden alike.
+ */
+export function openRecording(plan: SessionPlan, config: Config, narrowed: string[], id?: string, more: SecretValue[] = []): Recording {
   const { loaded, store, choice } = plan;
   const warnings = [...(loaded?.warnings ?? [])];
   const conversation = loaded ? loaded.conversation : [];
   if (choice.ephemeral) return { id: null, facts: undefined, conversation, warnings, begin: () => undefined, finish() {}, close() {} };
-  const secrets = secretValues(config);
+  const secrets = [...secretValues(config), ...more];
   const sessionId = loaded && !choice.fork ? loaded.header.id : (id ?? newSessionId());
   // A new file appears with the first run: an editor thread opened and never used leaves nothing.
   // A continued session is opened (and locked) now, so a session busy in another conch is a setup error.
