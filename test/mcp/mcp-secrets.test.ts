@@ -2,7 +2,7 @@
 // provider key: neither a --trace-content trace nor the session file holds them, wherever they show up
 // (a server that reports its environment, a model that quotes a token in a call's arguments).
 import { describe, expect, test } from 'bun:test';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { anthropicEnv, BUN, runConch, useHarness, writeConfig } from '../support/cli.ts';
@@ -17,7 +17,7 @@ const run = (args: string[], env: Record<string, string>) =>
 function filesUnder(dir: string): { path: string; text: string }[] {
   return readdirSync(dir, { recursive: true, encoding: 'utf8' })
     .map((rel) => join(dir, rel))
-    .filter((path) => statSync(path).isFile())
+    .filter((path) => lstatSync(path).isFile())
     .map((path) => ({ path, text: readFileSync(path, 'utf8') }));
 }
 
