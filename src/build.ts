@@ -16,9 +16,11 @@ const root = resolve(import.meta.dir, '..');
  * Big packages most runs never import, each in a bundle of its own beside the main one, loaded when
  * first imported: the main bundle's bytecode is read whole on every start (time and memory). Every
  * import of a package's listed entry points goes to its one bundle, so each keeps one instance.
+ * An entry under src/ is conch's own module that imports the part of a package conch uses.
  */
 const VENDORS: Record<string, string[]> = {
   openai: ['openai'],
+  anthropic: ['src/providers/anthropic-sdk.ts'],
   mcp: ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/streamableHttp.js', '@modelcontextprotocol/sdk/types.js', '@modelcontextprotocol/sdk/shared/stdio.js'],
   acp: ['@agentclientprotocol/sdk'],
   yaml: ['yaml'],
@@ -45,14 +47,16 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     // Plugin tooling stays a real package: it is loaded lazily and resolves its own files at run time.
     external: ['jiti'],
   } satisfies Partial<Bun.BuildConfig>;
-  const vendorOf = new Map(Object.entries(VENDORS).flatMap(([name, specs]) => specs.map((spec) => [spec, name] as const)));
+  const ownModule = (spec: string) => (spec.startsWith('src/') ? join(root, spec) : undefined);
+  const vendorOf = new Map(Object.entries(VENDORS).flatMap(([name, specs]) => specs.map((spec) => [ownModule(spec) ?? spec, name] as const)));
+  const toVendor = (name: string) => ({ path: `./vendor-${name}.js`, external: true });
   // Their entry files live under conch's own node_modules, where the packages resolve from.
   const entryDir = join(root, 'node_modules', '.cache', 'conch', `vendor-entries.${process.pid}`);
   await mkdir(entryDir, { recursive: true });
   const entries = await Promise.all(
     Object.entries(VENDORS).map(async ([name, specs]) => {
       const entry = join(entryDir, `vendor-${name}.ts`);
-      await writeFile(entry, specs.map((spec) => `export * from '${spec}';\n`).join(''));
+      await writeFile(entry, specs.map((spec) => `export * from '${ownModule(spec) ?? spec}';\n`).join(''));
       return entry;
     }),
   );
@@ -63,10 +67,14 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
       {
         name: 'vendors',
         setup(build) {
-          build.onResolve({ filter: /^(openai|yaml|@agentclientprotocol\/sdk)$|^@modelcontextprotocol\/sdk\// }, (args) => {
+          build.onResolve({ filter: /^(openai|yaml|@agentclientprotocol\/sdk)$|^@modelcontextprotocol\/sdk\/|^@anthropic-ai\/sdk/ }, (args) => {
             const name = vendorOf.get(args.path);
             if (!name) throw new Error(`${args.path} (imported by ${args.importer}) is not a listed entry of a vendor bundle (src/build.ts VENDORS)`);
-            return { path: `./vendor-${name}.js`, external: true };
+            return toVendor(name);
+          });
+          build.onResolve({ filter: /\/anthropic-sdk\.ts$/ }, (args) => {
+            const name = vendorOf.get(resolve(dirname(args.importer), args.path));
+            return name ? toVendor(name) : undefined;
           });
         },
       },

@@ -214,7 +214,7 @@ export async function consumeAnthropicStream(
  * null when it cannot (a schema without a type at some level): the task's description must do.
  */
 async function outputFormat(schema: Record<string, unknown>): Promise<Anthropic.JSONOutputFormat | null> {
-  const { transformJSONSchema } = await import('@anthropic-ai/sdk/lib/transform-json-schema');
+  const { transformJSONSchema } = await import('./anthropic-sdk.ts');
   try {
     return { type: 'json_schema', schema: transformJSONSchema(schema) as Record<string, unknown> };
   } catch {
@@ -225,8 +225,8 @@ async function outputFormat(schema: Record<string, unknown>): Promise<Anthropic.
 export async function createAnthropicProvider(config: ProviderConfig): Promise<Provider> {
   const provider = `Anthropic (${config.name})`;
   const options = sdkClientOptions(config, provider);
-  const sdk = await import('@anthropic-ai/sdk');
-  const client = new sdk.Anthropic(options);
+  const sdk = await import('./anthropic-sdk.ts');
+  const client = new sdk.MessagesClient(options);
   const ctx: RetryContext = { provider, credentialHint: credentialHint(config), sdk };
   let structured = structuredOutputOn(config);
   const formats = new WeakMap<object, Anthropic.JSONOutputFormat | null>();
