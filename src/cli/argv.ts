@@ -1,9 +1,9 @@
 // The command line, read exactly as typed. cac's parser (mri) turns numeric-looking values into
 // numbers ("802e16" → 8.02e18, "" → 0), takes `--timeout -5` for a flag named -5, and reports flags
-// in camelCase; so conch reads argv with node:util's parseArgs and keeps cac only for the help text.
-// Every value is the string the user typed; a value flag given twice, or given empty, is a usage
-// error naming the flag.
-import { parseArgs as splitArgs } from 'node:util';
+// in camelCase; so conch reads argv itself and keeps cac only for the help text. (Not with
+// node:util's parseArgs, which splits words the same way: loading node:util costs every start
+// 1.7 MiB of memory.) Every value is the string the user typed; a value flag given twice, or given
+// empty, is a usage error naming the flag.
 
 /** What the help knows only once it is asked for (found on disk, so not read at every start). */
 export interface HelpFacts {
@@ -50,35 +50,29 @@ function flagOf(spec: FlagSpec): Flag {
 }
 
 /**
- * Read argv against the flags a command knows. node:util's parseArgs splits the words (flags,
- * values, positionals, `--`); its tokens are then held to conch's rules, which it has no setting
- * for: `--name=value` and `--name value` both work, and the value is the next word whatever it
- * looks like (`--timeout -5` is a value for --timeout to judge) except another long flag, which
- * means the value was left out; a short flag is one letter on its own (`-m x`, `-m=x`), never a
- * group (`-ic`) or glued to its value (`-mx`); a single-valued flag given twice, an empty value, a
- * value for a switch and an unknown flag are usage errors naming the flag.
+ * Read argv against the flags a command knows: a bare `--` ends the flags, a word of two or more
+ * characters starting with `-` is a flag, any other word is a positional. `--name=value` and
+ * `--name value` both work, and the value is the next word whatever it looks like (`--timeout -5`
+ * is a value for --timeout to judge) except another long flag, which means the value was left out;
+ * a short flag is one letter on its own (`-m x`, `-m=x`), never a group (`-ic`) or glued to its
+ * value (`-mx`); a single-valued flag given twice, an empty value, a value for a switch and an
+ * unknown flag are usage errors naming the flag, the first one met.
  */
 export function parseArgs(argv: string[], specs: FlagSpec[]): ParsedArgs {
   const flags = specs.map(flagOf);
   const byLong = new Map(flags.map((f) => [f.long, f]));
   const byShort = new Map(flags.filter((f) => f.short).map((f) => [f.short!, f]));
-  const options = Object.fromEntries(
-    flags.map((f) => [f.long, { type: f.takesValue ? ('string' as const) : ('boolean' as const), ...(f.short && { short: f.short }) }]),
-  );
-  // strict: false so that an unknown flag is a token to name here, not parseArgs' own error.
-  const { tokens } = splitArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
   const parsed: ParsedArgs = { positionals: [], afterDashes: [], flags: new Map() };
-  for (const token of tokens) {
-    if (token.kind === 'option-terminator') {
-      parsed.afterDashes = argv.slice(token.index + 1);
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      parsed.afterDashes = argv.slice(i + 1);
       break;
     }
-    if (token.kind === 'positional') {
-      parsed.positionals.push(token.value);
+    if (arg.length < 2 || !arg.startsWith('-')) {
+      parsed.positionals.push(arg);
       continue;
     }
-    // Judged by the word as typed: a short group (-ic) is several tokens of one word, refused at the first.
-    const arg = argv[token.index]!;
     const eq = arg.indexOf('=');
     const typed = eq === -1 ? arg : arg.slice(0, eq);
     const flag = typed.startsWith('--') ? byLong.get(typed.slice(2)) : typed.length === 2 ? byShort.get(typed[1]!) : undefined;
@@ -90,9 +84,8 @@ export function parseArgs(argv: string[], specs: FlagSpec[]): ParsedArgs {
       parsed.flags.set(flag.long, values ?? []);
       continue;
     }
-    // parseArgs reads `-m=x` as the value '=x'; the word's own split is the one meant.
-    const value = eq !== -1 ? arg.slice(eq + 1) : token.value;
-    if (value === undefined || (!token.inlineValue && value.startsWith('--'))) throw new UsageError(`${shown} needs a value: ${shown} ${(flag.placeholder ?? 'value').toUpperCase()}${NEEDS_HINT[flag.long] ?? ''}`);
+    const value = eq !== -1 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined || (eq === -1 && value.startsWith('--'))) throw new UsageError(`${shown} needs a value: ${shown} ${(flag.placeholder ?? 'value').toUpperCase()}${NEEDS_HINT[flag.long] ?? ''}`);
     if (value === '') throw new UsageError(`${shown} was given an empty value`);
     if (values && !flag.repeatable) throw new UsageError(`${shown} was given more than once ('${values[0]}', then '${value}'); give it once`);
     parsed.flags.set(flag.long, [...(values ?? []), value]);

@@ -10,7 +10,7 @@
 // for whoever writes to that pipe next. Only what writes to fd 1 itself (fs.writeSync(1), Bun.write(Bun.stdout)) is not caught.
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { basename, dirname, extname } from 'node:path';
-import { formatWithOptions } from 'node:util';
+import type { formatWithOptions as FormatWithOptions } from 'node:util';
 import { stderr } from '../core/stdio.ts';
 import { loadLibc } from '../process/libc.ts';
 
@@ -35,6 +35,8 @@ const CONSOLE_METHODS = ['log', 'info', 'debug', 'dir', 'table', 'warn', 'error'
 export function install(): void {
   if (installed) return;
   installed = true;
+  // Required here, not imported: a run without plugins evaluates this module, and loading node:util costs 1.7 MiB.
+  const formatWithOptions = (require('node:util') as { formatWithOptions: typeof FormatWithOptions }).formatWithOptions;
   // Bun's console.error writes to fd 2 without creating the process.stderr stream.
   const toStderr = console.error.bind(console);
   redirectStdoutWrites();
