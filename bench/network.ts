@@ -5,6 +5,10 @@
 // wall time and as CPU time (the sandbox's whole process tree, which bwrap reaps, plus this
 // process's own work for the command): on a loaded machine the wall time of a command grows with
 // every process it starts, the CPU time does not. Target: allowlist <= default + 5 ms.
+// Then the same two through conch's executor, as the bash tool runs a command (output captured to
+// its end, the sandbox settled): what a command costs in a run, where waiting for the sandbox to be
+// over shows (a relay that outlived the command cost a 5 ms poll in every command).
+// On this loaded 2-core machine, run it under `chrt -f 10` (as root) for near-quiet figures.
 // Usage: bun bench/network.ts [calls]
 import { mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +16,9 @@ import { join } from 'node:path';
 import { PlaceholderScope, prepareSandboxed, probeSandbox, type SandboxRequest } from '../src/sandbox/index.ts';
 import { parseAllowList } from '../src/sandbox/net-rules.ts';
 import { startProxy } from '../src/sandbox/proxy.ts';
+import { DEFAULT_LIMITS } from '../src/core/limits.ts';
+import { createExecutor } from '../src/shell/exec.ts';
+import { Workspace } from '../src/workspace/paths.ts';
 
 const calls = Number(process.argv[2] ?? 100);
 const status = await probeSandbox();
@@ -78,6 +85,33 @@ try {
   const allow = ms['allowlist (proxy + relay)']!;
   console.log(`allowlist - default: ${(allow.wall - on.wall).toFixed(2)} ms/command wall (target <= 5), ${(allow.cpu - on.cpu).toFixed(2)} ms CPU`);
   console.log(`allowlist - --no-network: ${(allow.wall - off.wall).toFixed(2)} ms/command wall, ${(allow.cpu - off.cpu).toFixed(2)} ms CPU`);
+
+  const executor = async (allowlist: boolean) => createExecutor({
+    workspace: await Workspace.open({ root: ws, unrestricted: false }),
+    unrestricted: false,
+    sandbox: { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [], ...(allowlist ? { netAllow: ['127.0.0.1:9'] } : {}) },
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: tmp,
+    logDir: join(root, 'logs'),
+    placeholders: scope,
+    ...(allowlist ? { proxy } : {}),
+  });
+  const executors = { 'executor, network on': await executor(false), 'executor, allowlist': await executor(true) };
+  const signal = new AbortController().signal;
+  const times: Record<string, number[]> = {};
+  for (const name of Object.keys(executors)) times[name] = [];
+  for (let i = 0; i < calls + 5; i++) {
+    for (const [name, run] of Object.entries(executors)) {
+      const started = performance.now();
+      const result = await run('true', { signal });
+      if (result.exitCode !== 0 || result.cleanupError) throw new Error(`true failed: ${JSON.stringify(result)}`);
+      if (i >= 5) times[name]!.push(performance.now() - started);
+    }
+  }
+  const [onExec, allowExec] = Object.values(times).map(median) as [number, number];
+  console.log(`through the executor: network on ${onExec.toFixed(2)} ms/command, allowlist ${allowExec.toFixed(2)} ms (${(allowExec - onExec).toFixed(2)} more; target <= 5), wall, medians of ${calls}`);
 } finally {
   await proxy.close();
   scope.close();

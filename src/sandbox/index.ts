@@ -8,7 +8,7 @@ import { baseMounts, buildBwrapArgv, protectedMountType, withProtection, writabl
 import { prepareCache } from './caches.ts';
 import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
-import { RELAY_PORT, relayArgv } from './relay.ts';
+import { RELAY_ENV, RELAY_PORT, relayArgv } from './relay.ts';
 import { isWithin } from '../core/paths.ts';
 import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
 import { PlaceholderScope } from './placeholders.ts';
@@ -293,7 +293,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       disableUserns,
       seccompFd: 3,
       ...(outputFd === undefined ? {} : { infoFd: outputFd + 1 }),
-      env: { ...cacheEnv, ...(proxy ? proxyEnv() : {}) },
+      env: { ...cacheEnv, ...(proxy ? { ...proxyEnv(), ...RELAY_ENV } : {}) },
       cwd,
       command: relayed ?? shell,
     });
