@@ -1,5 +1,6 @@
 // Process-group teardown and the evidence that it worked.
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { EPERM, loadLibc } from './libc.ts';
 
 const POLL_MS = 10;
 // After SIGKILL the kernel needs only a moment; longer means something is wrong (D state, escape).
@@ -8,11 +9,8 @@ const isLinux = process.platform === 'linux';
 
 /** true while any process of the group is alive (a zombie is not alive: it only awaits reaping). */
 export function groupAlive(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  const found = signalZero(-pgid);
+  if (found !== 'yes') return found === 'denied';
   // kill() also succeeds for zombies, which stay forever under an init that does not reap
   // (common in containers); on Linux look at the members themselves.
   if (!isLinux) return true;
@@ -27,14 +25,30 @@ export function liveGroupMembers(pgid: number): number[] {
 
 /** true if the pid is a living process (not a zombie). */
 export function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
+  const found = signalZero(pid);
+  if (found !== 'yes') return found === 'denied';
   if (!isLinux) return true;
   const stat = readStat(String(pid));
   return stat !== null && stat.state !== 'Z';
+}
+
+/**
+ * kill(target, 0): 'yes' when it exists, 'denied' when it exists but is not ours to signal, 'no'
+ * otherwise. Through libc where it is at hand: this runs after every command, and Node reports
+ * ESRCH by throwing.
+ */
+function signalZero(target: number): 'yes' | 'denied' | 'no' {
+  const libc = loadLibc();
+  if (libc) {
+    const errno = libc.kill(target, 0);
+    return errno === 0 ? 'yes' : errno === EPERM ? 'denied' : 'no';
+  }
+  try {
+    process.kill(target, 0);
+    return 'yes';
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM' ? 'denied' : 'no';
+  }
 }
 
 function signalGroup(pgid: number, signal: NodeJS.Signals): void {

@@ -1,7 +1,10 @@
 // The libc calls conch needs that neither Bun nor Node exposes, through bun:ffi: flock(2)
-// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts), fcntl(2) (plugins/output.ts). Loaded on first use, Linux only; null where the C
-// library cannot be opened (the callers then do without, and say so where it matters).
-import { dlopen, FFIType, ptr } from 'bun:ffi';
+// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts), fcntl(2) (plugins/output.ts),
+// and kill(2) and read(2) that report failure as a value: Node's throw, and an exception made on
+// every command (ESRCH for a group that is gone, EAGAIN for an empty pipe) costs more than the call.
+// Loaded on first use, Linux only; null where the C library cannot be opened (the callers then do
+// without, and say so where it matters).
+import { dlopen, FFIType, ptr, read } from 'bun:ffi';
 
 export interface Libc {
   flock(fd: number, operation: number): number;
@@ -14,7 +17,14 @@ export interface Libc {
   statusFlags(fd: number): number;
   /** fcntl(fd, F_SETFL, flags). */
   setStatusFlags(fd: number, flags: number): number;
+  /** kill(pid, signal): 0, or the errno it failed with (ESRCH, EPERM). */
+  kill(pid: number, signal: number): number;
+  /** read(fd, buffer): bytes read, 0 at end of file, -1 on error (EAGAIN: nothing there yet). */
+  read(fd: number, buffer: Uint8Array): number;
 }
+
+export const ESRCH = 3;
+export const EPERM = 1;
 
 const F_GETFL = 3;
 const F_SETFL = 4;
@@ -37,8 +47,12 @@ export function loadLibc(): Libc | null {
         waitpid: { args: [FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
         pipe2: { args: [FFIType.ptr, FFIType.i32], returns: FFIType.i32 },
         fcntl: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+        kill: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+        read: { args: [FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i64_fast },
+        __errno_location: { args: [], returns: FFIType.ptr },
       });
-      const { flock, prctl, waitpid, pipe2, fcntl } = lib.symbols;
+      const { flock, prctl, waitpid, pipe2, fcntl, kill, read: readFd, __errno_location } = lib.symbols;
+      const errno = () => read.i32(__errno_location()!, 0);
       return (libc = {
         flock: (fd, operation) => flock(fd, operation) as number,
         prctl: (option, arg2) => prctl(option, arg2, 0, 0, 0) as number,
@@ -49,6 +63,8 @@ export function loadLibc(): Libc | null {
         },
         statusFlags: (fd) => fcntl(fd, F_GETFL, 0) as number,
         setStatusFlags: (fd, flags) => fcntl(fd, F_SETFL, flags) as number,
+        kill: (pid, signal) => ((kill(pid, signal) as number) === 0 ? 0 : errno()),
+        read: (fd, buffer) => (buffer.length === 0 ? 0 : Number(readFd(fd, ptr(buffer), buffer.length))),
       });
     } catch {
       // not this C library

@@ -11,7 +11,7 @@
 // the pipe there the end of the output would wait for the sandbox's teardown. Fd 2 is then a small
 // pipe of its own for what comes before the command runs (bwrap's errors, a shell syntax error on
 // the command's first line), read without waiting once the command is over.
-import { closeSync, readlinkSync, readSync } from 'node:fs';
+import { closeSync, readlinkSync } from 'node:fs';
 import { loadLibc } from './libc.ts';
 import { stdoutPipeOf } from './group.ts';
 
@@ -90,17 +90,9 @@ export function mergedOutput(argv: string[], options: { outputFd?: number } = {}
       // the write end, so there is no EOF to wait for.
       const chunks: Buffer[] = [];
       const buffer = Buffer.alloc(65536);
-      for (;;) {
-        let n: number;
-        try {
-          n = readSync(errRead, buffer);
-        } catch {
-          break; // EAGAIN: nothing more
-        }
-        if (n <= 0) break;
-        chunks.push(Buffer.from(buffer.subarray(0, n)));
-      }
-      return Buffer.concat(chunks);
+      // libc's read: an empty pipe (the usual case) is EAGAIN, which readSync would throw.
+      for (let n; (n = libc!.read(errRead, buffer)) > 0; ) chunks.push(Buffer.from(buffer.subarray(0, n)));
+      return chunks.length === 0 ? new Uint8Array(0) : Buffer.concat(chunks);
     },
     close() {
       if (!readOpen) return;

@@ -23,6 +23,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync } 
 import { loadLibc } from './libc.ts';
 
 const PR_SET_CHILD_SUBREAPER = 36;
+const SIGKILL = 9;
 let subreaper: boolean | undefined;
 /** Orphaned sandboxes killed and not yet reaped. */
 const killed = new Set<number>();
@@ -181,15 +182,11 @@ export function killEscapees(): void {
  * namespace's teardown, which runs no code of the command's.
  */
 function running(pid: number): boolean {
-  try {
-    for (const task of readdirSync(`/proc/${pid}/task`)) {
-      if (readFileSync(`/proc/${pid}/task/${task}/children`, 'latin1').trim() !== '') return true;
-    }
-    return false;
-  } catch {
-    // gone (then nothing runs), or no CONFIG_PROC_CHILDREN: assume the worst, as before
-    return existsSync(`/proc/${pid}`);
-  }
+  // bwrap's first process has one thread (the seccomp filter refuses ptrace, so no command can add
+  // one): its own children file is all of them.
+  const children = readProc(`/proc/${pid}/task/${pid}/children`);
+  // null: gone (then nothing runs), or no CONFIG_PROC_CHILDREN: assume the worst, as before
+  return children === null ? existsSync(`/proc/${pid}`) : children.trim() !== '';
 }
 
 /**
@@ -241,12 +238,8 @@ export function settleSandbox(pid: number): 'settled' | 'busy' | 'unknown' {
   if (reaped === pid) return 'settled';
   if (reaped !== 0) return 'unknown';
   if (running(pid)) return 'busy';
-  try {
-    process.kill(pid, 'SIGKILL');
-    killed.add(pid);
-  } catch {
-    // gone meanwhile: the background sweep reaps it
-  }
+  // libc's kill: gone meanwhile is no exception (the background sweep reaps it).
+  if (libc.kill(pid, SIGKILL) === 0) killed.add(pid);
   reapInBackground(Date.now() + 2000);
   return 'settled';
 }

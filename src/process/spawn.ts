@@ -121,6 +121,7 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   const pipe = output.identity(pgid);
   const sink = new BoundedOutput(options.maxShownBytes, options.logDir, options.onOutput, options.maxLogBytes);
   const reader = output.stream(proc.stdout).getReader();
+  let ended = false;
   const reading = (async () => {
     try {
       for (;;) {
@@ -130,6 +131,8 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
       }
     } catch {
       // Cancelled by us after the drain window, or the pipe broke: what we have is the output.
+    } finally {
+      ended = true;
     }
   })();
 
@@ -178,7 +181,8 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
     const settling = settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
     if (settling) await settling;
   }
-  const escape = await drain(reading, reader, pipe);
+  // Usually the output ended with the command: then there is no window to wait in.
+  const escape = ended ? null : await drain(reading, reader, pipe);
   const early = output.early();
   output.close();
   if (escape) problems.push(escape);

@@ -135,7 +135,7 @@ export function mountArgs(mounts: ConcreteMount[]): string[] {
   return [...args, ...remount];
 }
 
-export interface BwrapCommand {
+export interface BwrapOptions {
   bwrap: string;
   mounts: ConcreteMount[];
   network: boolean;
@@ -146,11 +146,15 @@ export interface BwrapCommand {
   infoFd?: number;
   /** Variables set inside (the toolchain cache's), over the command's environment. */
   env?: Record<string, string>;
+}
+
+export interface BwrapCommand extends BwrapOptions {
   cwd: string;
   command: string[];
 }
 
-export function buildBwrapArgv(spec: BwrapCommand): string[] {
+/** Everything before --chdir: what stays the same from one command of a run to the next. */
+export function bwrapOptions(spec: BwrapOptions): string[] {
   return [
     spec.bwrap,
     ...namespaceArgs(spec),
@@ -159,11 +163,16 @@ export function buildBwrapArgv(spec: BwrapCommand): string[] {
     ...(spec.infoFd === undefined ? [] : ['--info-fd', String(spec.infoFd)]),
     ...mountArgs(spec.mounts),
     ...Object.entries(spec.env ?? {}).flatMap(([name, value]) => ['--setenv', name, value]),
-    '--chdir',
-    spec.cwd,
-    '--',
-    ...spec.command,
   ];
+}
+
+export function buildBwrapArgv(spec: BwrapCommand): string[] {
+  return withCommand(bwrapOptions(spec), spec.cwd, spec.command);
+}
+
+/** bwrapOptions' argv with the working directory and the command. */
+export function withCommand(options: string[], cwd: string, command: string[]): string[] {
+  return [...options, '--chdir', cwd, '--', ...command];
 }
 
 export type ProbeFailure = 'apparmor' | 'userns' | 'proc' | 'other';

@@ -28,13 +28,15 @@ export function cacheVariables(): Record<string, string> {
   return (variables = env as Record<string, string>);
 }
 
-const ready = new Set<string>();
+const ready = new Map<string, Record<string, string>>();
 
 /** Make (once per process) and check the cache directory and its subdirectories; returns the variables. */
 export function prepareCache(dir: string): Record<string, string> {
   if (!isAbsolute(dir)) throw new SandboxProfileError(`the sandbox cache directory "${dir}" must be absolute.`);
+  const known = ready.get(dir);
+  if (known) return known;
   const vars = cacheVariables();
-  if (!ready.has(dir)) {
+  {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     const info = lstatSync(dir);
     const uid = process.getuid?.() ?? info.uid;
@@ -42,7 +44,8 @@ export function prepareCache(dir: string): Record<string, string> {
       throw new SandboxProfileError(`the sandbox cache ${dir} is not a directory of your own; remove it (conch makes it again).`);
     }
     for (const sub of new Set(Object.values(vars))) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
-    ready.add(dir);
   }
-  return Object.fromEntries(Object.entries(vars).map(([name, sub]) => [name, join(dir, sub)]));
+  const env = Object.freeze(Object.fromEntries(Object.entries(vars).map(([name, sub]) => [name, join(dir, sub)])));
+  ready.set(dir, env);
+  return env;
 }

@@ -79,17 +79,21 @@ export function canonicalHidden(paths: string[]): string[] {
   });
 }
 
+/** What hiding `paths` depends on: each existing one's canonical path and kind, shallowest first. */
+export type HiddenFacts = Array<[path: string, kind: 'dir' | 'file']>;
+
 /**
- * The mounts that hide `paths`, given the mounts already planned. Missing paths are skipped (there
- * is nothing to read); so are paths already inside a hidden directory, and paths where the command
- * sees something else than the host path (/tmp is the run's temp dir).
+ * The canonical path and kind of each of `paths` that exists now. Missing paths are skipped (there
+ * is nothing to read); an lstat comes first, so that the usual absent path costs no exception.
  */
-export function hiddenMounts(paths: string[], base: ConcreteMount[]): ConcreteMount[] {
+export function hiddenFacts(paths: string[]): HiddenFacts {
   const found = new Map<string, 'dir' | 'file'>();
   for (const path of paths) {
     checkAbsolute(path);
     let real: string;
     try {
+      // Absent here means absent for realpath too (it follows the same components, and more).
+      if (!lstatSync(path, { throwIfNoEntry: false })) continue;
       real = realpathSync(path);
     } catch {
       continue; // absent (or unreachable for this user, and so for the command too)
@@ -101,15 +105,30 @@ export function hiddenMounts(paths: string[], base: ConcreteMount[]): ConcreteMo
       continue;
     }
   }
+  return [...found].sort((a, b) => depth(a[0]) - depth(b[0]));
+}
+
+/**
+ * The mounts that hide `paths`, given the mounts already planned. Missing paths are skipped (there
+ * is nothing to read); so are paths already inside a hidden directory, and paths where the command
+ * sees something else than the host path (/tmp is the run's temp dir).
+ */
+export function hiddenMounts(paths: string[], base: ConcreteMount[]): ConcreteMount[] {
+  const facts = hiddenFacts(paths);
+  return hiddenMountsFor(facts, base, facts.some(([, kind]) => kind === 'file') ? emptyFile() : '');
+}
+
+/** hiddenMounts from its facts; `empty` is emptyFile() when a file is among them. */
+export function hiddenMountsFor(facts: HiddenFacts, base: ConcreteMount[], empty: string): ConcreteMount[] {
   const out: ConcreteMount[] = [];
-  for (const [path, kind] of [...found].sort((a, b) => depth(a[0]) - depth(b[0]))) {
+  for (const [path, kind] of facts) {
     const cover = coveringMount([...base, ...out], path);
     if (!cover || cover.rank === HIDDEN_RANK) continue;
     if (cover.source !== undefined && cover.source !== cover.path) continue;
     out.push(
       kind === 'dir'
         ? { type: 'tmpfs', path, rank: HIDDEN_RANK, readOnly: true }
-        : { type: 'ro-bind', source: emptyFile(), path, rank: HIDDEN_RANK },
+        : { type: 'ro-bind', source: empty, path, rank: HIDDEN_RANK },
     );
   }
   return out;

@@ -2,17 +2,17 @@
 // Fails closed: when the platform sandbox is missing or unusable, prepareSandboxed throws
 // SandboxUnavailableError with what is wrong and how to fix it; it never returns an unsandboxed argv.
 // Policies are data in sandbox-profiles/ (profiles.ts); this file turns a request into an argv.
-import { realpathSync, statSync } from 'node:fs';
+import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute, relative } from 'node:path';
-import { baseMounts, buildBwrapArgv, protectedMountType, withProtection, writableIn } from './bwrap.ts';
+import { withCommand } from './bwrap.ts';
 import { prepareCache } from './caches.ts';
 import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
 import { RELAY_ENV, RELAY_PORT, relayArgv } from './relay.ts';
 import { isWithin } from '../core/paths.ts';
-import { canonicalHidden, HiddenPathError, hiddenMounts } from './hidden.ts';
+import { canonicalHidden, HiddenPathError } from './hidden.ts';
+import { mountLayout } from './command-template.ts';
 import { PlaceholderScope } from './placeholders.ts';
-import { readOnlyMounts } from './read-only-paths.ts';
 import { probe, probeKnown, type ProbeOptions, type SandboxStatus } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
 import { holdProtected } from './plan-memo.ts';
@@ -135,11 +135,25 @@ export class SandboxRequestError extends Error {
   }
 }
 
+/** Canonical directories found so, by identity: the same directory there again needs no realpath. */
+const canonicalDirs = new Map<string, { dev: number; ino: number }>();
+
 function directory(path: string, what: string, fix: string): string {
   if (!isAbsolute(path)) throw new SandboxRequestError(`${what} "${path}" must be an absolute path; ${fix}.`);
+  const known = canonicalDirs.get(path);
+  if (known) {
+    const info = lstatSync(path, { throwIfNoEntry: false });
+    if (info?.isDirectory() && info.dev === known.dev && info.ino === known.ino) return path;
+    canonicalDirs.delete(path);
+  }
   try {
     const real = realpathSync(path);
-    if (!statSync(real).isDirectory()) throw new SandboxRequestError(`${what} ${path} is not a directory; ${fix}.`);
+    const info = statSync(real);
+    if (!info.isDirectory()) throw new SandboxRequestError(`${what} ${path} is not a directory; ${fix}.`);
+    if (real === path) {
+      if (canonicalDirs.size >= 64) canonicalDirs.clear();
+      canonicalDirs.set(path, { dev: info.dev, ino: info.ino });
+    }
     return real;
   } catch (error) {
     if (error instanceof SandboxRequestError) throw error;
@@ -163,6 +177,8 @@ function rootPlan(root: string): ProtectedPlan {
     throw error;
   }
 }
+
+const NO_ENV: Record<string, string> = Object.freeze({});
 
 const patternsByGlobs = new Map<string, ProtectedPattern[]>();
 
@@ -199,7 +215,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
   const profile = loadProfile(request.profile);
   const workspace = directory(request.workspace, 'workspace', 'run conch from an existing directory');
   const tmpDir = directory(request.tmpDir, 'temp dir', 'create it before running commands');
-  const cwd = directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace');
+  const cwd = request.cwd === request.workspace ? workspace : directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace');
   const writableRoots: string[] = [];
   for (const root of request.writableRoots) {
     writableRoots.push(directory(root, 'writable root', "create it, or remove it from --allow-write or the config's write.writableRoots"));
@@ -209,7 +225,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     request.argv && request.argv.length > 0 ? ['/bin/sh', '-c', 'exec "$@"', 'sh', ...request.argv] : ['/bin/sh', '-c', request.command];
   const protectedPatterns = patterns(request.protectedGlobs);
   const cacheDir = profile.caches === false ? undefined : request.cacheDir;
-  const cacheEnv = cacheDir ? prepareCache(cacheDir) : {};
+  const cacheEnv = cacheDir ? prepareCache(cacheDir) : NO_ENV;
   const cacheRoots = cacheDir ? [directory(cacheDir, 'sandbox cache', 'remove it; conch makes it again')] : [];
 
   const proxy = request.network ? request.proxy : undefined;
@@ -245,16 +261,15 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     }
   };
 
-  const profileMounts = [
-    ...baseMounts(profile, { workspace, tmpDir, writableRoots }),
-    ...cacheRoots.map((path) => ({ type: 'bind' as const, path, rank: 0 })),
-  ];
-  const visible = [...profileMounts, ...readOnlyMounts(request.readOnlyPaths ?? [], profileMounts, request.hidden ?? [])];
-  // Hidden paths count as planned mounts: a protected path inside one needs no mount of its own.
-  const base = [...visible, ...hiddenMounts(request.hidden ?? [], visible)];
-  const protectedType = protectedMountType(profile);
-  // Only paths a command could otherwise write need a mount (none at all in the read-only profile).
-  const needed = protectedType ? writableIn(base) : () => false;
+  const layout = mountLayout(profile, {
+    workspace,
+    tmpDir,
+    writableRoots,
+    cacheRoots,
+    readOnlyPaths: request.readOnlyPaths ?? [],
+    hidden: request.hidden ?? [],
+  });
+  const { needed } = layout;
   const scope = request.placeholders ?? new PlaceholderScope();
   let seccomp: ReturnType<typeof openSeccompFd> | null = null;
   let channel: Channel | null = null;
@@ -277,26 +292,24 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     // Existing paths too: one may be another run's placeholder, which this command then uses as well.
     const { plan, held } = holdProtected(workspace, protectedPatterns, scope, needed, checkClash);
     const rootHeld = scope.hold(rootPlans.flatMap((p) => p.targets).filter((t) => needed(t.path))).map((t) => t.path);
-    const protectedPaths = [...held, ...rootHeld];
-    const mounts = withProtection(base, protectedPaths, plan.pins.filter(needed), protectedType ?? 'ro-bind');
     seccomp = openSeccompFd();
     const outputFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
     // On the command's first line, so that a syntax error anywhere is reported as before, with the
     // same line numbers (it then reaches fd 2, which conch reads as well).
     const shell = outputFd === undefined ? command : [...command.slice(0, 2), `exec 1>&${outputFd} 2>&${outputFd} ${outputFd}>&-; ${command[2]}`, ...command.slice(3)];
     const relayed = proxy ? relayCommand(shell) : null;
-    const argv = buildBwrapArgv({
+    const options = layout.options({
       bwrap,
-      mounts,
+      protectedPaths: [...held, ...rootHeld],
+      pins: plan.pins.filter(needed),
       // An allowlist without its proxy (a caller that runs none) gets no network at all.
       network: request.network && !proxy && !request.netAllow,
       disableUserns,
       seccompFd: 3,
       ...(outputFd === undefined ? {} : { infoFd: outputFd + 1 }),
-      env: { ...cacheEnv, ...(proxy ? { ...proxyEnv(), ...RELAY_ENV } : {}) },
-      cwd,
-      command: relayed ?? shell,
+      env: proxy ? commandEnv(cacheEnv) : cacheEnv,
     });
+    const argv = withCommand(options, cwd, relayed ?? shell);
     const prepared: PreparedCommand = {
       argv,
       extraFds: [seccomp.fd],
@@ -320,6 +333,15 @@ function relayCommand(command: string[]): string[] {
     );
   }
   return relayArgv(perl, command);
+}
+
+const withProxy = new WeakMap<Record<string, string>, Record<string, string>>();
+
+/** The cache's variables and the proxy's, the same object from one command to the next. */
+function commandEnv(cacheEnv: Record<string, string>): Record<string, string> {
+  let env = withProxy.get(cacheEnv);
+  if (!env) withProxy.set(cacheEnv, (env = Object.freeze({ ...cacheEnv, ...proxyEnv(), ...RELAY_ENV })));
+  return env;
 }
 
 /** Where the relay listens, under every name tools read; the sandbox's own loopback bypasses it. */

@@ -20,9 +20,11 @@ const RACY_MS = 100;
 interface Memo {
   key: string;
   patterns: ProtectedPattern[];
-  stamp: string;
+  stamp: number[];
   releases: number;
   plan: ProtectedPlan;
+  /** The function that chose the targets held, and what it chose. */
+  wantedBy: (path: string) => boolean;
   wanted: string;
   held: string[];
 }
@@ -49,9 +51,9 @@ export function holdProtected(
   const key = memoKey(root, patterns);
   const before = key === null ? null : stamp(root, patterns);
   const memo = memos.get(scope);
-  if (before && memo && memo.key === key && memo.patterns === patterns && memo.stamp === before.value && memo.releases === scope.releases) {
-    const targets = memo.plan.targets.filter((t) => wanted(t.path));
-    if (targets.map((t) => t.path).join('\0') === memo.wanted) {
+  if (before && memo && memo.key === key && memo.patterns === patterns && sameStamp(memo.stamp, before.value) && memo.releases === scope.releases) {
+    // The same function (the run's layout is kept: command-template.ts) chooses the same targets.
+    if (wanted === memo.wantedBy || chosen(memo.plan, wanted) === memo.wanted) {
       check(memo.plan);
       return { plan: memo.plan, held: memo.held };
     }
@@ -62,10 +64,24 @@ export function holdProtected(
   const held = scope.hold(targets).map((t) => t.path);
   // Kept only when nothing changed while planning and holding (a placeholder made now changes the
   // root: the next command plans again, and keeps that).
-  if (key !== null && before && !before.racy && stamp(root, patterns)?.value === before.value) {
-    memos.set(scope, { key, patterns, stamp: before.value, releases: scope.releases, plan, wanted: targets.map((t) => t.path).join('\0'), held });
+  const after = key !== null && before && !before.racy ? stamp(root, patterns) : null;
+  if (key !== null && before && after && sameStamp(after.value, before.value)) {
+    memos.set(scope, { key, patterns, stamp: before.value, releases: scope.releases, plan, wantedBy: wanted, wanted: chosen(plan, wanted), held });
   }
   return { plan, held };
+}
+
+function chosen(plan: ProtectedPlan, wanted: (path: string) => boolean): string {
+  return plan.targets
+    .filter((t) => wanted(t.path))
+    .map((t) => t.path)
+    .join('\0');
+}
+
+function sameStamp(a: number[], b: number[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 const rootOnly = new WeakMap<ProtectedPattern[], boolean>();
@@ -76,12 +92,13 @@ function memoKey(root: string, patterns: ProtectedPattern[]): string | null {
   return only ? root : null;
 }
 
-function stamp(root: string, patterns: ProtectedPattern[]): { value: string; racy: boolean } | null {
-  const now = Date.now();
-  const paths = [root, ...patterns.flatMap((p) => (p.placeholderUnless ?? []).map((rel) => join(root, rel)))];
+// Numbers, not text: this runs before every command, and turning a dozen times into text cost more
+// than the lstat calls.
+function stamp(root: string, patterns: ProtectedPattern[]): { value: number[]; racy: boolean } | null {
+  const since = Date.now() - RACY_MS;
   let racy = false;
-  const parts: string[] = [];
-  for (const path of paths) {
+  const value: number[] = [];
+  const add = (path: string): boolean => {
     let info;
     try {
       info = lstatSync(path, { throwIfNoEntry: false });
@@ -89,11 +106,14 @@ function stamp(root: string, patterns: ProtectedPattern[]): { value: string; rac
       info = undefined; // ENOTDIR: .git/HEAD where .git is a file
     }
     if (!info) {
-      parts.push('-');
-      continue;
+      value.push(-1);
+      return false;
     }
-    if (info.mtimeMs > now - RACY_MS || info.ctimeMs > now - RACY_MS) racy = true;
-    parts.push(`${info.dev}:${info.ino}:${info.mode}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`);
-  }
-  return parts[0] === '-' ? null : { value: parts.join('|'), racy };
+    if (info.mtimeMs > since || info.ctimeMs > since) racy = true;
+    value.push(info.dev, info.ino, info.mode, info.size, info.mtimeMs, info.ctimeMs);
+    return true;
+  };
+  if (!add(root)) return null;
+  for (const pattern of patterns) for (const rel of pattern.placeholderUnless ?? []) add(join(root, rel));
+  return { value, racy };
 }

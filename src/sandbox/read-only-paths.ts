@@ -16,12 +16,24 @@ import { coveringMount, type ConcreteMount } from './bwrap.ts';
 
 /** The read-only binds that make `paths` (absolute host paths; missing ones are skipped) visible. */
 export function readOnlyMounts(paths: string[], base: ConcreteMount[], hidden: string[]): ConcreteMount[] {
-  const hiddenReal = hidden.map(existing).filter((p): p is string => p !== null);
-  const out = new Map<string, ConcreteMount>();
+  return readOnlyMountsFor(readOnlyFacts(paths, hidden.map(existing).filter((p): p is string => p !== null)), base);
+}
+
+/** What those binds depend on: the canonical path of each of `paths` that exists and is not hidden. */
+export function readOnlyFacts(paths: string[], hiddenReal: string[]): string[] {
+  const out: string[] = [];
   for (const path of paths) {
     if (!isAbsolute(path)) continue;
     const real = existing(path);
-    if (!real || hiddenReal.some((h) => isWithin(real, h))) continue;
+    if (real && !hiddenReal.some((h) => isWithin(real, h))) out.push(real);
+  }
+  return out;
+}
+
+/** readOnlyMounts from its facts. */
+export function readOnlyMountsFor(reals: string[], base: ConcreteMount[]): ConcreteMount[] {
+  const out = new Map<string, ConcreteMount>();
+  for (const real of reals) {
     const cover = coveringMount(base, real);
     // Visible as itself already (a plain bind or the read-only root): nothing to add.
     if (!cover || !hides(cover) || real === cover.path) continue;

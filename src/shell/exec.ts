@@ -206,14 +206,13 @@ async function resolveCwd(settings: ExecutorSettings, requested: string | undefi
 
 // Synchronous: one stat on a path just resolved costs less than the trip to the thread pool.
 function checkDirectory(cwd: string, workspace: Workspace): string | null {
-  const shown = workspace.display(cwd);
   try {
     const info = statSync(cwd);
-    return info.isDirectory() ? null : `cwd "${shown}" is not a directory; pass a directory (workspace-relative).`;
+    return info.isDirectory() ? null : `cwd "${workspace.display(cwd)}" is not a directory; pass a directory (workspace-relative).`;
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return `cwd "${shown}" does not exist; create it first or pass an existing directory.`;
-    return `cwd "${shown}" cannot be used: ${(error as Error).message}`;
+    if (code === 'ENOENT') return `cwd "${workspace.display(cwd)}" does not exist; create it first or pass an existing directory.`;
+    return `cwd "${workspace.display(cwd)}" cannot be used: ${(error as Error).message}`;
   }
 }
 
