@@ -1,9 +1,10 @@
 // `conch mcp [--json]`: the configured MCP servers, started as a run would start them: whether each
-// started, its tools as the model sees them, and why a failed one failed.
+// started, its tools as the model sees them, and why a failed one failed. Exit 1 when one failed (as
+// `conch tools` for a plugin), so a CI step catches it; a project server skipped for trust is no failure.
 import type { CliFlags } from '../config/types.ts';
 import type { ServerReport } from '../mcp/index.ts';
 import { openSession } from '../host/session.ts';
-import { stdout } from '../core/stdio.ts';
+import { stderr, stdout } from '../core/stdio.ts';
 import { loadCliConfig, setupFailure } from './setup.ts';
 import { terminalSafe } from './tool-lines.ts';
 
@@ -18,7 +19,10 @@ export async function mcpCommand(flags: CliFlags, json: boolean): Promise<number
         stdout.write(`${JSON.stringify({ servers, warnings: session.warnings }, null, 2)}\n`);
       // Names, descriptions and a failed server's stderr are the servers' words: no control sequence reaches the terminal.
       } else stdout.write(terminalSafe(render(session.mcp, offered, session.warnings, config.mcp.enabled)));
-      return 0;
+      const failed = session.mcp.filter((s) => s.status === 'failed').map((s) => s.name);
+      if (failed.length === 0) return 0;
+      if (!json) stderr.write(terminalSafe(`conch: ${failed.length} of ${session.mcp.length} MCP server${session.mcp.length === 1 ? '' : 's'} failed to start: ${failed.join(', ')}\n`));
+      return 1;
     } finally {
       await session.dispose();
     }

@@ -240,18 +240,31 @@ describe('conch mcp', () => {
       },
     });
     const text = await runConch({ dirs: harness.dirs, args: ['mcp'] });
-    expect(text.code).toBe(0);
+    expect(text.code).toBe(1);
     expect(text.stdout).toContain('mcp__everything__echo');
     expect(text.stdout).not.toContain('mcp__everything__get-env');
     expect(text.stdout).toContain('command not found: no-such-mcp-server-here');
     expect(text.stdout).toContain('crashed during start-up (exit code 3)');
     expect(text.stdout).toContain('boom: no config');
     expect(text.stdout).toContain('timed out: no answer within 300 ms');
-    const json = JSON.parse((await runConch({ dirs: harness.dirs, args: ['mcp', '--json'] })).stdout);
+    const jsonRun = await runConch({ dirs: harness.dirs, args: ['mcp', '--json'] });
+    expect(jsonRun.code).toBe(1);
+    const json = JSON.parse(jsonRun.stdout);
     const byName = Object.fromEntries(json.servers.map((s: any) => [s.name, s]));
     expect(byName.everything.status).toBe('started');
     expect(byName.ghost.status).toBe('failed');
     expect(byName.slow.reason).toContain('startupTimeoutMs');
+  });
+
+  test('exit 1 when a configured server failed, naming it on stderr (as conch tools for a plugin); 0 when all started', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { everything: everything(randomUUID()), ghost: { command: 'no-such-mcp-server-here' } } });
+    const failed = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toContain('conch: 1 of 2 MCP servers failed to start: ghost');
+    await writeConfig(harness.dirs, { mcpServers: { everything: everything(randomUUID()) } });
+    const ok = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(ok.code).toBe(0);
+    expect(ok.stderr).toBe('');
   });
 
   test('a malformed entry is a setup error naming the file and key', async () => {
