@@ -153,6 +153,12 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   const slash: SlashContext = {
     write: (text) => stderr.write(text),
     tools: async () => (await ready()).session.catalog.tools().map((t) => ({ name: t.name, description: t.description })),
+    currentModel: async () => {
+      const { provider, fallbacks } = (await ready()).config;
+      // A host starts only with a model (no model is a setup problem), so provider is set here.
+      const { name, model, type, baseUrl } = provider!;
+      return { provider: name, model, type, ...(baseUrl ? { baseUrl } : {}), fallbacks: fallbacks.map((f) => `${f.name}/${f.model}`) };
+    },
     model: async (name) => {
       const id = (await ready()).recording.id;
       // Both go on with this conversation: a model that cannot start must not lose it.

@@ -3,6 +3,8 @@
 export interface SlashContext {
   write(text: string): void;
   tools(): Promise<{ name: string; description: string }[]>;
+  /** The model the next task goes to, and the rest of its fallback route. */
+  currentModel(): Promise<ModelInUse>;
   /** Go on with another model (the same session). */
   model(name: string): Promise<void>;
   /** A new session (the current one stays stored, resumable). */
@@ -11,15 +13,27 @@ export interface SlashContext {
   problem(error: unknown): Promise<void>;
 }
 
+export interface ModelInUse {
+  /** Provider name as the header shows it ('anthropic', a config provider, 'openai-compatible'). */
+  provider: string;
+  model: string;
+  type: 'anthropic' | 'openai';
+  baseUrl?: string;
+  fallbacks: string[];
+}
+
+const EXAMPLE = '/model anthropic/claude-sonnet-5-5';
+
 const HELP = [
   ['/help', 'this list'],
-  ['/model NAME', 'go on with another model, e.g. /model anthropic/claude-sonnet-5-5'],
+  ['/model', 'the model in use and its provider'],
+  ['/model NAME', `go on with another model, e.g. ${EXAMPLE}`],
   ['/tools', 'the tools the model is offered'],
   ['/clear', 'start a new session (this one stays stored: conch sessions, conch --resume ID)'],
   ['/exit', 'end the session (so do Ctrl-D, and Ctrl-C at an empty prompt)'],
 ] as const;
 
-export const SLASH_COMMANDS = HELP.map(([usage]) => usage.split(' ')[0]!);
+export const SLASH_COMMANDS = [...new Set(HELP.map(([usage]) => usage.split(' ')[0]!))];
 
 /** 'exit' when the session should end. */
 export async function slashCommand(line: string, ctx: SlashContext): Promise<'exit' | void> {
@@ -42,8 +56,16 @@ export async function slashCommand(line: string, ctx: SlashContext): Promise<'ex
       return;
     }
     case '/model':
+      if (args.length === 0) {
+        try {
+          ctx.write(describeModel(await ctx.currentModel()));
+        } catch (error) {
+          await ctx.problem(error);
+        }
+        return;
+      }
       if (args.length !== 1) {
-        ctx.write('conch: /model takes one name, e.g. /model openai/gpt-5.4\n');
+        ctx.write(`conch: /model takes one name (provider/model), e.g. ${EXAMPLE}; /model alone shows the one in use\n`);
         return;
       }
       try {
@@ -64,6 +86,15 @@ export async function slashCommand(line: string, ctx: SlashContext): Promise<'ex
     default:
       ctx.write(`conch: unknown command ${command.slice(0, 40)}; /help lists the commands (not sent to the model)\n`);
   }
+}
+
+function describeModel(m: ModelInUse): string {
+  // A bare --base-url server's models are named without a provider (`/model qwen2.5-coder`).
+  const bare = m.provider === 'openai-compatible';
+  const where = bare ? `an OpenAI-compatible server at ${m.baseUrl}` : `provider ${m.provider}, ${m.type === 'anthropic' ? 'Anthropic' : 'OpenAI'} API${m.baseUrl ? ` at ${m.baseUrl}` : ''}`;
+  const route = m.fallbacks.length ? `\n  then, when it is unavailable: ${m.fallbacks.join(', ')}` : '';
+  return `conch: model ${bare ? m.model : `${m.provider}/${m.model}`} (${where})${route}\n` +
+    `  /model NAME goes on with another in this conversation, e.g. ${bare ? '/model qwen2.5-coder' : EXAMPLE}\n`;
 }
 
 /** The description's first sentence, cut at a word with an ellipsis when it would not fit in `room`. */

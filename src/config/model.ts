@@ -75,10 +75,14 @@ export function resolveProvider(input: {
       return { type: 'openai', name: 'openai-compatible', model: model.value, baseUrl, apiKey: set(env.OPENAI_API_KEY), retry };
     } else {
       const known = [...providers.keys()].join(', ');
+      // From the interactive /model no flag can be added any more, but config is read again at each /model.
+      const fix = interactive(model)
+        ? 'define it under "providers" in config.json and give /model again'
+        : 'define it under "providers" in config.json, or pass --base-url for an OpenAI-compatible server';
       const why =
         slash <= 0 || !rest
           ? `must be "provider/model", e.g. "anthropic/${DEFAULT_MODELS.anthropic}" or "openai/${DEFAULT_MODELS.openai}"`
-          : `names the unknown provider "${prefix}" (known: ${known}); define it under "providers" in config.json, or pass --base-url for an OpenAI-compatible server`;
+          : `names the unknown provider "${prefix}" (known: ${known}); ${fix}`;
       const label = model.file ? `${model.file}: "model"` : model.source;
       throw new ConfigError(`${label} "${model.value}" ${why}.`, model.file, model.file ? 'model' : model.source);
     }
@@ -104,13 +108,18 @@ export function resolveProvider(input: {
     // The user named this model: what is missing is its key, not a model.
     const label = model.file ? `${model.file}: "model"` : model.source;
     const envName = builtinKeyEnv[name];
-    const how = envName
-      ? `export ${envName}=… (or set "providers.${name}.apiKey" in config.json)`
-      : `set "providers.${name}.apiKey" (or "baseUrl", for a keyless local server) in config.json`;
+    const how = !envName
+      ? `set "providers.${name}.apiKey" (or "baseUrl", for a keyless local server) in config.json${interactive(model) ? ' and give /model again' : ''}`
+      : interactive(model)
+        ? `set "providers.${name}.apiKey" in config.json and give /model again, or start conch again with ${envName}=… exported`
+        : `export ${envName}=… (or set "providers.${name}.apiKey" in config.json)`;
     throw new ConfigError(`${label} "${model.value}" needs an API key for ${name}, and none is set: ${how}.`, model.file, model.file ? 'model' : model.source);
   }
   return { type: entry.type, name, model: modelId, ...(url !== undefined && { baseUrl: url }), ...(apiKey !== undefined && { apiKey }), retry };
 }
+
+/** Chosen with the interactive `/model` (flags.modelSource), where the fix is not a flag or an export. */
+const interactive = (model: ModelChoice) => model.source === '/model';
 
 /**
  * The setup message when no model is configured: the three ways to configure one. When the

@@ -169,6 +169,29 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     expect(await t.exited()).toBe(0);
   }, SLOW);
 
+  test('/model alone shows the model in use, its provider and how to change it; its refusals name no flag', async () => {
+    const t = await open(['--fallback-model', 'openai/spare-model']);
+    await ready(t);
+    t.type('/model');
+    t.keys('Enter');
+    const shown = await t.waitFor((s) => /\/model NAME goes on[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the model in use');
+    expect(shown).toContain(`conch: model openai/test-model (provider openai, OpenAI API at ${harness.server.openaiBaseUrl})`);
+    expect(shown).toContain('then, when it is unavailable: openai/spare-model');
+    t.type('/model nosuchprovider/x');
+    t.keys('Enter');
+    const unknown = await t.waitFor((s) => /"nosuchprovider"[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the unknown provider');
+    expect(unknown).toContain('define it under "providers" in config.json and give /model again.');
+    t.type('/model anthropic/some-model');
+    t.keys('Enter');
+    const keyless = await t.waitFor((s) => /needs an API key[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the missing key');
+    expect(keyless).toContain('set "providers.anthropic.apiKey" in config.json and give /model again, or start conch again with ANTHROPIC_API_KEY=… exported.');
+    // A flag cannot be added to a session under way: none is offered as the fix.
+    expect(keyless).not.toContain('--base-url');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+    expect(harness.server.requests).toHaveLength(0);
+  }, SLOW);
+
   test('/model before the first task, and after a model that could not start: the next task goes to the new model', async () => {
     harness.server.script([{ text: 'B1' }]);
     const t = await open();
