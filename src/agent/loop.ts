@@ -254,6 +254,8 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
         const result = await runCall(call, cutOff);
         results.push(result);
         journal?.result(result);
+        // Stopped while the call ran: its result (the partial work) is kept, marked as interrupted.
+        if (controller.signal.aborted) throw interrupted();
         // A refused call settles in microtasks only: let the deadline's timer and signals run before
         // the next one, or a turn of calls whose checks are slow (a schema pattern that backtracks)
         // runs them all, however long, past the deadline.
@@ -307,7 +309,12 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
     if ('cleanupError' in outcome && outcome.cleanupError) {
       throw new Stop('failed', `'${call.name}' could not prove its processes were cleaned up: ${outcome.cleanupError}`, { code: 'tool_cleanup' });
     }
-    if (controller.signal.aborted) throw interrupted();
+    if (controller.signal.aborted) {
+      // It did run, in part: "not run" (what the calls after it get) would tell the model and the
+      // transcript that nothing happened, and a continued run might do it twice.
+      const note = { type: 'text' as const, text: `interrupted while running: ${interrupted().message}; what it did until then stands:` };
+      return { ...message, content: [note, ...message.content], isError: true };
+    }
     if ('policyRule' in outcome && outcome.policyRule && spec.stopOnDeny) {
       throw new Stop('policy_denied', resultText(outcome.result), { rule: outcome.policyRule });
     }

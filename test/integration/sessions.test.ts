@@ -197,6 +197,34 @@ describe('a damaged session', () => {
     expect(JSON.parse(list.stdout).sessions[0]).toMatchObject({ id: r.doc.sessionId, turns: 2, outcome: 'completed' });
   });
 
+  test('a run cancelled mid-command: show says the call was interrupted, not "not run", and -c tells the model so', async () => {
+    const marker = `48.${Math.floor(Math.random() * 1e9)}`;
+    harness.server.script([
+      { toolCalls: [{ id: 'call_cut', name: 'bash', arguments: { command: `echo begun; sleep ${marker}` } }, { id: 'call_next', name: 'read', arguments: { path: 'x' } }] },
+      { text: 'carried on' },
+    ]);
+    const running = async () => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
+    let child: ReturnType<typeof Bun.spawn> | undefined;
+    const pending = conch(['--json', 'cancel me'], { onSpawn: (c) => (child = c) });
+    for (let i = 0; i < 200 && !(await running()); i++) await Bun.sleep(25);
+    expect(await running()).toBe(true);
+    child!.kill('SIGINT');
+    const cancelled = await pending;
+    expect(cancelled.code).toBe(130);
+    const id = JSON.parse(cancelled.stdout).sessionId;
+    const show = await cmd(['sessions', 'show', id]);
+    expect(show.stdout).toContain('› bash');
+    expect(show.stdout).toContain('✗ interrupted while running: cancelled by the user');
+    // The call after it never started: that one is "not run".
+    expect(show.stdout).toContain('✗ not run: the run stopped (cancelled by the user)');
+    const items = JSON.parse((await cmd(['sessions', 'show', id, '--json'])).stdout).runs[0].items;
+    const cut = items.find((i: any) => i.callId === 'call_cut');
+    expect(cut.result).toContain('begun');
+    expect(cut.result).toContain('cancelled; the command and its processes were killed');
+    expect((await conch(['-c', 'go on'])).code).toBe(0);
+    expect(sent(1)).toContain('interrupted while running: cancelled by the user');
+  });
+
   test('a truncated last line loads with a warning and the session continues', async () => {
     harness.server.script([{ text: 'one' }, { text: 'two' }]);
     const one = await jsonRun(['first task']);
