@@ -48,9 +48,10 @@ export async function addPlugins(catalog: Catalog, config: Config, load: PluginL
 export function narrowCatalog(catalog: Catalog, config: Config): void {
   const t = config.tools;
   if (!t.filesystem) for (const name of ['read', 'write', 'edit']) catalog.remove(name, 'filesystem tools are off (--no-filesystem)');
-  const why = config.readOnlyWhy ? `${config.readOnlyWhy} (--allow-home-writes)` : '--read-only';
+  // The home-run reason is a clause of its own: in brackets it nested ("(… home directory (--allow-home-writes))").
+  const why = config.readOnlyWhy ? `the run is read-only because ${config.readOnlyWhy}; only --allow-home-writes lets a run there write` : 'the run is read-only (--read-only)';
   // Plugin tools that declare `writes` go with write and edit.
-  if (t.readOnly) for (const name of ['write', 'edit', ...catalog.tools().filter((tool) => tool.writes).map((tool) => tool.name)]) catalog.remove(name, `the run is read-only (${why})`);
+  if (t.readOnly) for (const name of ['write', 'edit', ...catalog.tools().filter((tool) => tool.writes).map((tool) => tool.name)]) catalog.remove(name, why);
   if (!t.shell) catalog.remove('bash', 'the shell is off (--no-shell)');
   for (const { name, rule } of t.denied) catalog.remove(name, `denied by policy rule '${rule}'`);
   if (t.only) {

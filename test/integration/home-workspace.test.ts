@@ -42,6 +42,16 @@ describe('a workspace that is the home directory', () => {
     expect(existsSync(ws('made-here'))).toBe(false);
   });
 
+  test('a write the model tries anyway is refused in one plain sentence naming the reason and the flag', async () => {
+    harness.server.script([{ toolCalls: [{ name: 'write', arguments: { path: 'made.txt', content: 'x' } }] }, { text: 'done' }]);
+    expect((await run(['go'])).code).toBe(0);
+    expect(toolResults()[0]).toContain(
+      "tool 'write' is not available in this run: the run is read-only because the workspace is your home directory; only --allow-home-writes lets a run there write",
+    );
+    expect(toolResults()[0]).not.toContain('))');
+    expect(existsSync(ws('made.txt'))).toBe(false);
+  });
+
   test('on a terminal the header says why the run is read-only', async () => {
     harness.server.script([{ text: 'looked' }]);
     // `script` gives conch a pseudo-terminal, as a user's shell would.
