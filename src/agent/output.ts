@@ -8,7 +8,7 @@ import { compileSchema, schemaIssues, type Validator } from '../tools/json-schem
 import type { ContentBlock } from '../core/content.ts';
 import type { OutputIssue } from './outcome.ts';
 import { referenceCycle } from './schema-cycles.ts';
-import { OUTPUT_NOTE_OPENING } from './output-note.ts';
+import { OUTPUT_NOTE_OPENING, REPAIR_OPENING } from './output-note.ts';
 
 /** A JSON Schema document (an object, or true/false), or a TypeBox schema. */
 export type OutputSchema = Record<string, unknown> | boolean | TSchema;
@@ -70,7 +70,7 @@ export function outputContract(given: OutputSchema): OutputContract | { problems
     },
     repair(issues) {
       return [
-        'Your final answer does not validate against the JSON Schema given with the task:',
+        REPAIR_OPENING,
         ...issues.map((i) => `- ${i.path || '(root)'}: ${i.message}`),
         'Reply with the corrected final answer: exactly one JSON value that validates, and nothing else. You may use tools first if you need to.',
       ].join('\n');

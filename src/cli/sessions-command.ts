@@ -102,7 +102,12 @@ function show(loaded: LoadedSession, json: boolean): number {
     const end = run.outcome ? `${run.outcome.status}${run.outcome.code ? ` (${run.outcome.code})` : ''}` : 'interrupted';
     stdout.write(`\n── turn ${i + 1} · ${run.time} · ${terminalSafe(`${run.provider}/${run.model}`)} · ${end}\n`);
     for (const item of run.items) {
-      if (item.type === 'task') stdout.write(`> ${terminalSafe(item.text)}\n`);
+      if (item.type === 'task') stdout.write(`> ${terminalSafe(item.text)}\n${item.outputSchema ? '  (the answer had to match --output-schema)\n' : ''}`);
+      else if (item.type === 'repair') {
+        // The problems it quoted are its "- path: message" lines.
+        const problems = item.text.split('\n').filter((l) => l.startsWith('- ')).map((l) => l.slice(2));
+        stdout.write(`  (the answer did not match --output-schema; conch asked for a corrected one: ${oneLine(problems.join('; '))})\n`);
+      }
       else if (item.type === 'answer') stdout.write(`${terminalSafe(item.text)}\n`);
       else stdout.write(`  › ${terminalSafe(item.name)} ${oneLine(item.arguments)}\n    ${item.isError ? '✗' : '✓'} ${oneLine(item.result)}\n`);
     }

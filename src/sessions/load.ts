@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
 import { SessionError } from './dir.ts';
-import { withoutOutputNote } from '../agent/output-note.ts';
+import { withoutOutputNoteBlocks } from '../agent/output-note.ts';
 import { withoutInlinedSkills } from '../skills/catalog.ts';
 import { isSessionRecord } from './record-shape.ts';
 import {
@@ -130,7 +130,7 @@ function build(records: SessionRecord[]) {
       case 'msg': {
         const m = restoreMessage(record.m, blobs);
         // The listing shows what the user asked, not the note an output schema or --skill added to it.
-        if (current && current.task === '' && m.role === 'user') current.task = withoutInlinedSkills(withoutOutputNote(taskText(m)));
+        if (current && current.task === '' && m.role === 'user') current.task = withoutInlinedSkills(taskText(withoutOutputNoteBlocks(m.content).blocks));
         if (m.role === 'user') seal(conversation);
         conversation.push(m);
         break;
@@ -164,8 +164,8 @@ function restoreMessage(m: StoredMessage, blobs: Map<string, string>): Message {
   return { ...m, toolCalls: m.toolCalls ?? [] };
 }
 
-function taskText(m: Extract<Message, { role: 'user' }>): string {
-  return m.content.map((b) => (b.type === 'text' ? b.text : `[${b.mediaType}]`)).join(' ');
+function taskText(content: Extract<Message, { role: 'user' }>['content']): string {
+  return content.map((b) => (b.type === 'text' ? b.text : `[${b.mediaType}]`)).join(' ');
 }
 
 /** Every tool call without a result gets one saying it was not run, as the loop does on a stop. */

@@ -2,9 +2,13 @@
 // its result, and how the run ended. Images are named, not dumped.
 import type { LoadedSession } from './load.ts';
 import type { EndRecord, StoredBlock } from './records.ts';
+import { REPAIR_OPENING, withoutOutputNoteBlocks } from '../agent/output-note.ts';
 
 export type TranscriptItem =
-  | { type: 'task'; text: string }
+  /** `outputSchema`: the task went with an output schema, whose note (for the model) is left out of `text`. */
+  | { type: 'task'; text: string; outputSchema?: true }
+  /** conch's repair turn of an --output-schema run: the problems it quoted to the model. */
+  | { type: 'repair'; text: string }
   | { type: 'answer'; text: string }
   | { type: 'tool'; callId: string; name: string; arguments: string; result: string; isError: boolean };
 
@@ -39,7 +43,12 @@ export function transcript(loaded: LoadedSession): Transcript {
         break;
       case 'msg':
         if (!run) break;
-        if (record.m.role === 'user') run.items.push({ type: 'task', text: text(record.m.content) });
+        if (record.m.role === 'user' && text(record.m.content).startsWith(REPAIR_OPENING)) {
+          run.items.push({ type: 'repair', text: text(record.m.content) });
+        } else if (record.m.role === 'user') {
+          const typed = withoutOutputNoteBlocks(record.m.content);
+          run.items.push({ type: 'task', text: text(typed.blocks), ...(typed.noted ? { outputSchema: true as const } : {}) });
+        }
         else {
           if (record.m.text) run.items.push({ type: 'answer', text: record.m.text });
           for (const call of record.m.toolCalls ?? []) {

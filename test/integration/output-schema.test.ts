@@ -204,6 +204,19 @@ describe('--output-schema with sessions, limits and the terminal modes', () => {
     expect(listed.stdout).not.toContain('final answer');
   });
 
+  test('conch sessions show gives the task as typed, says a schema went with it, and shows the repair turn as conch\'s', async () => {
+    harness.server.script([{ text: '{"owner": "nobody", "count": 1}' }, { text: '{"owner": "ada@example.org", "count": 1}' }]);
+    expect((await conch('--output-schema', 'schema.json', 'list the owner')).code).toBe(0);
+    const id = JSON.parse((await runConch({ dirs: harness.dirs, args: ['sessions', '--json'], env: env() })).stdout).sessions[0].id;
+    const show = await runConch({ dirs: harness.dirs, args: ['sessions', 'show', id], env: env() });
+    expect(show.stdout).toContain('> list the owner\n  (the answer had to match --output-schema)\n');
+    expect(show.stdout).toContain('(the answer did not match --output-schema; conch asked for a corrected one: /owner: must match format "email")');
+    expect(show.stdout).not.toContain('final answer');
+    const items = JSON.parse((await runConch({ dirs: harness.dirs, args: ['sessions', 'show', id, '--json'], env: env() })).stdout).runs[0].items;
+    expect(items.map((i: any) => i.type)).toEqual(['task', 'answer', 'repair', 'answer']);
+    expect(items[0]).toEqual({ type: 'task', text: 'list the owner', outputSchema: true });
+  });
+
   test('the repair turn counts against --max-turns: a limit reached first is limit_exceeded, with the errors', async () => {
     harness.server.script([{ text: '{"owner": "x"}' }, { text: 'unreachable' }]);
     const r = await conch('--json', '--max-turns', '1', '--output-schema', 'schema.json', 'go');
@@ -222,6 +235,24 @@ describe('--output-schema with sessions, limits and the terminal modes', () => {
 });
 
 describe('the embedding API: outputSchema', () => {
+  test('a task that ends in an image lists without the schema note, which followed the image as a block of its own', async () => {
+    const { startRun } = await import('../../src/index.ts');
+    const host = await startRun({ model: 'anthropic/test-model' }, harness.dirs.workspace, {
+      env: { ...anthropicEnv(harness.server.anthropicBaseUrl), HOME: harness.dirs.home, XDG_CONFIG_HOME: harness.dirs.configHome },
+    });
+    try {
+      harness.server.script([{ text: '{"owner": "ada@example.org", "count": 1}' }]);
+      const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+      const task = [{ type: 'text' as const, text: 'whose is this?' }, { type: 'image' as const, mediaType: 'image/png', data: png }];
+      expect((await host.run(task, { outputSchema: SCHEMA })).status).toBe('completed');
+    } finally {
+      await host.dispose();
+    }
+    expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('Your final answer must be exactly one JSON value');
+    const listed = await runConch({ dirs: harness.dirs, args: ['sessions', '--json'], env: {} });
+    expect(JSON.parse(listed.stdout).sessions[0].task).toBe('whose is this? [image/png]');
+  });
+
   test('run(task, { outputSchema }) gives the parsed value; an unusable schema fails before any model call', async () => {
     const { startRun, Type } = await import('../../src/index.ts');
     const host = await startRun({ model: 'anthropic/test-model' }, harness.dirs.workspace, {
