@@ -4,6 +4,8 @@
 // and even then the files that log a user in or run at each shell start stay protected like .git.
 import { relative } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
+import { effectiveProfile } from '../sandbox/effective-profile.ts';
+import type { MergedPolicy } from './layers.ts';
 
 /** Home-relative paths a run in the home directory never writes: keys, and what shells run at start. */
 export const HOME_PROTECTED = {
@@ -42,4 +44,32 @@ export function homeGuard(cwd: string, home: string, flags: { unrestricted?: boo
     readOnlyWhy: `the workspace ${where}`,
     warning: `the workspace ${where}, so this run is read-only. Pass --allow-home-writes to let it write (${kept}), or start conch in a project folder.`,
   };
+}
+
+/**
+ * The guard applied to the merged policy: its protected paths, its warning, and when writes are not
+ * allowed a read-only run, saying so when that overrode a --profile typed now.
+ */
+export function applyHomeGuard(
+  policy: MergedPolicy,
+  cwd: string,
+  home: string,
+  flags: { unrestricted?: boolean; allowHomeWrites?: boolean; profile?: string },
+  warnings: string[],
+): HomeGuard | null {
+  const homeRun = homeGuard(cwd, home, flags);
+  if (!homeRun) return null;
+  for (const globs of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {
+    globs.push(...homeRun.globs.filter((g) => !globs.includes(g)));
+  }
+  warnings.push(homeRun.warning);
+  if (homeRun.readOnlyWhy) {
+    const took = flags.profile !== undefined && flags.profile === policy.sandbox.profile;
+    policy.tools.readOnly = true;
+    policy.sandbox.profile = effectiveProfile({ chosen: [policy.sandbox.profile], readOnly: policy.tools.readOnly });
+    if (took && flags.profile !== policy.sandbox.profile) {
+      warnings.push(`--profile ${flags.profile} ignored: ${homeRun.readOnlyWhy}, so shell commands run under the "${policy.sandbox.profile}" profile (--allow-home-writes lets the run write).`);
+    }
+  }
+  return homeRun;
 }

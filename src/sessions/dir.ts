@@ -1,17 +1,17 @@
 // Where sessions live: $XDG_STATE_HOME/conch/sessions (default ~/.local/state/conch/sessions), a
 // 0700 directory of 0600 files. Outside every workspace by default; when a workspace contains it
-// (conch run from $HOME), config/load.ts keeps the tools out of it and the sandbox hides it.
+// (conch run from $HOME), config/own-dirs.ts keeps the tools out of it and the sandbox hides it.
 import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { conchCacheDir, stateHome } from '../config/load.ts';
+import { conchCacheDir, stateHome } from '../config/xdg.ts';
 
 /** A session problem the user can fix (unknown id, another workspace's session, a foreign file). */
 export class SessionError extends Error {
   override name = 'SessionError';
 }
 
-/** Where the store is without loading a config (the same place config/load.ts reports). */
+/** Where the store is without loading a config (the same place config/load.ts puts in Config.sessions). */
 export function sessionsDir(env: Record<string, string | undefined> = process.env): string {
   return join(stateHome(env, env.HOME || homedir()), 'conch', 'sessions');
 }

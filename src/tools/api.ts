@@ -16,7 +16,7 @@ export { placeholderNames } from '../sandbox/profiles.ts';
 export { isWithin } from '../core/paths.ts';
 export { canonicalize } from '../workspace/paths.ts';
 export { openVerified, PathChanged } from '../workspace/open-verified.ts';
-export { conchCacheDir } from '../config/load.ts';
+export { conchCacheDir } from '../config/xdg.ts';
 export { revisionOf } from '../workspace/revision.ts';
 export { planEdits } from '../files/edit-apply.ts';
 export type { EditSpec, Plan as EditPlan } from '../files/edit-apply.ts';

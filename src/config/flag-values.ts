@@ -1,0 +1,99 @@
+// The command line's values, checked before anything that depends on them (so a typo is reported
+// as itself) and turned into what config holds: limits, the variables passed to commands, and the
+// flags' policy layer. Each refusal names the flag and the form it takes.
+import { resolve } from 'node:path';
+import { DEFAULT_LIMITS, DURATION_LIMITS, type Limits } from '../core/limits.ts';
+import { checkDurationMs, parseDuration as parseDurationText } from '../core/duration.ts';
+import { unknownProfile } from '../sandbox/profile-names.ts';
+import type { PolicyLayer } from './layers.ts';
+import type { CliFlags } from './types.ts';
+import { ConfigError } from '../core/errors.ts';
+
+/** --timeout: seconds as a number, or "90", "30s", "5m", "1h", "2d", "250ms"; null when refused. */
+export function parseDuration(value: string | number): number | null {
+  const d = parseDurationText(value);
+  return d.ok ? d.ms : null;
+}
+
+/** --timeout as milliseconds, undefined when not given. */
+export function timeoutFlag(flags: CliFlags): number | undefined {
+  const timeout = flags.timeout === undefined ? undefined : parseDurationText(flags.timeout);
+  if (timeout && !timeout.ok) throw new ConfigError(`--timeout ${flags.timeout}: ${timeout.problem}.`, undefined, '--timeout');
+  return timeout?.ms;
+}
+
+/** --max-turns, --max-tool-calls: a whole number of calls (0 = unlimited). */
+export function count(flag: string, value: number | string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'number' ? value : /^\s*\d+\s*$/.test(value) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 0) {
+    throw new ConfigError(`${flag} ${value}: expected a whole number of calls (0 = unlimited).`, undefined, flag);
+  }
+  return n;
+}
+
+/** --env NAME=VALUE: only CONCH_TASK_* names reach commands. */
+export function taskEnv(pairs: string[] | undefined): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const pair of pairs ?? []) {
+    const eq = pair.indexOf('=');
+    const name = eq === -1 ? pair : pair.slice(0, eq);
+    if (eq === -1 || !/^CONCH_TASK_[A-Za-z0-9_]+$/.test(name)) {
+      throw new ConfigError(
+        `--env ${pair}: expected NAME=VALUE with a NAME beginning with CONCH_TASK_ (e.g. --env CONCH_TASK_TICKET=123); only those variables are passed to commands.`,
+        undefined,
+        '--env',
+      );
+    }
+    out[name] = pair.slice(eq + 1);
+  }
+  return out;
+}
+
+/** --limit NAME=VALUE: every limit has a flag, not only the common three. */
+export function limitOverrides(values: string[] | undefined): Partial<Limits> {
+  const out: Partial<Limits> = {};
+  for (const raw of values ?? []) {
+    const eq = raw.indexOf('=');
+    const name = raw.slice(0, eq) as keyof Limits;
+    const value = Number(raw.slice(eq + 1));
+    if (eq < 1 || !(name in DEFAULT_LIMITS)) {
+      throw new ConfigError(`--limit ${raw}: expected NAME=VALUE with NAME one of ${Object.keys(DEFAULT_LIMITS).join(', ')}.`, undefined, '--limit');
+    }
+    if (name === 'cost_usd' ? !Number.isFinite(value) || value < 0 || raw.slice(eq + 1).trim() === '' : !Number.isInteger(value) || value < 0) {
+      const what = name === 'cost_usd' ? 'a number of US dollars ≥ 0, such as 0.50' : 'a whole number (bytes, milliseconds or a count)';
+      throw new ConfigError(`--limit ${raw}: the value must be ${what}.`, undefined, '--limit');
+    }
+    const duration = DURATION_LIMITS.includes(name) ? checkDurationMs(value) : null;
+    if (duration && !duration.ok) throw new ConfigError(`--limit ${raw}: ${name} ${duration.problem}.`, undefined, '--limit');
+    out[name] = value;
+  }
+  return out;
+}
+
+/** The flags as the last policy layer: they only narrow (layers.ts). */
+export function flagLayer(flags: CliFlags, cwd: string): PolicyLayer {
+  const unknown = flags.profile === undefined ? null : unknownProfile(flags.profile);
+  if (unknown) throw new ConfigError(`--profile ${flags.profile}: ${unknown}.`, undefined, '--profile');
+  let toolsAllow: PolicyLayer['toolsAllow'];
+  if (flags.tools !== undefined) {
+    const names = String(flags.tools).split(',').map((s) => s.trim()).filter(Boolean);
+    if (names.length === 0) throw new ConfigError('--tools needs a comma-separated list of tool names, e.g. --tools read,bash.', undefined, '--tools');
+    toolsAllow = { names, rule: 'flag:--tools' };
+  }
+  return {
+    kind: 'flags',
+    source: 'command-line flags',
+    toolsAllow,
+    toolsDeny: [],
+    shellEnabled: flags.shell === false ? false : undefined,
+    filesystem: flags.filesystem === false ? false : undefined,
+    readOnly: flags.readOnly === true ? true : undefined,
+    network: flags.network === false ? false : undefined,
+    ...(flags.allowNet?.length ? { netAllow: flags.allowNet } : {}),
+    profile: flags.profile,
+    writableRoots: flags.allowWrite?.length ? flags.allowWrite.map((r) => resolve(cwd, r)) : undefined,
+    writeDeny: [],
+    readDeny: [],
+  };
+}
