@@ -1,6 +1,6 @@
 // Credential locations hidden by default (sandbox-profiles/secrets.json, data): the read tool
 // refuses them and restricted shell commands see them empty (read-hidden.ts → sandbox/hidden.ts).
-// A location can be taken out by name or path (read.allowSecret, user config only: load.ts), never
+// A location can be taken out by name or path (read.allowSecret, user config only: config/secrets.ts), never
 // silently; the run warns about each one.
 import { readdirSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -59,7 +59,12 @@ export function findSecret(item: string, entries: SecretEntry[] = secretEntries(
 export function secretLocations(configDir: string, allowed: string[] = [], home: string = homedir()): SecretLocation[] {
   return secretEntries()
     .filter((e) => !allowed.includes(e.name))
-    .map((e) => ({ ...e, absolute: e.path.startsWith('~') ? join(home, e.path.slice(1)) : join(configDir, e.path.slice('{configDir}'.length)) }));
+    .map((e) => {
+      if (e.path.startsWith('~')) return { ...e, absolute: join(home, e.path.slice(1)) };
+      // Messages name the folder itself: "{configDir}" is the file's placeholder, not a path anyone can look up.
+      const absolute = join(configDir, e.path.slice('{configDir}'.length));
+      return { ...e, absolute, path: isWithin(absolute, home) && absolute !== home ? `~/${relative(home, absolute)}` : absolute };
+    });
 }
 
 function excepted(location: SecretLocation, path: string): boolean {

@@ -44,6 +44,29 @@ describe('skills in a run', () => {
     expect(result).toContain('SKILL-BODY-MARKER: run the release checklist. (release)');
   });
 
+  test('skills in ~/.config/conch/skills are in the catalog and readable; the rest of that folder stays hidden, named as a path', async () => {
+    const root = join(harness.dirs.configHome, 'conch', 'skills');
+    const file = await skill(root, 'release', 'name: release\ndescription: Cut a release of this project.');
+    await writeConfig(harness.dirs, { limits: { model_calls: 9 } });
+    const config = join(harness.dirs.configHome, 'conch', 'config.json');
+    harness.server.script([
+      { toolCalls: [{ name: 'read', arguments: { path: file } }, { name: 'read', arguments: { path: config } }] },
+      { text: 'done' },
+    ]);
+    const r = await run('ship it');
+    expect(r.code).toBe(0);
+    expect(r.stderr).not.toContain('left out of the catalog');
+    expect(system()).toContain(`- release: Cut a release of this project. (${file})`);
+    const [body, secret] = harness.server.requests[1]!.body.messages.at(-1).content.map((b: any) => JSON.stringify(b.content));
+    expect(body).toContain('SKILL-BODY-MARKER: run the release checklist. (release)');
+    expect(secret).toContain(`(built-in rule read.secret:conch-config, ${join(harness.dirs.configHome, 'conch')})`);
+    expect(secret).not.toContain('{configDir}');
+    harness.server.script([{ text: 'ok' }]);
+    const direct = await run('--skill', 'release', 'go');
+    expect(direct.code).toBe(0);
+    expect(JSON.stringify(harness.server.requests.at(-1)!.body.messages[0].content)).toContain('SKILL-BODY-MARKER');
+  });
+
   test('--skill puts the body into the task of the first request; a hidden skill is usable only that way', async () => {
     await skill(userRoot(harness.dirs), 'deploy', 'name: deploy\ndescription: Deploy to production.\ndisable-model-invocation: true');
     await skill(userRoot(harness.dirs), 'notes', 'name: notes\ndescription: Write release notes.');

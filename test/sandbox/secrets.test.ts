@@ -113,6 +113,29 @@ describe.skipIf(!canRun)('secret locations and shell commands (real bwrap)', () 
     expect(result.stdout).toBe('[0]\nKNOWN-HOSTS\nPLAIN\n');
   });
 
+  test("conch's config folder reads as empty but its skills/ (a skill's SKILL.md and scripts) do not; the note names the folder", async () => {
+    mkdirSync(join(xdg, 'conch', 'skills', 'release', 'scripts'), { recursive: true });
+    writeFileSync(join(xdg, 'conch', 'skills', 'release', 'scripts', 'check.sh'), 'echo SCRIPT-RAN\n');
+    userConfig({ limits: { model_calls: 9 } });
+    const config = await load();
+    const c = `sh "${xdg}/conch/skills/release/scripts/check.sh"; cat "${xdg}/conch/config.json"; echo "[$?]"`;
+    const result = await sandboxed(fx, c, { hidden: await hiddenForCommands(config, fx.ws) });
+    expect(result.stdout).toBe('SCRIPT-RAN\n[0]\n');
+    const exec = createExecutor({
+      workspace: await workspace(config),
+      unrestricted: false,
+      sandbox: { ...config.sandbox, hidden: await hiddenForCommands(config, fx.ws) },
+      limits: DEFAULT_LIMITS,
+      env: {},
+      shellEnabled: true,
+      tmpDir: fx.tmp,
+      logDir: join(fx.root, 'logs'),
+      secrets: config.workspace.secrets,
+    });
+    const told = await exec(`cat ${xdg}/conch/config.json`, { signal: new AbortController().signal });
+    expect(told.notes?.join('\n')).toContain('policy: ~/.config/conch is hidden by policy (rule read.secret:conch-config); commands see it empty except skills.');
+  });
+
   test('a command that names a hidden location is told it is hidden by policy and by which rule', async () => {
     const config = await load();
     const exec = createExecutor({
