@@ -8,6 +8,8 @@ import { dlopen, FFIType, ptr, read } from 'bun:ffi';
 
 export interface Libc {
   flock(fd: number, operation: number): number;
+  /** errno right after a call that failed (flock's EWOULDBLOCK: someone holds the lock). */
+  errno(): number;
   prctl(option: number, arg2: number): number;
   /** waitpid(pid, NULL, WNOHANG): pid when reaped, 0 when still running, -1 on error. */
   reap(pid: number): number;
@@ -55,6 +57,7 @@ export function loadLibc(): Libc | null {
       const errno = () => read.i32(__errno_location()!, 0);
       return (libc = {
         flock: (fd, operation) => flock(fd, operation) as number,
+        errno,
         prctl: (option, arg2) => prctl(option, arg2, 0, 0, 0) as number,
         reap: (pid) => waitpid(pid, null, WNOHANG) as number,
         pipe: (options) => {

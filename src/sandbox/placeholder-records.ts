@@ -16,12 +16,14 @@
 // the mode and owner it was created with; anything a user replaced, wrote into or chmodded is theirs
 // and stays. A process in another pid namespace cannot be judged from here: its files count as live.
 //
-// Limits, honestly: processes of different users keep separate state, so a placeholder of another
-// user's conch looks like a real path to this one; and without flock (see user-lock.ts) or a
-// shared state directory, the coordination is skipped and each process counts only its own uses.
+// Limits, honestly: processes of different users (or TMPDIRs, or containers) keep separate state,
+// so a placeholder of such a conch looks like a real path to this one; placeholder-locks.ts keeps
+// either from removing one the other binds. Without flock (see user-lock.ts) or a shared state
+// directory, the coordination is skipped and each process counts only its own uses.
 import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { PathKind } from './protected-paths.ts';
+import { whileUnused } from './placeholder-locks.ts';
 import { userStateDir } from './user-dir.ts';
 import { liveness, selfTag, type Liveness } from '../process/identity.ts';
 
@@ -169,29 +171,42 @@ export function untouched(records: PlaceholderRecord[], path: string, info: Stat
   return null;
 }
 
-/** Remove one placeholder if it is still exactly what conch created (a directory only while empty). */
-export function removePlaceholder(record: PlaceholderRecord): void {
+/**
+ * Remove one placeholder if it is still exactly what conch created (a directory only while empty)
+ * and no process binds it as a found file (placeholder-locks.ts): 'in-use' then, and it stays.
+ */
+export function removePlaceholder(record: PlaceholderRecord): 'done' | 'in-use' {
   try {
-    const info = lstatSync(record.path);
-    if (!untouched([record], record.path, info)) return;
-    if (record.kind === 'dir') rmdirSync(record.path); // refuses when not empty: theirs now
-    else unlinkSync(record.path);
+    return whileUnused(record.path, (info) => {
+      if (!untouched([record], record.path, info)) return;
+      if (record.kind === 'dir') rmdirSync(record.path); // refuses when not empty: theirs now
+      else unlinkSync(record.path);
+    });
   } catch {
-    // gone, or no longer empty: either way not conch's to remove
+    return 'done'; // gone, or no longer empty: either way not conch's to remove
   }
 }
 
 /**
  * Remove what dead processes left, except placeholders a live process (or `inUse`: this one) uses,
- * and drop their files. Never throws.
+ * and drop their files; a file keeps what another process still binds, for a later recovery. Never
+ * throws.
  */
 export function recoverDead(others: OtherRecords, inUse: (record: PlaceholderRecord) => boolean): void {
   for (const { file, records } of others.dead) {
+    const kept: PlaceholderRecord[] = [];
     for (const record of records) {
       if (inUse(record) || others.live.some((used) => sameRecord(used, record))) continue;
-      removePlaceholder(record);
+      if (removePlaceholder(record) === 'in-use') kept.push(record);
     }
-    removeFile(file);
+    if (kept.length === 0) removeFile(file);
+    else if (kept.length < records.length) {
+      try {
+        writeAtomically(file, JSON.stringify(kept));
+      } catch {
+        // tried again by the next recovery, with the file as it was
+      }
+    }
   }
   others.dead = [];
 }

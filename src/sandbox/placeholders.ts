@@ -39,6 +39,7 @@ import {
   untouched,
   type PlaceholderRecord,
 } from './placeholder-records.ts';
+import { lockShared, unlock, unlockAll } from './placeholder-locks.ts';
 import { ProtectedPathError, type PathKind } from './protected-paths.ts';
 import { withUserLock } from './user-lock.ts';
 
@@ -53,6 +54,8 @@ export interface PlaceholderTarget {
 }
 
 const entries = new Map<string, Entry>();
+/** Placeholders no longer used here whose removal another process's lock held off: tried again later. */
+let deferred: PlaceholderRecord[] = [];
 /** entries changed since the record was last written */
 let dirty = false;
 const SHARE_INODES = process.getuid?.() !== 0;
@@ -66,6 +69,7 @@ function installExitHook(): void {
   // first, then what held their protected names.
   process.on('exit', () => {
     killAllNow();
+    unlockAll();
     const all = [...entries.values()];
     entries.clear();
     dirty = true;
@@ -98,15 +102,24 @@ function lstatOrNull(path: string): Stats | null {
 function record(): void {
   if (!dirty) return;
   dirty = false;
-  saveRecords([...entries.values()].map(({ count: _count, ...item }) => item));
+  // Deferred ones stay listed: should this process die, a later recovery tries them again.
+  saveRecords([...[...entries.values()].map(({ count: _count, ...item }) => item), ...deferred]);
 }
 
-/** Drop placeholders from this process's record, then remove those no other live process uses. */
+/**
+ * Drop placeholders from this process's record, then remove those no other live process uses;
+ * one a process of another state directory binds (placeholder-locks.ts) waits for a later call.
+ */
 function finish(gone: PlaceholderRecord[]): void {
   record();
-  if (gone.length === 0) return;
+  if (gone.length === 0 && deferred.length === 0) return;
   const live = readOthers().live;
-  for (const item of gone) if (!live.some((used) => sameRecord(used, item))) removePlaceholder(item);
+  const todo = [...deferred, ...gone];
+  deferred = todo.filter((item) => !live.some((used) => sameRecord(used, item)) && removePlaceholder(item) === 'in-use');
+  if (deferred.length > 0 || todo.length > gone.length) {
+    dirty = true;
+    record();
+  }
 }
 
 /** Could what is at this path be a placeholder (an empty file, or an empty directory)? */
@@ -138,6 +151,8 @@ export class PlaceholderScope {
   private readonly mine = new Set<string>();
   /** Existing paths found not to be placeholders, by inode, so they are not examined again. */
   private readonly real = new Map<string, number>();
+  /** Shared locks on those of them that may be another process's placeholders (placeholder-locks.ts). */
+  private readonly locks = new Map<string, number>();
   private active = 0;
   private closing = false;
   private released = 0;
@@ -199,27 +214,28 @@ export class PlaceholderScope {
     let linkTo: string | undefined;
     for (const target of todo) {
       const { path, kind } = target;
-      const info = lstatOrNull(path);
-      const entry = entries.get(path);
-      if (info) {
-        const known =
-          entry && info.dev === entry.dev && info.ino === entry.ino ? entry : untouched([...others.live, ...others.dead.flatMap((d) => d.records)], path, info);
-        if (known) this.count(known);
-        else this.real.set(path, info.ino);
-        continue;
+      for (let attempt = 0; ; attempt++) {
+        if (attempt === 5) {
+          throw new ProtectedPathError(`the protected path ${path} kept changing while conch prepared the sandbox; run the command again.`);
+        }
+        const info = lstatOrNull(path);
+        const entry = entries.get(path);
+        if (info) {
+          const known =
+            entry && info.dev === entry.dev && info.ino === entry.ino ? entry : untouched([...others.live, ...others.dead.flatMap((d) => d.records)], path, info);
+          if (known) this.count(known);
+          else if (!this.found(path, info)) continue; // removed or replaced while being locked: look again
+          break;
+        }
+        const made = create(path, kind, linkTo);
+        if (made === 'unwritable') skipped.add(path);
+        else if (made === 'exists') continue; // made meanwhile by the user or a running command: theirs, held as it is
+        else {
+          if (kind === 'file') linkTo ??= path;
+          this.count(identityOf(path, kind, made));
+        }
+        break;
       }
-      const made = create(path, kind, linkTo);
-      if (made === 'unwritable') {
-        skipped.add(path);
-        continue;
-      }
-      if (made === 'exists') {
-        // made meanwhile by the user or a running command: theirs, held as it is
-        this.real.set(path, lstatSync(path).ino);
-        continue;
-      }
-      if (kind === 'file') linkTo ??= path;
-      this.count(identityOf(path, kind, made));
     }
     record();
     this.recovered = true;
@@ -228,6 +244,24 @@ export class PlaceholderScope {
       return !!entry && sameRecord(entry, item);
     });
     return skipped;
+  }
+
+  /**
+   * Held as found (not known to be a placeholder): when it may be one of a process that shares no
+   * records with this one, under a shared lock, so that process leaves it in place while this scope
+   * binds it. false: it was removed or replaced meanwhile.
+   */
+  private found(path: string, info: Stats): boolean {
+    if (mayBePlaceholder(path, info)) {
+      const fd = lockShared(path, info);
+      if (fd === 'changed') return false;
+      const old = this.locks.get(path);
+      if (old !== undefined) unlock(old);
+      if (fd === null) this.locks.delete(path);
+      else this.locks.set(path, fd);
+    }
+    this.real.set(path, info.ino);
+    return true;
   }
 
   /** Count this scope as a user of the placeholder `item` (ours, another process's, or new). */
@@ -253,6 +287,8 @@ export class PlaceholderScope {
     this.released++;
     this.closing = false;
     this.real.clear();
+    for (const fd of this.locks.values()) unlock(fd);
+    this.locks.clear();
     if (this.mine.size === 0) return;
     const gone: PlaceholderRecord[] = [];
     for (const path of this.mine) {

@@ -2,7 +2,7 @@
 // last command ends, whichever run started first or ends first, and no placeholder outlives the
 // last run that needs it. Real CLI processes (`conch sandbox run`), real bwrap, host checked after.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { canRun, fixture, snapshotAll, type Fixture } from './harness.ts';
 
@@ -27,10 +27,10 @@ afterEach(async () => {
 });
 
 /** `conch sandbox run -- sh -c SCRIPT` in the workspace, with a state directory of this test's own. */
-function run(script: string) {
+function run(script: string, tmpdir = state) {
   const child = Bun.spawn([join(REPO, 'bin/conch'), 'sandbox', 'run', '--', 'sh', '-c', script], {
     cwd: fx.ws,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: state, HOME: fx.root, CONCH_FROM_SOURCE: '1' },
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: tmpdir, HOME: fx.root, CONCH_FROM_SOURCE: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
@@ -81,5 +81,37 @@ describe.skipIf(!canRun)('two conch runs in one workspace', () => {
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     expect(stdout.trim()).toBe('DONE');
     expect(snapshotAll(fx)).toBe(before);
+  }, 30_000);
+
+  // Runs with another TMPDIR keep their placeholder records apart (user-dir.ts), as do runs of
+  // another user or in a container sharing the workspace: the first run's end removed its
+  // placeholders under the second run's command, whose mounts over them went with them (and .git,
+  // absent here, became writable: hooks, core.fsmonitor).
+  test('runs that share no state directory (another TMPDIR) keep each other protected, and nothing is left', async () => {
+    rmSync(join(fx.ws, '.git'), { recursive: true });
+    const before = snapshotAll(fx);
+    const other = join(fx.root, 'other-state');
+    mkdirSync(other);
+    // Each waits for the other: the second starts on the first's placeholders, and attacks once the first is over.
+    const first = run('while [ ! -e src/second-started ]; do sleep 0.05; done');
+    await waitFor(() => existsSync(join(fx.ws, '.env.local')));
+    const second = run(
+      ': > src/second-started; while [ ! -e src/first-done ]; do sleep 0.05; done; ' +
+        `(mkdir -p .git/hooks && echo hook > .git/hooks/post-checkout) 2>/dev/null && echo "CREATED .git/hooks"; ${attacker(5)}`,
+      other,
+    );
+    const [, firstErr, firstCode] = await first.out;
+    expect({ firstCode, firstErr }).toEqual({ firstCode: 0, firstErr: '' });
+    writeFileSync(join(fx.ws, 'src', 'first-done'), '');
+    const [stdout, stderr, code] = await second.out;
+    expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    expect(stdout.trim()).toBe('DONE');
+    for (const name of ['first-done', 'second-started']) rmSync(join(fx.ws, 'src', name));
+    rmSync(other, { recursive: true });
+    // The first run could not remove what the second still bound; its record keeps them, and the
+    // next run of its state directory removes them.
+    expect((await run('true').out)[2]).toBe(0);
+    expect(snapshotAll(fx)).toBe(before);
+    expect(readdirSync(join(state, `conch-${uid}`, 'placeholders'))).toEqual([]);
   }, 30_000);
 });
