@@ -7,10 +7,20 @@ export interface SecretValue {
   value: string;
 }
 
-/** Values too short to be a key would only mangle ordinary text. */
-const usable = (secrets: SecretValue[]) => secrets.filter((s) => s.value.length >= 3);
+/**
+ * Values too short to be a key would only mangle ordinary text. Each value also as JSON writes it
+ * inside a string: a tool call's arguments are stored as the JSON text the model sent, where an
+ * --env value with a quote, a backslash or a control character appears escaped.
+ */
+function usable(secrets: SecretValue[]): SecretValue[] {
+  return secrets.flatMap((s) => {
+    if (s.value.length < 3) return [];
+    const escaped = JSON.stringify(s.value).slice(1, -1);
+    return escaped === s.value ? [s] : [s, { name: s.name, value: escaped }];
+  });
+}
 
-/** Replace every whole occurrence of each secret in `text`. */
+/** Replace every whole occurrence of each secret in `text` (a list usable() made). */
 export function scrubText(text: string, secrets: SecretValue[]): string {
   let out = text;
   for (const s of secrets) if (out.includes(s.value)) out = out.split(s.value).join(`[redacted ${s.name}]`);
@@ -18,17 +28,19 @@ export function scrubText(text: string, secrets: SecretValue[]): string {
 }
 
 /**
- * Every string in a record scrubbed. Image data is left alone (base64 cannot hold a secret by
- * accident that matters, and scanning megabytes per image would cost the 1 ms a turn may add).
+ * Every string in a record scrubbed, keys included. An image's data is left alone (base64 cannot
+ * hold a secret by accident that matters, and scanning megabytes per image would cost the 1 ms a
+ * turn may add); any other `data` (a plugin's or MCP tool's argument) is scrubbed like the rest.
  */
 export function redactor(secrets: SecretValue[]): <T>(record: T) => T {
   const list = usable(secrets);
   if (list.length === 0) return (record) => record;
-  const walk = (value: unknown, key?: string): unknown => {
-    if (typeof value === 'string') return key === 'data' ? value : scrubText(value, list);
-    if (Array.isArray(value)) return value.map((v) => walk(v));
+  const walk = (value: unknown): unknown => {
+    if (typeof value === 'string') return scrubText(value, list);
+    if (Array.isArray(value)) return value.map(walk);
     if (value && typeof value === 'object') {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, walk(v, k)]));
+      const image = (value as { type?: unknown }).type === 'image' || (value as { t?: unknown }).t === 'blob';
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [scrubText(k, list), image && k === 'data' ? v : walk(v)]));
     }
     return value;
   };

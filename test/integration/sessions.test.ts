@@ -278,6 +278,19 @@ describe('where sessions live', () => {
     expect(readdirSync(harness.dirs.workspace)).toEqual([]);
   });
 
+  test('an --env value with quotes and backslashes stays out too: tool arguments are kept as JSON text, where it is escaped', async () => {
+    const token = 'pa"ss\\word-91x';
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `echo '${token}'` } }] }, { text: 'done' }]);
+    const r = await jsonRun(['--env', `CONCH_TASK_PASSWORD=${token}`, 'print it']);
+    expect(r.code).toBe(0);
+    const lines = readFileSync(sessionFile(harness.dirs, r.doc.sessionId), 'utf8').trim().split('\n').map((line) => JSON.parse(line));
+    const calls = lines.flatMap((line) => line.m?.toolCalls ?? []);
+    expect(calls.length).toBe(1);
+    // The stored arguments, read back as the loader does, hold the marker instead of the value.
+    expect(JSON.parse(calls[0].arguments).command).toBe("echo '[redacted --env CONCH_TASK_PASSWORD]'");
+    expect(JSON.stringify(lines)).not.toContain('word-91x');
+  });
+
   test('conch sessions show prints no control sequence from the model, not even in a tool name', async () => {
     harness.server.script([{ toolCalls: [{ name: 'read\x1b]52;c;cm0gLXJmIH4=\x07', arguments: { path: 'x' } }] }, { text: 'done' }]);
     const one = await jsonRun(['go']);

@@ -1,7 +1,7 @@
 // --trace-content writes what the run saw, but never a secret value it knows: the provider key and
 // the values of --env are replaced by the sessions' markers, also when streamed text splits one.
 import { expect, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runConch, useHarness } from '../support/cli.ts';
 
@@ -55,4 +55,23 @@ test('several tasks (conch run A B) share one trace, hidden alike', async () => 
   const r = await runConch({ dirs: harness.dirs, args: ['run', ...args(trace), '--max-concurrent', '1', 'one', 'two'], env: env() });
   expect(r.code).toBe(0);
   expectHidden(trace, 2);
+});
+
+test("a plugin tool's argument or detail named data is no image: the key in it is hidden too", async () => {
+  const tools = join(harness.dirs.configHome, 'conch', 'tools');
+  mkdirSync(tools, { recursive: true });
+  writeFileSync(
+    join(tools, 'upload.js'),
+    "export default { name: 'upload', description: 'Upload', parameters: { type: 'object', properties: { data: { type: 'string' } }, required: ['data'] }, " +
+      "execute: ({ data }) => ({ content: [{ type: 'text', text: 'ok' }], details: { data } }) };",
+  );
+  harness.server.script([{ toolCalls: [{ name: 'upload', arguments: { data: `key ${KEY}` } }] }, { text: 'done' }]);
+  const trace = join(harness.dirs.home, 'trace.jsonl');
+  const r = await runConch({ dirs: harness.dirs, args: ['--trace', trace, '--trace-content', '--ephemeral', 'go'], env: env() });
+  expect(r.code).toBe(0);
+  const text = readFileSync(trace, 'utf8');
+  expect(text).not.toContain(KEY);
+  const events = text.trim().split('\n').map((line) => JSON.parse(line));
+  expect(events.find((e) => e.type === 'tool.started').args).toEqual({ data: 'key [redacted provider key]' });
+  expect(events.find((e) => e.type === 'tool.finished').details).toEqual({ data: 'key [redacted provider key]' });
 });
