@@ -89,13 +89,14 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   const runDir = await openRunDir();
   const sandbox = await sessionSandbox(config, workspace.root);
   const proxy = await networkProxy(sandbox, runDir.root);
+  const sandboxSettings = { ...sandbox.settings, ownDirs: [runDir.root] };
   // Placeholders are made once per run, not around every command (file watchers see each one).
   const placeholders = new PlaceholderScope();
   const executorFor = (scope: PlaceholderScope, tmpDir: string) => createExecutor({
     placeholders: scope,
     workspace,
     unrestricted: sandbox.unrestricted,
-    sandbox: sandbox.settings,
+    sandbox: sandboxSettings,
     limits: config.limits,
     env: config.env,
     shellEnabled: config.tools.shell,
@@ -110,7 +111,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   const mcp = await startMcp(config, options.mcpServers, {
     workspace: workspace.root,
     tmpDir: runDir.tmpDir,
-    sandbox: sandbox.settings,
+    sandbox: sandboxSettings,
     unrestricted: sandbox.unrestricted,
     placeholders,
   });

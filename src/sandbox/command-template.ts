@@ -37,7 +37,11 @@ export interface LayoutInputs {
   cacheRoots: string[];
   readOnlyPaths: string[];
   hidden: string[];
+  /** conch's own directories (index.ts says which): hidden wherever a command could write them. */
+  own: string[];
 }
+
+const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1);
 
 // A run has one layout (more only when a hidden path appears or goes): a few are plenty.
 const KEPT = 8;
@@ -45,6 +49,7 @@ const layouts = new WeakMap<SandboxProfile, Map<string, Layout>>();
 
 export function mountLayout(profile: SandboxProfile, inputs: LayoutInputs): Layout {
   const hidden = hiddenFacts(inputs.hidden);
+  const own = hiddenFacts(inputs.own);
   const readOnly = readOnlyFacts(inputs.readOnlyPaths, hidden.map(([path]) => path));
   // The file bound over hidden files is checked for each command: a layout naming one that is gone
   // would fail every command after.
@@ -56,6 +61,7 @@ export function mountLayout(profile: SandboxProfile, inputs: LayoutInputs): Layo
     inputs.cacheRoots.join('\n'),
     readOnly.join('\n'),
     hidden.map(([path, kind]) => `${kind}:${path}`).join('\n'),
+    own.map(([path, kind]) => `${kind}:${path}`).join('\n'),
     empty,
   ].join('\0');
   let known = layouts.get(profile);
@@ -68,8 +74,10 @@ export function mountLayout(profile: SandboxProfile, inputs: LayoutInputs): Layo
       ...inputs.cacheRoots.map((path) => ({ type: 'bind' as const, path, rank: 0 })),
     ];
     const visible = [...profileMounts, ...readOnlyMountsFor(readOnly, profileMounts)];
+    const writable = writableIn(visible);
+    const covered = [...hidden, ...own.filter(([path]) => writable(path))].sort((a, b) => depth(a[0]) - depth(b[0]));
     // Hidden paths count as planned mounts: a protected path inside one needs no mount of its own.
-    layout = build([...visible, ...hiddenMountsFor(hidden, visible, empty)], protectedMountType(profile));
+    layout = build([...visible, ...hiddenMountsFor(covered, visible, empty)], protectedMountType(profile));
     known.set(key, layout);
   }
   return layout;

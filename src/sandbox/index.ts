@@ -18,6 +18,7 @@ import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profi
 import { holdProtected } from './plan-memo.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
+import { userStateDir } from './user-dir.ts';
 import { renderSeatbeltProfile, seatbeltArgv, SeatbeltPathError } from './seatbelt.ts';
 
 export interface SandboxSettings {
@@ -47,6 +48,13 @@ export interface SandboxSettings {
    * nothing. The host runs the proxy (request.proxy); this is what the header and records show.
    */
   netAllow?: string[];
+  /**
+   * conch's own directories for this run (host/run-dir.ts: logs, the proxy's socket; the temp dir
+   * inside stays visible). With the per-user state directory (user-dir.ts: the seccomp program,
+   * placeholder records, the lock) each is hidden from commands wherever they could write it: a
+   * workspace that contains TMPDIR (conch started in /tmp, TMPDIR inside the project).
+   */
+  ownDirs?: string[];
 }
 
 export interface SandboxRequest extends SandboxSettings {
@@ -268,6 +276,9 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     cacheRoots,
     readOnlyPaths: request.readOnlyPaths ?? [],
     hidden: request.hidden ?? [],
+    // A command that could write the seccomp program conch hands the next one, or plant a link where
+    // conch writes a log, would reach past the sandbox.
+    own: [userStateDir().path, ...(request.ownDirs ?? [])],
   });
   const { needed } = layout;
   const scope = request.placeholders ?? new PlaceholderScope();
