@@ -110,6 +110,10 @@ export function createExecutor(settings: ExecutorSettings): Executor {
     }
     const notDirectory = checkDirectory(cwd, settings.workspace);
     if (notDirectory) return { ...emptyResult(started), output: notDirectory };
+    // No argv string can carry one: the spawn itself would fail, naming an argv index of bwrap's.
+    if (command.includes('\0')) {
+      return { ...emptyResult(started), output: "the command contains a NUL byte, which no shell command can hold; to produce one, use printf '\\0'." };
+    }
 
     const limits = settings.limits;
     const timeoutMs = commandTimeout(options.timeoutMs, limits);

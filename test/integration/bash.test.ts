@@ -218,6 +218,16 @@ describe('cwd', () => {
     const file = await bash({ command: 'true', cwd: 'file.txt' });
     expect(text(file)).toContain('cwd "file.txt" is not a directory');
   });
+
+  test('a command with a NUL byte is an error result saying so, restricted or not (no internal argv in it)', async () => {
+    for (const unrestricted of [true, false]) {
+      const { bash } = await setup({ unrestricted });
+      const result = await bash({ command: 'echo a\u0000b' });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toContain('the command contains a NUL byte');
+      expect(text(result)).not.toContain('args[');
+    }
+  });
 });
 
 describe('refusals', () => {
