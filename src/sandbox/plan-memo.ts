@@ -7,8 +7,9 @@
 // Only the root is stamped, so only patterns that name an entry of the root are planned this way
 // (the defaults are; a configured glob with a `/` makes every command plan afresh), plus each
 // placeholderUnless file (its content decides, not the root). A stamp whose times are not safely in
-// the past is not kept: a file system's clock ticks coarsely, and a change within the same tick as
-// the last one would leave the times as they were (the racy-timestamp problem git's index has).
+// the past is not kept: a file system's clock ticks coarsely (a jiffy; a second or two on some file
+// systems), and a change within the same tick as the last one would leave the times as they were
+// (the racy-timestamp problem git's index has).
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PlaceholderScope, PlaceholderTarget } from './placeholders.ts';
@@ -16,6 +17,17 @@ import { planProtected, type ProtectedPattern, type ProtectedPlan } from './prot
 
 /** Times newer than this (ms) may still share their tick with a change to come. */
 const RACY_MS = 100;
+/**
+ * A file system that keeps whole seconds (ext4 with 128-byte inodes, HFS+) or two (FAT's mtime,
+ * which is also its ctime) shows both times on a second: the tick is then that long.
+ */
+const COARSE_RACY_MS = 2000 + RACY_MS;
+
+/** Whether a change to come could leave these times as they are (they are too recent). */
+export function racyTimes(info: { mtimeMs: number; ctimeMs: number }, now: number): boolean {
+  const window = info.mtimeMs % 1000 === 0 && info.ctimeMs % 1000 === 0 ? COARSE_RACY_MS : RACY_MS;
+  return info.mtimeMs > now - window || info.ctimeMs > now - window;
+}
 
 interface Memo {
   key: string;
@@ -95,7 +107,7 @@ function memoKey(root: string, patterns: ProtectedPattern[]): string | null {
 // Numbers, not text: this runs before every command, and turning a dozen times into text cost more
 // than the lstat calls.
 function stamp(root: string, patterns: ProtectedPattern[]): { value: number[]; racy: boolean } | null {
-  const since = Date.now() - RACY_MS;
+  const now = Date.now();
   let racy = false;
   const value: number[] = [];
   const add = (path: string): boolean => {
@@ -109,7 +121,7 @@ function stamp(root: string, patterns: ProtectedPattern[]): { value: number[]; r
       value.push(-1);
       return false;
     }
-    if (info.mtimeMs > since || info.ctimeMs > since) racy = true;
+    if (racyTimes(info, now)) racy = true;
     value.push(info.dev, info.ino, info.mode, info.size, info.mtimeMs, info.ctimeMs);
     return true;
   };
