@@ -1,12 +1,21 @@
 // The host end of a sandboxed command's relay channel (relay.ts): frames in, one connection to the
 // proxy per relayed connection, frames out. Writes never block conch's event loop: a full socket
 // buffer (EAGAIN) queues the rest and retries shortly.
+//
+// Both directions are flow-controlled, so what conch holds for a command stays bounded whatever the
+// command does: an upload to a host that reads slowly (or not at all) stops the reading of frames
+// until the proxy's connection drains, and a relay that does not read (stopped, busy) pauses the
+// proxy's connections until the queue drains; the relay, which caps what it buffers, then stops
+// reading its clients. Frames share one channel, so a stalled connection holds up the others' uploads
+// while it stalls.
 import { closeSync, writeSync } from 'node:fs';
 import type net from 'node:net';
 
 const OPEN = 1;
 const DATA = 2;
 const CLOSE = 3;
+/** Bytes held for one side before the other is made to wait. */
+const HIGH_WATER = 4 * 1024 * 1024;
 
 export interface Channel {
   close(): void;
@@ -15,6 +24,8 @@ export interface Channel {
 export function attachChannel(fd: number, connect: () => net.Socket): Channel {
   const conns = new Map<number, net.Socket>();
   const queue: Buffer[] = [];
+  let queued = 0;
+  let paused = false;
   let closed = false;
   let retry: ReturnType<typeof setTimeout> | null = null;
 
@@ -32,8 +43,13 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
         }
         return shut(); // the relay is gone: the command ended
       }
+      queued -= n;
       if (n < chunk.length) queue[0] = chunk.subarray(n);
       else queue.shift();
+    }
+    if (paused && queued < HIGH_WATER / 2) {
+      paused = false;
+      for (const s of conns.values()) s.resume();
     }
   };
   const send = (type: number, id: number, data?: Buffer) => {
@@ -42,8 +58,14 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
     header.writeUInt8(type, 0);
     header.writeUInt32BE(id, 1);
     header.writeUInt32BE(data?.length ?? 0, 5);
-    queue.push(data ? Buffer.concat([header, data]) : header);
+    const frame = data ? Buffer.concat([header, data]) : header;
+    queue.push(frame);
+    queued += frame.length;
     if (!retry) flush();
+    if (!paused && queued >= HIGH_WATER) {
+      paused = true;
+      for (const s of conns.values()) s.pause();
+    }
   };
   const shut = () => {
     if (closed) return;
@@ -56,6 +78,7 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
   const open = (id: number) => {
     const sock = connect();
     conns.set(id, sock);
+    if (paused) sock.pause();
     sock.on('data', (d: Buffer) => send(DATA, id, d));
     sock.on('error', () => sock.destroy());
     sock.on('close', () => {
@@ -79,8 +102,11 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
           const data = pending.subarray(9, 9 + length);
           pending = pending.subarray(9 + length);
           if (type === OPEN && !conns.has(id)) open(id);
-          else if (type === DATA) conns.get(id)?.write(data);
-          else if (type === CLOSE) conns.get(id)?.end();
+          else if (type === DATA) {
+            const sock = conns.get(id);
+            // Read no further frames until the proxy's side has taken this much.
+            if (sock && !sock.write(data) && sock.writableLength >= HIGH_WATER) await drained(sock);
+          } else if (type === CLOSE) conns.get(id)?.end();
         }
       }
     } catch {
@@ -96,4 +122,16 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
   })();
 
   return { close: shut };
+}
+
+function drained(sock: net.Socket): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      sock.off('drain', done);
+      sock.off('close', done);
+      resolve();
+    };
+    sock.on('drain', done);
+    sock.on('close', done);
+  });
 }

@@ -1,0 +1,137 @@
+// The allowlist channel holds a bounded amount for a command, whatever the command does (channel.ts):
+// an upload to a host that stops reading used to pile up in conch's memory (600 MiB in 8 s here),
+// and so did a download while the command kept its relay from reading (SIGSTOP). Real bwrap, the
+// perl relay, the proxy, and a TCP server on the host's loopback; nothing is lost once reading
+// resumes.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { existsSync, mkdtempSync } from 'node:fs';
+import net from 'node:net';
+import { join } from 'node:path';
+import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
+import { parseAllowList } from '../../src/sandbox/net-rules.ts';
+import { startProxy, type NetworkProxy } from '../../src/sandbox/proxy.ts';
+import { createExecutor } from '../../src/shell/exec.ts';
+import { Workspace } from '../../src/workspace/paths.ts';
+import { canRun, fixture, type Fixture } from './harness.ts';
+
+const MiB = 1024 * 1024;
+const SIZE = 64 * MiB;
+
+let fx: Fixture;
+let server: net.Server;
+let port: number;
+let proxy: NetworkProxy;
+let toProxy: net.Socket[];
+const sockets: net.Socket[] = [];
+let onConnection: (socket: net.Socket) => void;
+
+beforeEach(async () => {
+  fx = fixture();
+  server = net.createServer((socket) => {
+    sockets.push(socket);
+    onConnection(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  port = (server.address() as net.AddressInfo).port;
+  const started = await startProxy({ allow: parseAllowList([`127.0.0.1:${port}`], String), dir: mkdtempSync(join(fx.root, 'proxy-')), source: 'the test allowlist' });
+  // The sockets the channel writes uploads into: what they hold is what conch holds.
+  toProxy = [];
+  proxy = { ...started, denials: started.denials, connect: () => {
+    const socket = started.connect();
+    toProxy.push(socket);
+    return socket;
+  } };
+});
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await proxy.close();
+  fx.cleanup();
+});
+
+async function exec(command: string) {
+  const run = createExecutor({
+    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
+    unrestricted: false,
+    sandbox: { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [], netAllow: [`127.0.0.1:${port}`] },
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: fx.tmp,
+    logDir: join(fx.root, 'logs'),
+    proxy,
+  });
+  return run(command, { signal: new AbortController().signal });
+}
+
+async function until(check: () => boolean): Promise<void> {
+  for (let i = 0; i < 600 && !check(); i++) await Bun.sleep(25);
+  expect(check()).toBe(true);
+}
+
+const CURL = `curl -sS --noproxy "" -H 'Expect:'`;
+
+describe.skipIf(!canRun)('the allowlist channel under a stalled peer', () => {
+  test('an upload to a host that stops reading waits in the sandbox, not in conch; all of it arrives later', async () => {
+    let received = 0;
+    let reading: (() => void) | null = null;
+    onConnection = (socket) => {
+      socket.pause();
+      reading = () => {
+        socket.on('data', (chunk: Buffer) => {
+          received += chunk.length;
+          // Headers and body: done once the body's bytes are in.
+          if (received >= SIZE) socket.end('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n');
+        });
+        socket.resume();
+      };
+    };
+    const running = exec(`head -c ${SIZE} /dev/zero > /tmp/body && ${CURL} --data-binary @/tmp/body http://127.0.0.1:${port}/; echo " rc=$?"`);
+    await until(() => reading !== null);
+    // Let the stalled upload push for a while, noting the most the proxy's side of the channel held.
+    let most = 0;
+    for (let i = 0; i < 40; i++) {
+      await Bun.sleep(50);
+      for (const socket of toProxy) most = Math.max(most, socket.writableLength);
+    }
+    expect(most).toBeLessThan(16 * MiB);
+    reading!();
+    const result = await running;
+    expect(result.output).toContain('ok\n rc=0');
+    expect(received).toBeGreaterThanOrEqual(SIZE);
+  }, 60_000);
+
+  test("a download while the command keeps its relay from reading waits on the host's server, not in conch", async () => {
+    const size = 4 * SIZE;
+    let written = 0;
+    onConnection = (socket) => {
+      socket.once('data', () => {
+        socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${size}\r\nConnection: close\r\n\r\n`);
+        const chunk = Buffer.alloc(MiB);
+        const more = () => {
+          while (written < size) {
+            written += chunk.length;
+            if (!socket.write(chunk)) return void socket.once('drain', more);
+          }
+          socket.end();
+        };
+        more();
+      });
+    };
+    const got = join(fx.tmp, 'got');
+    const relay = `for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = perl ] && echo \${p#/proc/}; done`;
+    const running = exec(
+      `r=$(${relay}); ${CURL} -o /tmp/got http://127.0.0.1:${port}/ & c=$!; ` +
+        'while [ "$(stat -c %s /tmp/got 2>/dev/null || echo 0)" -lt 1048576 ]; do sleep 0.01; done; ' +
+        'kill -STOP $r; : > stopped; while [ ! -e resumed ]; do sleep 0.05; done; kill -CONT $r; wait $c; echo "rc=$? $(wc -c < /tmp/got)"',
+    );
+    await until(() => existsSync(join(fx.ws, 'stopped')));
+    await Bun.sleep(1000);
+    // Sent by the server and not yet in the sandbox: the channel's queue, socket buffers, the relay's.
+    const inFlight = written - Bun.file(got).size;
+    expect(inFlight).toBeLessThan(32 * MiB);
+    await Bun.write(join(fx.ws, 'resumed'), '');
+    const result = await running;
+    expect(result.output).toContain(`rc=0 ${size}`);
+  }, 60_000);
+});
