@@ -4,7 +4,7 @@
 // Whatever it includes, no secret value the run knows (config/secret-values.ts) is written: each is
 // replaced by a marker, as in sessions, and streamed text holds back a possible start of one until
 // the next piece shows whether it completes it.
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { constants, openSync, writeSync } from 'node:fs';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
 import { partialSecretTail, redactor, type SecretValue } from '../core/secret-scrub.ts';
@@ -32,15 +32,21 @@ function streamOf(event: RunEvent): string | null {
 
 /** Open the trace file now, so a bad path is a setup error before the run, not a crash in it. */
 export function openTrace(file: string, withContent: boolean): Trace {
+  // Opened once, and written through this descriptor only: the file may lie in the workspace, where a
+  // sandboxed command can replace it with a link (to a ~/.bashrc) that appending by path would follow.
+  let fd: number;
   try {
-    writeFileSync(file, '');
+    fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND, 0o666);
   } catch (error) {
     const why = (error as { code?: string }).code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
     throw new SetupError(`--trace ${file}: cannot write the trace file (${why}). Give a file path in an existing, writable directory.`);
   }
   let secrets: SecretValue[] = [];
   let scrub = redactor([]);
-  const write = (event: RunEvent) => appendFileSync(file, `${JSON.stringify(scrub(withContent ? event : redact(event)))}\n`);
+  const write = (event: RunEvent) => {
+    const bytes = Buffer.from(`${JSON.stringify(scrub(withContent ? event : redact(event)))}\n`);
+    for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset);
+  };
   // The last streamed event, when its text ends in what may be the start of a secret.
   let held: { stream: string; event: Streamed } | null = null;
   const flush = () => {

@@ -75,3 +75,20 @@ test("a plugin tool's argument or detail named data is no image: the key in it i
   expect(events.find((e) => e.type === 'tool.started').args).toEqual({ data: 'key [redacted provider key]' });
   expect(events.find((e) => e.type === 'tool.finished').details).toEqual({ data: 'key [redacted provider key]' });
 });
+
+// A trace file in the workspace is a path a sandboxed command can replace: appending by path
+// followed its link to any file of the user's (a ~/.bashrc, where a tool name the model chose,
+// `$(…)`, ran at the next shell start). The file conch opened at the start is the one it writes.
+test('a command that replaces the trace file with a link does not redirect the trace', async () => {
+  const target = join(harness.dirs.home, 'bashrc');
+  writeFileSync(target, '# bashrc\n');
+  harness.server.script([
+    { toolCalls: [{ name: 'bash', arguments: { command: `rm -f trace.jsonl && ln -s '${target}' trace.jsonl && echo linked` } }] },
+    { toolCalls: [{ name: '$(touch pwned)', arguments: {} }] },
+    { text: 'done' },
+  ]);
+  const r = await runConch({ dirs: harness.dirs, args: ['--trace', 'trace.jsonl', '--ephemeral', 'go'], env: env() });
+  expect(r.code).toBe(0);
+  expect(readFileSync(target, 'utf8')).toBe('# bashrc\n');
+  expect(harness.server.requests[1]!.body.messages.at(-1).content[0].content[0].text).toContain('linked');
+});
