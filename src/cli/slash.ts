@@ -1,4 +1,5 @@
 // Slash commands of the interactive mode: answered by conch, never sent to the model.
+import { DEFAULT_MODELS } from '../config/model.ts';
 
 export interface SlashContext {
   write(text: string): void;
@@ -88,13 +89,19 @@ export async function slashCommand(line: string, ctx: SlashContext): Promise<'ex
   }
 }
 
+/** An example on the provider in use: one the user has no key for would only be refused. */
+function sameProvider(provider: string): string {
+  const known = (DEFAULT_MODELS as Record<string, string>)[provider];
+  return `${provider}/${known ?? 'MODEL'}`;
+}
+
 function describeModel(m: ModelInUse): string {
   // A bare --base-url server's models are named without a provider (`/model qwen2.5-coder`).
   const bare = m.provider === 'openai-compatible';
   const where = bare ? `an OpenAI-compatible server at ${m.baseUrl}` : `provider ${m.provider}, ${m.type === 'anthropic' ? 'Anthropic' : 'OpenAI'} API${m.baseUrl ? ` at ${m.baseUrl}` : ''}`;
   const route = m.fallbacks.length ? `\n  then, when it is unavailable: ${m.fallbacks.join(', ')}` : '';
   return `conch: model ${bare ? m.model : `${m.provider}/${m.model}`} (${where})${route}\n` +
-    `  /model NAME goes on with another in this conversation, e.g. ${bare ? '/model qwen2.5-coder' : EXAMPLE}\n`;
+    `  /model NAME goes on with another in this conversation, e.g. /model ${bare ? 'qwen2.5-coder' : sameProvider(m.provider)}\n`;
 }
 
 /** The description's first sentence, cut at a word with an ellipsis when it would not fit in `room`. */

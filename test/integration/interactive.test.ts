@@ -177,6 +177,8 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     const shown = await t.waitFor((s) => /\/model NAME goes on[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the model in use');
     expect(shown).toContain(`conch: model openai/test-model (provider openai, OpenAI API at ${harness.server.openaiBaseUrl})`);
     expect(shown).toContain('then, when it is unavailable: openai/spare-model');
+    // The example stays on the provider in use (no key for another may be set).
+    expect(shown).toContain('/model NAME goes on with another in this conversation, e.g. /model openai/gpt-5.4');
     t.type('/model nosuchprovider/x');
     t.keys('Enter');
     const unknown = await t.waitFor((s) => /"nosuchprovider"[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the unknown provider');
