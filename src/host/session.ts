@@ -13,6 +13,7 @@ import { networkProxy } from './network.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import { Workspace } from '../workspace/paths.ts';
 import { RevisionTracker } from '../workspace/revision.ts';
+import { nestedGitGuard, type NestedGitGuard } from '../workspace/nested-git.ts';
 import { addPlugins, kernelCatalog, kernelTools, narrowCatalog, type PluginLoader } from './catalog.ts';
 import { openRunDir } from './run-dir.ts';
 import { checkSandbox, sessionSandbox } from './sandbox.ts';
@@ -40,8 +41,11 @@ export interface SessionOptions {
 export interface RunLane {
   catalog: Catalog;
   makeContext: ContextFactory;
-  /** The run is over: its placeholders go once its last command has ended. */
-  endRun(): void;
+  /**
+   * The run is over: its placeholders go once its last command has ended. Returns what the user
+   * should know: nested repositories its commands made that conch disabled (workspace/nested-git.ts).
+   */
+  endRun(): string[];
 }
 
 export interface Session extends RunLane {
@@ -106,7 +110,18 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     secrets: config.workspace.secrets,
     ...(proxy ? { proxy } : {}),
   });
-  const executor = executorFor(placeholders, runDir.tmpDir);
+  // Sandboxed commands can make nested repositories the user's git would obey: checked after each run.
+  const nestedFor = (): NestedGitGuard | null =>
+    sandbox.unrestricted || !config.tools.shell ? null : nestedGitGuard([workspace.root, ...sandbox.settings.writableRoots]);
+  const watched = (exec: Executor, nested: NestedGitGuard | null): Executor =>
+    nested
+      ? (command, opts) => {
+          nested.baseline();
+          return exec(command, opts);
+        }
+      : exec;
+  const nested = nestedFor();
+  const executor = watched(executorFor(placeholders, runDir.tmpDir), nested);
   // Started now, so the servers come up while plugins load and the prompt is assembled.
   const mcp = await startMcp(config, options.mcpServers, {
     workspace: workspace.root,
@@ -165,17 +180,24 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     mcp: mcpReports,
     secrets: mcp.secrets,
     skills,
-    endRun: () => placeholders.close(),
+    endRun: () => {
+      placeholders.close();
+      return nested?.check() ?? [];
+    },
     lane() {
       const scope = new PlaceholderScope();
       lanes.add(scope);
-      const laneExecutor = executorFor(scope, runDir.laneTmpDir());
+      const laneNested = nestedFor();
+      const laneExecutor = watched(executorFor(scope, runDir.laneTmpDir()), laneNested);
       const own = kernelTools(config, laneExecutor, workspace, new RevisionTracker());
       return {
         // Plugin and MCP tools are shared; what they run goes through ctx.exec, the lane's executor.
         catalog: catalog.copyWith(new Map(kernel.map((tool, i) => [tool, own[i]!]))),
         makeContext: contextFactory(workspace, laneExecutor),
-        endRun: () => scope.close(),
+        endRun: () => {
+          scope.close();
+          return laneNested?.check() ?? [];
+        },
       };
     },
     async dispose() {

@@ -186,8 +186,9 @@ async function runOn(opened: Opened, lane: RunLane, recording: Recording, conten
     recording.finish(outcome);
     return outcome;
   } finally {
-    // The run is over: its placeholders go once its last command has ended.
-    lane.endRun();
+    // The run is over: its placeholders go once its last command has ended, and what it made of
+    // nested repositories is checked (its lines reach the user with the recording's warnings).
+    recording.warnings.push(...lane.endRun());
     spans?.end();
     opened.tracing?.runEnded();
   }

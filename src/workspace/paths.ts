@@ -44,6 +44,13 @@ export interface WorkspaceOptions {
 }
 
 export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env.*', 'HEAD'];
+/**
+ * A repository's git dir at any depth, for the file tools only: a nested repository's config or
+ * hooks (core.fsmonitor, post-index-change) run in the user's own git, unsandboxed, the moment a
+ * git-aware prompt or editor looks at it. Shell commands are checked after the run instead
+ * (nested-git.ts): a mount cannot hold names at every depth.
+ */
+export const NESTED_GIT_GLOBS = ['**/.git', '**/.git/**'];
 export const SECRET_FILE_GLOBS = ['**/.env*', '**/*.pem', '**/*.key', '**/id_*'];
 
 /** Symlink hops followed while canonicalising before giving up (the kernel's own limit is 40). */
@@ -100,7 +107,7 @@ export async function canonicalize(path: string): Promise<string> {
 export class Workspace implements WorkspaceAccess {
   private readonly protectedRules: GlobRule[];
   /** The defaults, for paths in a writable root outside the workspace (its own .git, .env …). */
-  private readonly rootProtectedRules = compileGlobs(DEFAULT_PROTECTED_GLOBS);
+  private readonly rootProtectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...NESTED_GIT_GLOBS]);
   private readonly readDenyRules: GlobRule[];
   private readonly policyDenials: { mode: 'read' | 'write'; rule: string; root?: string; test?: (path: string) => boolean }[];
 
@@ -110,7 +117,7 @@ export class Workspace implements WorkspaceAccess {
     private readonly writableRoots: string[],
     private readonly readRoots: string[] | null,
   ) {
-    this.protectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...(options.protectedGlobs ?? [])]);
+    this.protectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...NESTED_GIT_GLOBS, ...(options.protectedGlobs ?? [])]);
     this.readDenyRules = compileGlobs([...(options.readDeny ?? []), ...(options.denySecretFiles ? SECRET_FILE_GLOBS : [])]);
     this.policyDenials = (options.denied ?? []).map((d) => ({
       mode: d.mode,

@@ -1,0 +1,176 @@
+// Nested repositories made or changed by sandboxed commands. `git init sub` (or `mkdir -p sub/.git`)
+// inside the workspace gives the user a repository whose config and hooks their own git obeys,
+// unsandboxed, as soon as a git-aware prompt or editor looks at it: core.fsmonitor runs a command
+// on `git status`, a post-index-change hook runs when status refreshes the index. A mount cannot hold
+// `.git` at every depth, so the run's roots are walked instead: once before the run's first command
+// (what the user already had), and once after the run. A git dir that is new or changed since, and
+// holds anything a plain `git init` or clone does not write (a config key off the list below, a hook
+// that is not a `.sample`, a `commondir`, a `.git` file), is neutralised: that part is renamed to
+// NAME.conch-disabled and the user is told, with the path. The user's own repositories, as they
+// were before the run, are never touched.
+import { lstatSync, readdirSync, readFileSync, renameSync, existsSync, type Dirent } from 'node:fs';
+import { join, relative } from 'node:path';
+
+/** Config keys a plain init, clone or `git remote add` writes: nothing here runs a program. */
+const SAFE_KEYS = [
+  /^core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode|symlinks)$/,
+  /^remote\.[^\n]*\.(url|fetch|pushurl)$/,
+  /^branch\.[^\n]*\.(remote|merge)$/,
+  /^user\.(name|email)$/,
+  /^extensions\.objectformat$/,
+];
+/** Directories walked at most per root: past it the check says what it could not cover. */
+const MAX_DIRS = 100_000;
+const SUFFIX = '.conch-disabled';
+
+interface Found {
+  /** The git dir (a `.git` directory, a bare repository), or the `.git` file. */
+  path: string;
+  kind: 'dir' | 'file';
+  stamp: string;
+}
+
+export interface NestedGitGuard {
+  /** Record what exists now (before the run's first command); later calls do nothing until check(). */
+  baseline(): void;
+  /** After the run: neutralise what commands made dangerous; one line per thing done, for the user. */
+  check(): string[];
+}
+
+export function nestedGitGuard(roots: string[]): NestedGitGuard {
+  let before: Map<string, string> | null = null;
+  return {
+    baseline() {
+      before ??= new Map(scan(roots).found.map((f) => [f.path, f.stamp]));
+    },
+    check() {
+      if (!before) return [];
+      const { found, notes } = scan(roots);
+      const lines = [...notes];
+      for (const item of found) {
+        if (before.get(item.path) === item.stamp) continue;
+        lines.push(...neutralise(item, roots));
+      }
+      before = null;
+      return lines;
+    },
+  };
+}
+
+function scan(roots: string[]): { found: Found[]; notes: string[] } {
+  const found: Found[] = [];
+  const notes: string[] = [];
+  for (const root of roots) {
+    const stack = [root];
+    let dirs = 0;
+    while (stack.length > 0) {
+      const dir = stack.pop()!;
+      if (++dirs > MAX_DIRS) {
+        notes.push(`nested repositories under ${root} were checked in its first ${MAX_DIRS} directories only; review any a command made below them before using git there.`);
+        break;
+      }
+      const entries = list(dir);
+      const names = new Set(entries.map((e) => e.name));
+      // A bare repository: git takes the directory itself for a git dir (not the roots: protected as they are).
+      if (dir !== root && names.has('HEAD') && names.has('objects') && names.has('refs')) {
+        found.push({ path: dir, kind: 'dir', stamp: stampOf(dir) });
+        continue;
+      }
+      for (const entry of entries) {
+        const path = join(dir, entry.name);
+        if (entry.name === '.git') {
+          // The roots' own .git is read-only for commands (sandbox-profiles/protected.json).
+          if (dir === root) continue;
+          // A file or a link: either names a git dir elsewhere, where nothing is checked.
+          if (entry.isDirectory()) found.push({ path, kind: 'dir', stamp: stampOf(path) });
+          else found.push({ path, kind: 'file', stamp: fileStamp(path) });
+          continue;
+        }
+        if (entry.isDirectory()) stack.push(path);
+      }
+    }
+  }
+  return { found, notes };
+}
+
+function list(dir: string): Dirent[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true });
+  } catch {
+    return [];
+  }
+}
+
+function fileStamp(path: string): string {
+  try {
+    const info = lstatSync(path);
+    return `${info.ino}:${info.size}:${info.mtimeMs}:${info.ctimeMs}`;
+  } catch {
+    return '-';
+  }
+}
+
+/** What decides whether a git dir runs anything: its config, commondir and hooks. */
+function stampOf(gitDir: string): string {
+  const hooks = list(join(gitDir, 'hooks')).map((e) => `${e.name}=${fileStamp(join(gitDir, 'hooks', e.name))}`);
+  return [fileStamp(join(gitDir, 'config')), fileStamp(join(gitDir, 'commondir')), fileStamp(join(gitDir, 'hooks')), ...hooks.sort()].join('|');
+}
+
+/** Config lines past the safe list (or that cannot be read as plain key = value): null when none. */
+export function unsafeConfig(text: string): string | null {
+  let section = '';
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (line === '' || line.startsWith('#') || line.startsWith(';')) continue;
+    const header = /^\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]$/.exec(line);
+    if (header) {
+      section = header[2] === undefined ? header[1]!.toLowerCase() : `${header[1]!.toLowerCase()}.${header[2]}`;
+      continue;
+    }
+    const entry = /^([A-Za-z][A-Za-z0-9-]*)\s*(=.*)?$/.exec(line);
+    // Anything else (a continued value, an include, a key after a header on one line) counts as unsafe.
+    if (!entry || line.endsWith('\\')) return line;
+    const key = `${section}.${entry[1]!.toLowerCase()}`;
+    if (!SAFE_KEYS.some((safe) => safe.test(key))) return key;
+  }
+  return null;
+}
+
+function neutralise(item: Found, roots: string[]): string[] {
+  const shown = displayIn(item.path, roots);
+  if (item.kind === 'file') {
+    return disable(item.path, `${shown} (a .git file or link pointing git at a directory conch does not check)`, roots);
+  }
+  const lines: string[] = [];
+  const config = join(item.path, 'config');
+  let text = '';
+  try {
+    text = readFileSync(config, 'utf8');
+  } catch {
+    // no config: nothing of it runs
+  }
+  const bad = text === '' ? null : unsafeConfig(text);
+  if (bad) lines.push(...disable(config, `${displayIn(config, roots)} (it sets ${bad})`, roots));
+  if (existsSync(join(item.path, 'commondir'))) lines.push(...disable(join(item.path, 'commondir'), `${displayIn(join(item.path, 'commondir'), roots)} (it takes the config from elsewhere)`, roots));
+  const hooks = list(join(item.path, 'hooks')).filter((e) => !e.name.endsWith('.sample'));
+  if (hooks.length > 0) lines.push(...disable(join(item.path, 'hooks'), `${displayIn(join(item.path, 'hooks'), roots)} (it holds ${hooks.map((h) => h.name).join(', ')})`, roots));
+  return lines;
+}
+
+function disable(path: string, what: string, roots: string[]): string[] {
+  let target = `${path}${SUFFIX}`;
+  for (let n = 2; existsSync(target); n++) target = `${path}${SUFFIX}-${n}`;
+  try {
+    renameSync(path, target);
+  } catch (error) {
+    return [`a command made the nested repository file ${what}, which your git would run unsandboxed, and conch could not disable it (${(error as Error).message}); remove it before using git there.`];
+  }
+  return [
+    `a command made the nested repository file ${what}, which your git would run unsandboxed: conch renamed it to ${displayIn(target, roots)}; review it and rename it back only if you trust it.`,
+  ];
+}
+
+function displayIn(path: string, roots: string[]): string {
+  const root = roots.find((r) => path.startsWith(`${r}/`));
+  return root === roots[0] && root ? relative(root, path) : path;
+}
