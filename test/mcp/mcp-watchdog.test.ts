@@ -10,16 +10,20 @@ import { startAgent } from '../support/acp-client.ts';
 import { hasTmux, openTerminal, type Terminal } from '../support/tty.ts';
 import { WRITER } from './harness.ts';
 
-const harness = useHarness(async (d) => writeConfig(d, { mcpServers: { w: { command: BUN, args: [WRITER] } } }));
+// A start-up time far past what a loaded machine needs: a server that failed to start offers no tool to get stuck in.
+const harness = useHarness(async (d) => writeConfig(d, { mcpServers: { w: { command: BUN, args: [WRITER], startupTimeoutMs: 60_000 } } }));
 const SLOW = 60_000;
-/** One call whose six near-matches take the server's pattern several seconds each to refuse and describe. */
-const redos = () =>
-  harness.server.script([{ toolCalls: [{ name: 'mcp__w__match', arguments: { items: Array.from({ length: 6 }, () => `${'a'.repeat(40)}!`) } }] }, { text: 'unreachable' }]);
+/**
+ * One call whose string a dozen backtracking patterns (anyOf) each take a second or more to refuse,
+ * then to describe: half a minute with the main thread held, far past the deadline of 4 s, which
+ * leaves the model's first answer time to arrive on a loaded machine.
+ */
+const redos = () => harness.server.script([{ toolCalls: [{ name: 'mcp__w__match_any', arguments: { item: `${'a'.repeat(40)}!` } }] }, { text: 'unreachable' }]);
 
 describe('the watchdog holds the deadline when MCP tools are offered', () => {
   test('conch acp: a prompt stuck in a backtracking MCP schema ends conch acp at its deadline (exit 124)', async () => {
     redos();
-    const agent = startAgent({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--timeout', '2s'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    const agent = startAgent({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--timeout', '4s'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
     try {
       const exited = new Promise<number | null>((resolve) => agent.child.once('exit', (code) => resolve(code)));
       await agent.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
@@ -37,7 +41,7 @@ describe('the watchdog holds the deadline when MCP tools are offered', () => {
     const status = join(harness.dirs.home, 'status');
     let t: Terminal | undefined;
     try {
-      t = await openTerminal(['/bin/bash', '-c', `"${CONCH}" --model openai/test-model --timeout 2s; echo "exit $?" > '${status}'; exec sleep 60`], {
+      t = await openTerminal(['/bin/bash', '-c', `"${CONCH}" --model openai/test-model --timeout 4s; echo "exit $?" > '${status}'; exec sleep 60`], {
         cwd: harness.dirs.workspace,
         env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color' },
       });

@@ -2,7 +2,8 @@
 // (the workspace), fetch_url tries the network; each says what happened. With --stubborn it ignores
 // its stdin closing and SIGTERM, as a badly written server does. big_text answers with as many bytes
 // as asked for; bmp_image with an image in a format no model API takes; match has a
-// pattern that backtracks on a near-match (JavaScriptCore gives up after a second or two, per string). Run with the installed bun.
+// pattern that backtracks on a near-match (JavaScriptCore gives up after a second or two, per string),
+// match_any a dozen of them for one string. Run with the installed bun.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
@@ -32,6 +33,11 @@ server.registerTool('big_text', { description: 'Return that many bytes of text',
 // A pattern that backtracks exponentially on a near-match: a ReDoS in the server's schema.
 server.registerTool('match', { description: 'Match strings of a', inputSchema: { items: z.array(z.string().regex(/^(a+)+$/)) } }, async ({ items }) => ({
   content: [{ type: 'text', text: `matched ${items.length}` }],
+}));
+// One string against a dozen such patterns (anyOf): one call holds a validator for half a minute.
+const patterns = Array.from({ length: 12 }, (_, i) => z.string().regex(new RegExp(`^(a+)+${'b'.repeat(i)}$`)));
+server.registerTool('match_any', { description: 'Match one string', inputSchema: { item: z.union(patterns as unknown as [z.ZodString, z.ZodString]) } }, async () => ({
+  content: [{ type: 'text', text: 'matched' }],
 }));
 server.registerTool('bmp_image', { description: 'Return a BMP image' }, async () => ({
   content: [{ type: 'image', mimeType: 'image/bmp', data: Buffer.from('BM').toString('base64') }],
