@@ -10,6 +10,8 @@ export function normalizeResult(value: ToolReturn): ToolResult {
   if (value === undefined || value === null) return { content: [{ type: 'text', text: '(no output)' }] };
   if (typeof value === 'string') return { content: [{ type: 'text', text: value }] };
   if (isToolResult(value)) return value.content.some(unsendable) ? { ...value, content: value.content.map(describeUnsendable) } : value;
+  const problem = malformedResult(value);
+  if (problem) throw new Error(`its result is malformed: ${problem}`);
   const json = JSON.stringify(value);
   // A function or a symbol has no JSON form: sent as a text block without text, it failed the next request.
   if (typeof json !== 'string') return { content: [{ type: 'text', text: `(the tool returned a ${typeof value}, which has no text or JSON form)` }] };
@@ -41,6 +43,31 @@ function isToolResult(value: unknown): value is ToolResult {
           (b.type === 'image' && typeof b.data === 'string' && typeof b.mediaType === 'string')),
     )
   );
+}
+
+/**
+ * What is wrong with a value whose blocks are all typed text or image but not all well formed (an
+ * image with MCP's mimeType): taken as a JSON value, its base64 went to the model as text, and its
+ * isError was lost. A value with other blocks (a Jira document's { type: 'paragraph' }) is JSON.
+ */
+function malformedResult(value: unknown): string | null {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return null;
+  const content = (value as { content?: unknown }).content;
+  if (!Array.isArray(content) || content.length === 0) return null;
+  if (!content.every((b) => b && typeof b === 'object' && (b.type === 'text' || b.type === 'image'))) return null;
+  for (const [i, b] of content.entries()) {
+    if (b.type === 'text' && typeof b.text !== 'string') {
+      return `content[${i}] is a text block whose text is ${b.text === undefined ? 'missing' : `a ${b.text === null ? 'null' : typeof b.text}`}, not a string`;
+    }
+    if (b.type !== 'image') continue;
+    const hint = "an image block is { type: 'image', mediaType: 'image/png', data: '<base64>' }";
+    if (typeof b.mediaType !== 'string') {
+      const other = ['mimeType', 'media_type', 'mime', 'source'].find((k) => k in b);
+      return `content[${i}] is an image block without a string mediaType${other ? ` (it has ${other})` : ''}: ${hint}`;
+    }
+    if (typeof b.data !== 'string') return `content[${i}] is an image block without string data: ${hint}`;
+  }
+  return null;
 }
 
 export function serializedBytes(content: ContentBlock[]): number {

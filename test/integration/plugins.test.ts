@@ -218,6 +218,35 @@ describe('plugins through the CLI', () => {
     expect(flags & 0o4000).toBe(0);
   });
 
+  test('an image result reaches the model as an image; a result whose blocks are misspelt is a tool error naming the fix', async () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    await plugin('shots.ts', `
+      import { defineTool, Type } from 'conch';
+      const png = '${png}';
+      const tool = (name, content) => defineTool({ name, description: name, parameters: Type.Object({}), async execute() { return { content }; } });
+      export default [
+        tool('shot', [{ type: 'image', mediaType: 'image/png', data: png }]),
+        // MCP's spelling: it was sent to the model as JSON text, the base64 with it, and no error.
+        tool('mcp_style', [{ type: 'image', mimeType: 'image/png', data: png }, { type: 'text', text: 'a pixel' }]),
+        tool('numeric', [{ type: 'text', text: 42 }]),
+      ];`);
+    harness.server.script([
+      { toolCalls: [{ name: 'shot', arguments: {} }, { name: 'mcp_style', arguments: {} }, { name: 'numeric', arguments: {} }] },
+      { text: 'done' },
+    ]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    const [shot, misspelt, numeric] = harness.server.requests[1]!.body.messages.at(-1).content;
+    expect(shot.is_error).toBeFalsy();
+    expect(shot.content).toEqual([{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: png } }]);
+    expect(misspelt.is_error).toBe(true);
+    expect(JSON.stringify(misspelt.content)).not.toContain(png);
+    expect(JSON.stringify(misspelt.content)).toContain("tool 'mcp_style' failed: its result is malformed: content[0] is an image block without a string mediaType (it has mimeType)");
+    expect(JSON.stringify(misspelt.content)).toContain("{ type: 'image', mediaType: 'image/png', data: '<base64>' }");
+    expect(numeric.is_error).toBe(true);
+    expect(JSON.stringify(numeric.content)).toContain('content[0] is a text block whose text is a number, not a string');
+  });
+
   test('--no-plugins loads none', async () => {
     await plugin('weather.js', `export default { name: 'weather', description: 'w', parameters: { type: 'object', properties: {} }, execute: () => 'x' };`);
     harness.server.script([{ text: 'ok' }]);
