@@ -34,6 +34,8 @@ export interface Connection {
   client: Client;
   tools: McpTool[];
   close(): Promise<void>;
+  /** How a server whose connection closed ended ("it exited with code 9", its last stderr lines), or ''. */
+  ended(): Promise<{ how: string; stderr: string }>;
 }
 
 export type Connected = { ok: true; connection: Connection } | { ok: false; reason: string };
@@ -77,7 +79,14 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
       await close();
       return { ok: false, reason: exitReason(spec, first.died, child!) };
     }
-    return { ok: true, connection: { client, tools: first.tools, close } };
+    const ended = async () => {
+      if (!child) return { how: '', stderr: '' };
+      // The pipe can close a moment before the exit is reaped.
+      const code = await Promise.race([child.exited, Bun.sleep(200).then(() => undefined)]);
+      const how = code === undefined ? '' : code === null ? 'it was killed by a signal' : `it exited with code ${code}`;
+      return { how, stderr: stderrLines(child) };
+    };
+    return { ok: true, connection: { client, tools: first.tools, close, ended } };
   } catch (error) {
     // The handshake failed while the child may be dying: let its exit code tell what happened.
     const code = child ? await Promise.race([child.exited, Bun.sleep(100).then(() => undefined)]) : undefined;

@@ -50,7 +50,7 @@ export function startServers(specs: ServerSpec[], settings: ConnectSettings): Mc
     const { catalogTools } = await import('./tools.ts');
     const tools: Tool[] = [];
     const refused: string[] = [];
-    for (const tool of catalogTools(spec, result.connection.client, result.connection.tools)) {
+    for (const tool of catalogTools(spec, result.connection)) {
       const checked = checkToolDefinition(tool, tool.source, { mcp: true });
       if (checked.ok) tools.push(checked.tool);
       else refused.push(checked.reason);

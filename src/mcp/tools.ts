@@ -1,9 +1,9 @@
 // One server's MCP tools as catalog tools named mcp__<server>__<tool>, so they pass the same
 // argument validation, limits, --tools, policy rules and tracing as any other tool.
-import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { ErrorCode, McpError, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import type { Tool } from '../tools/define.ts';
 import type { ServerSpec } from './config.ts';
+import type { Connection } from './connect.ts';
 import { toToolResult, type McpCallResult } from './results.ts';
 
 const MAX_NAME = 64;
@@ -17,8 +17,9 @@ export function selectTools(spec: ServerSpec, tools: McpTool[]): McpTool[] {
   return tools.filter((t) => (spec.enabledTools === null || spec.enabledTools.includes(t.name)) && !spec.disabledTools.includes(t.name));
 }
 
-export function catalogTools(spec: ServerSpec, client: Client, tools: McpTool[]): Tool[] {
-  return selectTools(spec, tools).map((mcp) => {
+export function catalogTools(spec: ServerSpec, connection: Connection): Tool[] {
+  const { client } = connection;
+  return selectTools(spec, connection.tools).map((mcp) => {
     const name = toolName(spec.name, mcp.name);
     const schema = { ...(mcp.inputSchema as Record<string, unknown>) };
     // The catalog compiles the schema itself; a dialect marker means nothing to it.
@@ -44,8 +45,11 @@ export function catalogTools(spec: ServerSpec, client: Client, tools: McpTool[])
           if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
             throw new Error(`the MCP server ${spec.name} did not answer ${mcp.name} within ${spec.toolTimeoutMs} ms (toolTimeoutMs)`);
           }
-          if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) {
-            throw new Error(`the MCP server ${spec.name} is gone (its connection closed); its tools fail for the rest of this run`);
+          // Closed during this call, or before it (the SDK then says only "Not connected").
+          if ((error instanceof McpError && error.code === ErrorCode.ConnectionClosed) || client.transport === undefined) {
+            // Why it died is what the author needs: a start-up crash shows its stderr, so does this.
+            const { how, stderr } = await connection.ended();
+            throw new Error(`the MCP server ${spec.name} is gone (${how || 'its connection closed'}); its tools fail for the rest of this run${stderr}`);
           }
           throw error;
         }

@@ -174,6 +174,23 @@ describe('MCP servers through the CLI', () => {
     expect(JSON.stringify(blocks)).toContain('an image of type image/bmp');
   });
 
+  test('a server that dies during a call: the tool error gives its exit code and last stderr lines, and later calls say it is gone', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { w: { command: BUN, args: [WRITER] } } });
+    harness.server.script([
+      { toolCalls: [{ name: 'mcp__w__crash', arguments: {} }] },
+      { toolCalls: [{ name: 'mcp__w__big_text', arguments: { bytes: 3 } }] },
+      { text: 'done' },
+    ]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    const died = JSON.stringify(results(1)[0].content);
+    expect(results(1)[0].is_error).toBe(true);
+    expect(died).toContain('the MCP server w is gone (it exited with code 9); its tools fail for the rest of this run');
+    expect(died).toContain('its stderr ended with:');
+    expect(died).toContain('writer: fatal: the database is locked');
+    expect(JSON.stringify(results(2)[0].content)).toContain('the MCP server w is gone');
+  });
+
   test("a server's pattern that backtracks (a ReDoS, seconds per call) cannot hold the run past --timeout: the watchdog ends it", async () => {
     await writeConfig(harness.dirs, { mcpServers: { w: { command: BUN, args: [WRITER] } } });
     // Calls refused by validation follow one another without a turn of the event loop: no timer fires between them.

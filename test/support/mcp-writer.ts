@@ -1,7 +1,7 @@
 // A small MCP server of our own for the tests: write_file tries to write into its working directory
 // (the workspace), fetch_url tries the network; each says what happened. With --stubborn it ignores
 // its stdin closing and SIGTERM, as a badly written server does. big_text answers with as many bytes
-// as asked for; bmp_image with an image in a format no model API takes; match has a
+// as asked for; crash exits during the call; bmp_image with an image in a format no model API takes; match has a
 // pattern that backtracks on a near-match (JavaScriptCore gives up after a second or two, per string),
 // match_any a dozen of them for one string. Run with the installed bun.
 import { writeFileSync } from 'node:fs';
@@ -42,6 +42,11 @@ server.registerTool('match_any', { description: 'Match one string', inputSchema:
 server.registerTool('bmp_image', { description: 'Return a BMP image' }, async () => ({
   content: [{ type: 'image', mimeType: 'image/bmp', data: Buffer.from('BM').toString('base64') }],
 }));
+// A server that dies in the middle of a call (an unhandled error, a segfault), saying why on stderr.
+server.registerTool('crash', { description: 'Exit in the middle of the call' }, async () => {
+  process.stderr.write('writer: fatal: the database is locked\n');
+  process.exit(9);
+});
 if (process.argv.includes('--stubborn')) {
   process.on('SIGTERM', () => {});
   setInterval(() => {}, 1000);
