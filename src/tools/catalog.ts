@@ -1,5 +1,5 @@
 // The run's tool catalog: what the model is offered, and the gate every call passes before dispatch.
-import { compileSchema, schemaIssues, type Validator } from './json-schema.ts';
+import { compileSchema, schemaIssues, unknownTypeAt, type Validator } from './json-schema.ts';
 import type { Tool } from './define.ts';
 import { MAX_DURATION_MS, MAX_DURATION_TEXT } from '../core/duration.ts';
 import type { ToolSpec } from '../core/content.ts';
@@ -37,6 +37,8 @@ export function checkToolDefinition(value: unknown, source: string, options: { m
   if (!schema || typeof schema !== 'object' || (schema as { type?: unknown }).type !== 'object') {
     return { ok: false, reason: `tool '${def.name}': parameters must be an object schema (Type.Object or { type: 'object', … })` };
   }
+  const typo = unknownTypeAt(schema, 'parameters');
+  if (typo) return { ok: false, reason: `tool '${def.name}': ${typo}` };
   try {
     compileSchema(closeSchema(schema as Record<string, unknown>));
   } catch (error) {

@@ -48,3 +48,32 @@ export function schemaIssues(validator: Validator, value: unknown, max: number):
   }
   return out;
 }
+
+const JSON_TYPES = ['string', 'number', 'integer', 'boolean', 'object', 'array', 'null'];
+/** Keywords whose values are data, not schemas: a { type: 'bug' } there is an example value. */
+const DATA_KEYWORDS = new Set(['enum', 'const', 'default', 'examples']);
+
+/**
+ * The first `type` in a schema that names no JSON type ('strin', 'str'), as "at.path has "strin"",
+ * or null. The compiler ignores such a type, so the field went unchecked, and providers refuse a
+ * request whose tool schema has one.
+ */
+export function unknownTypeAt(schema: unknown, at: string): string | null {
+  if (!schema || typeof schema !== 'object') return null;
+  if (Array.isArray(schema)) {
+    for (const [i, item] of schema.entries()) {
+      const found = unknownTypeAt(item, `${at}[${i}]`);
+      if (found) return found;
+    }
+    return null;
+  }
+  for (const [key, value] of Object.entries(schema as Record<string, unknown>)) {
+    if (DATA_KEYWORDS.has(key)) continue;
+    const names = typeof value === 'string' ? [value] : Array.isArray(value) && value.every((v) => typeof v === 'string') ? value : null;
+    const bad = key === 'type' && names ? names.find((n) => !JSON_TYPES.includes(n)) : undefined;
+    if (bad !== undefined) return `${at}.type has ${JSON.stringify(bad)}, which is not a JSON Schema type (${JSON_TYPES.join(', ')})`;
+    const found = unknownTypeAt(value, `${at}.${key}`);
+    if (found) return found;
+  }
+  return null;
+}

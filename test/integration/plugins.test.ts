@@ -247,6 +247,26 @@ describe('plugins through the CLI', () => {
     expect(JSON.stringify(numeric.content)).toContain('content[0] is a text block whose text is a number, not a string');
   });
 
+  test('a JSON Schema type that is not one (a typo) fails that plugin naming the key; "type" as a property name or in a default is fine', async () => {
+    // Accepted, it validated nothing for that field, and a provider refuses the whole request over it.
+    await plugin('typo.js', `
+      export default {
+        name: 'typo', description: 'd',
+        parameters: { type: 'object', properties: { a: { type: 'object', properties: { n: { type: ['strin', 'null'] } } } } },
+        execute: () => 'x',
+      };`);
+    await plugin('issue.js', `
+      export default {
+        name: 'issue', description: 'd',
+        parameters: { type: 'object', properties: { type: { type: 'string', enum: ['bug'] }, meta: { type: 'object', default: { type: 'bug' }, examples: [{ type: 'task' }] } } },
+        execute: () => 'x',
+      };`);
+    const r = await runConch({ dirs: harness.dirs, args: ['tools'] });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`tool 'typo': parameters.properties.a.properties.n.type has "strin", which is not a JSON Schema type (string, number, integer, boolean, object, array, null)`);
+    expect(r.stdout).toMatch(/loaded +\S*issue\.js +\(issue\)/);
+  });
+
   test('--no-plugins loads none', async () => {
     await plugin('weather.js', `export default { name: 'weather', description: 'w', parameters: { type: 'object', properties: {} }, execute: () => 'x' };`);
     harness.server.script([{ text: 'ok' }]);
