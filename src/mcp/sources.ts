@@ -31,6 +31,12 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
   const file = join(input.cwd, PROJECT_FILE);
   const read = await readProjectFile(file);
   if (read === undefined) return { servers, skipped: null };
+  if ('problem' in read) {
+    // A file you trusted as it is now is yours to fix: a setup error. Any other is the repository's,
+    // whose servers would not start anyway: a typo in it must not stop every run in the clone.
+    if ((await input.trustedHash()) === mcpFileHash(read.text)) throw read.problem;
+    return { servers, skipped: `${read.problem.message}. Its servers are not started (it is the repository's file and not trusted); --no-mcp silences this.` };
+  }
   const project = read.servers;
   const taken = new Set(servers.map((s) => s.name));
   const names = Object.keys((project ?? {}) as object).filter((n) => !taken.has(n));
@@ -51,8 +57,8 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
   return { servers: [...servers, ...own], skipped: null };
 }
 
-/** The "mcpServers" object of .mcp.json and the text it came from; undefined when there is no such file. */
-async function readProjectFile(file: string): Promise<{ servers: unknown; text: string } | undefined> {
+/** The "mcpServers" object of .mcp.json (or what is wrong with it) and the text; undefined when there is no such file. */
+async function readProjectFile(file: string): Promise<{ servers: unknown; text: string } | { problem: ConfigError; text: string } | undefined> {
   let text: string | null;
   try {
     text = await readMcpText(file);
@@ -63,10 +69,10 @@ async function readProjectFile(file: string): Promise<{ servers: unknown; text: 
   }
   if (text === null) return undefined;
   const parsed = parseJsonText(text);
-  if (!parsed.ok) throw new ConfigError(`${file}: ${parsed.message}`, file);
+  if (!parsed.ok) return { problem: new ConfigError(`${file}: ${parsed.message}`, file), text };
   const value = parsed.value as { mcpServers?: unknown } | null;
   if (!value || typeof value !== 'object' || Array.isArray(value) || !('mcpServers' in value)) {
-    throw new ConfigError(`${file}: expected { "mcpServers": { "name": { "command": … } } }`, file, 'mcpServers');
+    return { problem: new ConfigError(`${file}: expected { "mcpServers": { "name": { "command": … } } }`, file, 'mcpServers'), text };
   }
   return { servers: value.mcpServers, text };
 }

@@ -109,6 +109,22 @@ describe('MCP servers through the CLI', () => {
     expect(offered(1)).toContain('mcp__proj__echo');
   });
 
+  test("a cloned repository's .mcp.json that is not valid JSON is skipped in one line; trusted as it is, it is a setup error", async () => {
+    // It stopped every run in the clone with exit 2, though its servers would not have started.
+    const file = join(harness.dirs.workspace, '.mcp.json');
+    await writeFile(file, '{ "mcpServers": { "proj": { "command": "x", } } }');
+    harness.server.script([{ text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('done');
+    expect(r.stderr).toContain(`${file}: not valid JSON at line 1`);
+    expect(r.stderr).toContain("Its servers are not started (it is the repository's file and not trusted)");
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    const trusted = await run(['go']);
+    expect(trusted.code).toBe(2);
+    expect(trusted.stderr).toContain(`${file}: not valid JSON at line 1`);
+  });
+
   test('a .mcp.json the model made a FIFO or a link to /dev/zero is a setup error naming it, not a start that never ends', async () => {
     const file = join(harness.dirs.workspace, '.mcp.json');
     for (const make of [() => Bun.spawnSync(['mkfifo', file]), () => symlinkSync('/dev/zero', file)]) {
