@@ -9,7 +9,7 @@
 // passes. A mount deeper than a hidden directory (the workspace inside a hidden home, a writable
 // root) shows through it, as its own configuration asks; protected paths inside a hidden directory
 // need no mount of their own, since it is read-only.
-import { closeSync, lstatSync, openSync, realpathSync, renameSync, statSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, realpathSync, renameSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { coveringMount, type ConcreteMount } from './bwrap.ts';
 import { forgetUserStateDir, userStateDir } from './user-dir.ts';
@@ -91,21 +91,42 @@ export function hiddenFacts(paths: string[]): HiddenFacts {
   for (const path of paths) {
     checkAbsolute(path);
     let real: string;
+    let info: Stats | undefined;
     try {
       // Absent here means absent for realpath too (it follows the same components, and more).
-      if (!lstatSync(path, { throwIfNoEntry: false })) continue;
+      info = lstatSync(path, { throwIfNoEntry: false });
+      if (!info) continue;
+      const known = canonical.get(path);
+      if (known && known.dev === info.dev && known.ino === info.ino) {
+        found.set(path, known.kind);
+        continue;
+      }
       real = realpathSync(path);
     } catch {
       continue; // absent (or unreachable for this user, and so for the command too)
     }
     checkNotRoot(path, real);
     try {
-      found.set(real, statSync(real).isDirectory() ? 'dir' : 'file');
+      const kind = statSync(real).isDirectory() ? 'dir' : 'file';
+      found.set(real, kind);
+      if (real === path) remember(path, info, kind);
     } catch {
       continue;
     }
   }
   return [...found].sort((a, b) => depth(a[0]) - depth(b[0]));
+}
+
+/**
+ * Paths found canonical (no link on the way), by identity: the same file or directory there again
+ * (no link: lstat would show the link) needs no realpath. Every command looks at each hidden path.
+ */
+const canonical = new Map<string, { dev: number; ino: number; kind: 'dir' | 'file' }>();
+
+function remember(path: string, info: Stats, kind: 'dir' | 'file'): void {
+  if (info.isSymbolicLink()) return;
+  if (canonical.size >= 256) canonical.clear();
+  canonical.set(path, { dev: info.dev, ino: info.ino, kind });
 }
 
 /**

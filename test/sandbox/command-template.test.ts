@@ -3,7 +3,7 @@
 // visible read-only that appears, goes or changes between two commands is what the second command
 // sees; a kept layout would show the first command's world.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { emptyFile } from '../../src/sandbox/hidden.ts';
@@ -44,6 +44,17 @@ describe.skipIf(!canRun)('a layout kept between commands', () => {
     writeFileSync(join(secret, 'inner'), 'TOKEN=2\n');
     const second = await sandboxed(fx, 'ls -A secret; cat secret/inner 2>/dev/null || echo NO-FILE', { hidden: [secret] });
     expect(second.stdout).toBe('NO-FILE\n');
+  });
+
+  test('a hidden file replaced by a link between commands: what the link points to is hidden', async () => {
+    const secret = join(fx.ws, 'secret');
+    writeFileSync(secret, 'TOKEN=1\n');
+    writeFileSync(join(fx.ws, 'other'), 'TOKEN=2\n');
+    expect((await sandboxed(fx, 'cat secret; echo "[$?]"', { hidden: [secret] })).stdout).toBe('[0]\n');
+    unlinkSync(secret);
+    symlinkSync(join(fx.ws, 'other'), secret);
+    const second = await sandboxed(fx, 'cat secret other; echo "[$?]"', { hidden: [secret] });
+    expect(second.stdout).toBe('[0]\n');
   });
 
   test('the empty file bound over hidden files is made again when it is removed between commands', async () => {
