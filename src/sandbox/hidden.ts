@@ -96,9 +96,10 @@ export function hiddenFacts(paths: string[]): HiddenFacts {
       // Absent here means absent for realpath too (it follows the same components, and more).
       info = lstatSync(path, { throwIfNoEntry: false });
       if (!info) continue;
+      // The kind is read afresh: an inode number is reused (a file removed, a directory made there).
       const known = canonical.get(path);
-      if (known && known.dev === info.dev && known.ino === info.ino) {
-        found.set(path, known.kind);
+      if (known && known.dev === info.dev && known.ino === info.ino && !info.isSymbolicLink()) {
+        found.set(path, info.isDirectory() ? 'dir' : 'file');
         continue;
       }
       real = realpathSync(path);
@@ -109,7 +110,7 @@ export function hiddenFacts(paths: string[]): HiddenFacts {
     try {
       const kind = statSync(real).isDirectory() ? 'dir' : 'file';
       found.set(real, kind);
-      if (real === path) remember(path, info, kind);
+      if (real === path) remember(path, info);
     } catch {
       continue;
     }
@@ -118,15 +119,17 @@ export function hiddenFacts(paths: string[]): HiddenFacts {
 }
 
 /**
- * Paths found canonical (no link on the way), by identity: the same file or directory there again
- * (no link: lstat would show the link) needs no realpath. Every command looks at each hidden path.
+ * Paths found canonical (no link on the way), by identity: the same file or directory there again,
+ * and no link in its place, needs no realpath. The identity only tells that no directory on the way
+ * became a link since (the thing would then be found elsewhere, as another inode, or as the same
+ * one, which is then hidden all the same). Every command looks at each hidden path.
  */
-const canonical = new Map<string, { dev: number; ino: number; kind: 'dir' | 'file' }>();
+const canonical = new Map<string, { dev: number; ino: number }>();
 
-function remember(path: string, info: Stats, kind: 'dir' | 'file'): void {
+function remember(path: string, info: Stats): void {
   if (info.isSymbolicLink()) return;
   if (canonical.size >= 256) canonical.clear();
-  canonical.set(path, { dev: info.dev, ino: info.ino, kind });
+  canonical.set(path, { dev: info.dev, ino: info.ino });
 }
 
 /**
