@@ -22,6 +22,8 @@ const SAFE_KEYS = [
 /** Directories walked at most per root: past it the check says what it could not cover. */
 const MAX_DIRS = 100_000;
 const SUFFIX = '.conch-disabled';
+/** Not walked: a nested repository there runs only in a shell that is inside it. */
+const SKIPPED = 'node_modules';
 
 interface Found {
   /** The git dir (a `.git` directory, a bare repository), or the `.git` file. */
@@ -86,7 +88,9 @@ function scan(roots: string[]): { found: Found[]; notes: string[] } {
           else found.push({ path, kind: 'file', stamp: fileStamp(path) });
           continue;
         }
-        if (entry.isDirectory()) stack.push(path);
+        // node_modules is left out (editors' git integration skips it too): a JavaScript project's
+        // holds tens of thousands of directories, a walk of a second before and after every run.
+        if (entry.isDirectory() && entry.name !== SKIPPED) stack.push(path);
       }
     }
   }

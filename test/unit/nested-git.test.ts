@@ -59,4 +59,14 @@ describe('nestedGitGuard', () => {
     expect(guard.check()).toEqual([]);
     expect(existsSync(join(root, '.git/config'))).toBe(true);
   });
+  test('node_modules is not walked: a repository made there is left, as the README says', () => {
+    const guard = nestedGitGuard([root]);
+    guard.baseline();
+    gitDir(join(root, 'node_modules', 'pkg', '.git'), '[core]\n\tfsmonitor = touch x\n');
+    gitDir(join(root, 'src', '.git'), '[core]\n\tfsmonitor = touch x\n');
+    const lines = guard.check();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain(join('src', '.git', 'config'));
+    expect(existsSync(join(root, 'node_modules', 'pkg', '.git', 'config'))).toBe(true);
+  });
 });
