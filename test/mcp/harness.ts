@@ -27,3 +27,33 @@ export async function eventually(check: () => Promise<boolean>, tries = 100): Pr
   }
   return false;
 }
+
+/**
+ * server-everything over Streamable HTTP on a free loopback port, once it says it listens; `stop`
+ * kills it and waits.
+ */
+export async function httpEverything(): Promise<{ url: string; stop(): Promise<void> }> {
+  const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
+  const port = probe.port;
+  probe.stop(true);
+  const http = Bun.spawn([BUN, EVERYTHING, 'streamableHttp'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: String(port) }, stdout: 'ignore', stderr: 'pipe' });
+  const stop = async () => {
+    http.kill();
+    await http.exited;
+  };
+  try {
+    // It says so on stderr once it listens.
+    const reader = http.stderr.getReader();
+    let said = '';
+    while (!said.includes('listening')) {
+      const { done, value } = await reader.read();
+      if (done) throw new Error(`server-everything did not start: ${said}`);
+      said += new TextDecoder().decode(value);
+    }
+    reader.releaseLock();
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { url: `http://127.0.0.1:${port}/mcp`, stop };
+}

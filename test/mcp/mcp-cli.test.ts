@@ -6,7 +6,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { anthropicEnv, BUN, CONCH, conchEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
-import { eventually, everything, EVERYTHING, processesWith, WRITER } from './harness.ts';
+import { eventually, everything, EVERYTHING, processesWith, httpEverything, WRITER } from './harness.ts';
 
 const harness = useHarness();
 const run = (args: string[], env: Record<string, string> = {}) =>
@@ -359,29 +359,16 @@ describe('MCP server network and shutdown', () => {
 
 describe('Streamable HTTP servers', () => {
   test('server-everything over HTTP: its tools are offered and called', async () => {
-    const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
-    const port = probe.port;
-    probe.stop(true);
-    const http = Bun.spawn([BUN, EVERYTHING, 'streamableHttp'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: String(port) }, stdout: 'ignore', stderr: 'pipe' });
+    const http = await httpEverything();
     try {
-      // It says so on stderr once it listens.
-      const reader = http.stderr.getReader();
-      let said = '';
-      while (!said.includes('listening')) {
-        const { done, value } = await reader.read();
-        if (done) throw new Error(`server-everything did not start: ${said}`);
-        said += new TextDecoder().decode(value);
-      }
-      reader.releaseLock();
-      await writeConfig(harness.dirs, { mcpServers: { web: { url: `http://127.0.0.1:${port}/mcp`, headers: { 'X-Test': '${MY_HEADER}' } } } });
+      await writeConfig(harness.dirs, { mcpServers: { web: { url: http.url, headers: { 'X-Test': '${MY_HEADER}' } } } });
       harness.server.script([{ toolCalls: [{ name: 'mcp__web__echo', arguments: { message: 'over http' } }] }, { text: 'done' }]);
       const r = await run(['go'], { MY_HEADER: 'yes' });
       expect(r.code).toBe(0);
       expect(r.stderr).toBe('');
       expect(JSON.stringify(results(1)[0].content)).toContain('Echo: over http');
     } finally {
-      http.kill();
-      await http.exited;
+      await http.stop();
     }
   });
 });

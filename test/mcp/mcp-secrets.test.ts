@@ -6,7 +6,7 @@ import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { anthropicEnv, BUN, runConch, useHarness, writeConfig } from '../support/cli.ts';
-import { everything, EVERYTHING } from './harness.ts';
+import { everything, EVERYTHING, httpEverything } from './harness.ts';
 
 const harness = useHarness();
 const TOKEN = 'mcp-tok-9d41be07c3a2';
@@ -43,28 +43,16 @@ describe("MCP servers' secrets stay out of traces and sessions", () => {
   });
 
   test('an HTTP server Authorization header, and the bare token of it that the model quotes', async () => {
-    const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
-    const port = probe.port;
-    probe.stop(true);
-    const http = Bun.spawn([BUN, EVERYTHING, 'streamableHttp'], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PORT: String(port) }, stdout: 'ignore', stderr: 'pipe' });
+    const http = await httpEverything();
     try {
-      const reader = http.stderr.getReader();
-      let said = '';
-      while (!said.includes('listening')) {
-        const { done, value } = await reader.read();
-        if (done) throw new Error(`server-everything did not start: ${said}`);
-        said += new TextDecoder().decode(value);
-      }
-      reader.releaseLock();
-      await writeConfig(harness.dirs, { mcpServers: { web: { url: `http://127.0.0.1:${port}/mcp`, headers: { Authorization: `Bearer ${TOKEN}` } } } });
+      await writeConfig(harness.dirs, { mcpServers: { web: { url: http.url, headers: { Authorization: `Bearer ${TOKEN}` } } } });
       harness.server.script([{ toolCalls: [{ name: 'mcp__web__echo', arguments: { message: `my token is ${TOKEN}` } }] }, { text: `it was ${TOKEN}` }]);
       const trace = join(harness.dirs.home, 'trace.jsonl');
       const r = await run(['--trace', trace, '--trace-content', 'go'], {});
       expect(r.code).toBe(0);
       expectNowhere(trace, 'MCP server web header Authorization');
     } finally {
-      http.kill();
-      await http.exited;
+      await http.stop();
     }
   });
 });
