@@ -8,7 +8,8 @@ import { canUseOutputFd } from '../../src/process/merged-output.ts';
 import { cleanEnv, runProcess, type ProcessResult, type SpawnOptions } from '../../src/process/spawn.ts';
 import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { PlaceholderScope, prepareSandboxed, probeSandbox, type SandboxRequest } from '../../src/sandbox/index.ts';
-import { createExecutor, type ExecResult } from '../../src/shell/exec.ts';
+import type { NetworkProxy } from '../../src/sandbox/proxy.ts';
+import { createExecutor, type ExecResult, type Executor } from '../../src/shell/exec.ts';
 import { Workspace } from '../../src/workspace/paths.ts';
 
 export const status = await probeSandbox();
@@ -126,6 +127,21 @@ export async function bashExecutor(fx: Fixture, placeholders?: PlaceholderScope)
     ...(placeholders ? { placeholders } : {}),
   });
   return (command) => exec(command, { signal: new AbortController().signal });
+}
+
+/** The bash tool's executor over the fixture with the network allowlist `allow` through `proxy`. */
+export async function allowlistExecutor(fx: Fixture, allow: string[], proxy: NetworkProxy): Promise<Executor> {
+  return createExecutor({
+    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
+    unrestricted: false,
+    sandbox: { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [], netAllow: allow },
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: fx.tmp,
+    logDir: join(fx.root, 'logs'),
+    proxy,
+  });
 }
 
 /** Python source run inside the sandbox, passed safely through sh. */

@@ -14,7 +14,7 @@ import { parseAllowList } from '../../src/sandbox/net-rules.ts';
 import { startProxy, type Lookup, type NetworkProxy } from '../../src/sandbox/proxy.ts';
 import { createExecutor } from '../../src/shell/exec.ts';
 import { Workspace } from '../../src/workspace/paths.ts';
-import { canRun, fixture, type Fixture } from './harness.ts';
+import { allowlistExecutor, canRun, fixture, type Fixture } from './harness.ts';
 
 const hits = { a: 0, b: 0 };
 let a: ReturnType<typeof Bun.serve>;
@@ -60,17 +60,7 @@ function descendsFromUs(pid: number): boolean {
 
 async function executor(allow: string[], lookup: Lookup = recordingLookup) {
   proxy = await startProxy({ allow: parseAllowList(allow, String), dir: proxyDir, lookup, source: 'the test allowlist' });
-  const exec = createExecutor({
-    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
-    unrestricted: false,
-    sandbox: { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [], netAllow: allow },
-    limits: DEFAULT_LIMITS,
-    env: {},
-    shellEnabled: true,
-    tmpDir: fx.tmp,
-    logDir: join(fx.root, 'logs'),
-    proxy,
-  });
+  const exec = await allowlistExecutor(fx, allow, proxy);
   return (command: string) => exec(command.replaceAll('{A}', String(a.port)).replaceAll('{B}', String(b.port)), { signal: new AbortController().signal });
 }
 

@@ -7,12 +7,9 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { parseAllowList } from '../../src/sandbox/net-rules.ts';
 import { startProxy, type NetworkProxy } from '../../src/sandbox/proxy.ts';
-import { createExecutor } from '../../src/shell/exec.ts';
-import { Workspace } from '../../src/workspace/paths.ts';
-import { canRun, fixture, type Fixture } from './harness.ts';
+import { allowlistExecutor, canRun, fixture, type Fixture } from './harness.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = 64 * MiB;
@@ -50,17 +47,7 @@ afterEach(async () => {
 });
 
 async function exec(command: string) {
-  const run = createExecutor({
-    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
-    unrestricted: false,
-    sandbox: { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: [], netAllow: [`127.0.0.1:${port}`] },
-    limits: DEFAULT_LIMITS,
-    env: {},
-    shellEnabled: true,
-    tmpDir: fx.tmp,
-    logDir: join(fx.root, 'logs'),
-    proxy,
-  });
+  const run = await allowlistExecutor(fx, [`127.0.0.1:${port}`], proxy);
   return run(command, { signal: new AbortController().signal });
 }
 

@@ -40,6 +40,21 @@ async function workspace(config: Awaited<ReturnType<typeof load>>) {
   return Workspace.open({ root: fx.ws, unrestricted: false, secrets: config.workspace.secrets, denied: config.policy.denied });
 }
 
+/** The bash tool's executor under `config`'s sandbox, with its secret locations hidden and named. */
+async function secretsExecutor(config: Awaited<ReturnType<typeof load>>) {
+  return createExecutor({
+    workspace: await workspace(config),
+    unrestricted: false,
+    sandbox: { ...config.sandbox, hidden: await hiddenForCommands(config, fx.ws) },
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: fx.tmp,
+    logDir: join(fx.root, 'logs'),
+    secrets: config.workspace.secrets,
+  });
+}
+
 async function refusal(ws: Workspace, path: string): Promise<PolicyError> {
   const error = await ws.resolve(path, 'read').then(() => null, (e: unknown) => e);
   expect(error).toBeInstanceOf(PolicyError);
@@ -121,34 +136,14 @@ describe.skipIf(!canRun)('secret locations and shell commands (real bwrap)', () 
     const c = `sh "${xdg}/conch/skills/release/scripts/check.sh"; cat "${xdg}/conch/config.json"; echo "[$?]"`;
     const result = await sandboxed(fx, c, { hidden: await hiddenForCommands(config, fx.ws) });
     expect(result.stdout).toBe('SCRIPT-RAN\n[0]\n');
-    const exec = createExecutor({
-      workspace: await workspace(config),
-      unrestricted: false,
-      sandbox: { ...config.sandbox, hidden: await hiddenForCommands(config, fx.ws) },
-      limits: DEFAULT_LIMITS,
-      env: {},
-      shellEnabled: true,
-      tmpDir: fx.tmp,
-      logDir: join(fx.root, 'logs'),
-      secrets: config.workspace.secrets,
-    });
+    const exec = await secretsExecutor(config);
     const told = await exec(`cat ${xdg}/conch/config.json`, { signal: new AbortController().signal });
     expect(told.notes?.join('\n')).toContain('policy: ~/.config/conch is hidden by policy (rule read.secret:conch-config); commands see it empty except skills.');
   });
 
   test('a command that names a hidden location is told it is hidden by policy and by which rule', async () => {
     const config = await load();
-    const exec = createExecutor({
-      workspace: await workspace(config),
-      unrestricted: false,
-      sandbox: { ...config.sandbox, hidden: await hiddenForCommands(config, fx.ws) },
-      limits: DEFAULT_LIMITS,
-      env: {},
-      shellEnabled: true,
-      tmpDir: fx.tmp,
-      logDir: join(fx.root, 'logs'),
-      secrets: config.workspace.secrets,
-    });
+    const exec = await secretsExecutor(config);
     const result = await exec(`cat ${home}/.ssh/id_ed25519; echo "[$?]"`, { signal: new AbortController().signal });
     expect(result.output).not.toContain('PRIVATE-SSH-KEY');
     expect(result.notes?.join('\n')).toContain('~/.ssh is hidden by policy (rule read.secret:ssh)');
