@@ -49,7 +49,8 @@ export interface ConcreteMount {
   readOnly?: boolean;
 }
 
-const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1);
+/** How many directories deep `path` is (`/` is 0): parents sort before their children. */
+export const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1);
 
 
 /** The profile's mounts with variables filled in, except {protected} (see withProtection). */

@@ -8,6 +8,7 @@
 import {
   baseMounts,
   bwrapOptions,
+  depth,
   protectedMountType,
   withProtection,
   writableIn,
@@ -19,12 +20,11 @@ import type { BwrapMount, SandboxProfile } from './profiles.ts';
 import { readOnlyFacts, readOnlyMountsFor } from './read-only-paths.ts';
 
 export interface Layout {
-  /** The profile's mounts, the read-only and the hidden paths: what protection goes on top of. */
-  base: ConcreteMount[];
-  /** Whether a command could write `path` under base (a protected path there needs a mount). */
+  /**
+   * Whether a command could write `path` under the layout's mounts (the profile's, the read-only and
+   * the hidden paths): a protected path there needs a mount.
+   */
   needed: (path: string) => boolean;
-  /** The type of the profile's {protected} mounts; null: none (the read-only profile). */
-  protectedType: BwrapMount['type'] | null;
   /** bwrap's options for this layout, the given protection and settings (memoised per layout). */
   options(spec: Omit<BwrapOptions, 'mounts'> & { protectedPaths: string[]; pins: string[] }): string[];
 }
@@ -40,8 +40,6 @@ export interface LayoutInputs {
   /** conch's own directories (index.ts says which): hidden wherever a command could write them. */
   own: string[];
 }
-
-const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1);
 
 // A run has one layout (more only when a hidden path appears or goes): a few are plenty.
 const KEPT = 8;
@@ -96,9 +94,7 @@ function build(base: ConcreteMount[], protectedType: BwrapMount['type'] | null):
     return key;
   };
   return {
-    base,
     needed,
-    protectedType,
     options(spec) {
       const { protectedPaths, pins, ...rest } = spec;
       const key = [

@@ -11,7 +11,7 @@
 // need no mount of their own, since it is read-only.
 import { closeSync, lstatSync, openSync, realpathSync, renameSync, statSync, type Stats } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
-import { coveringMount, type ConcreteMount } from './bwrap.ts';
+import { coveringMount, depth, type ConcreteMount } from './bwrap.ts';
 import { forgetUserStateDir, userStateDir } from './user-dir.ts';
 
 export const HIDDEN_RANK = 3;
@@ -24,7 +24,6 @@ export class HiddenPathError extends Error {
   }
 }
 
-const depth = (path: string) => (path === '/' ? 0 : path.split('/').length - 1);
 let counter = 0;
 
 function usableEmptyFile(path: string): boolean {
