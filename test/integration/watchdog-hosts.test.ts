@@ -45,9 +45,14 @@ async function conversation(status: string): Promise<Terminal> {
   await t.waitFor((s) => s.includes('/help lists commands') && s.trimEnd().endsWith('›'), 'the prompt');
   return t;
 }
+// The shell's redirect makes the file before echo writes into it: wait for the whole line.
 async function exitOfConch(status: string): Promise<string> {
-  for (let i = 0; i < 1200 && !existsSync(status); i++) await Bun.sleep(25);
-  return Bun.file(status).text();
+  let text = '';
+  for (let i = 0; i < 1200 && !text.endsWith('\n'); i++) {
+    if (existsSync(status)) text = await Bun.file(status).text();
+    if (!text.endsWith('\n')) await Bun.sleep(25);
+  }
+  return text;
 }
 const spinning = async () => {
   for (let i = 0; i < 1200 && !existsSync(flag()); i++) await Bun.sleep(25);
