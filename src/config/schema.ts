@@ -2,7 +2,7 @@
 // into one sentence a person can act on: which key, what was expected, what was found, and for an
 // unknown key the valid ones with a "did you mean".
 import { type TSchema, Type } from 'typebox';
-import { Value } from 'typebox/value';
+import { Check, Errors } from 'typebox/schema';
 import { LIMIT_NAMES } from '../core/limits.ts';
 import { profileChoices } from '../sandbox/profile-names.ts';
 
@@ -239,13 +239,12 @@ function toPath(pointer: string): Path {
 
 /**
  * The most useful violation of `schema` by `value`, or null when it conforms. Each file is checked
- * once per start, so the schema is interpreted (Value), not compiled: compiling the config file's
- * schema cost every start with a config file 12-60 ms. The errors are the same either way (a
- * compiled validator reports them through Value.Errors too).
+ * once per start, so the schema is interpreted, not compiled: compiling the config file's schema
+ * cost every start with a config file 12-60 ms. The errors are the same either way.
  */
 export function firstProblem(schema: TSchema, value: unknown): Problem | null {
-  if (Value.Check(schema, value)) return null;
-  const errors = Value.Errors(schema, value);
+  if (Check(schema, value)) return null;
+  const [, errors] = Errors(schema, value);
 
   const extra = errors.find((e) => e.keyword === 'additionalProperties');
   if (extra) {

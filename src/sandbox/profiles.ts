@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Type, type Static, type TSchema } from 'typebox';
-import { Value } from 'typebox/value';
+import { Check, Errors } from 'typebox/schema';
 import { PROFILES_DIR, unknownProfile } from './profile-names.ts';
 
 export { listProfiles, PROFILES_DIR } from './profile-names.ts';
@@ -102,10 +102,10 @@ function readJson(file: string): unknown {
   }
 }
 
-// Value, not Compile: each file is checked once per process, and compiling both schemas at import
+// Interpreted, not compiled: each file is checked once per process, and compiling both schemas at import
 // cost every start (unrestricted ones included) ≈ 6 ms of CPU.
 function firstError(schema: TSchema, value: unknown): string {
-  for (const error of Value.Errors(schema, value)) {
+  for (const error of Errors(schema, value)[1]) {
     const e = error as { instancePath?: string; message?: string };
     return `${e.instancePath || '(root)'}: ${e.message ?? 'invalid'}`;
   }
@@ -122,7 +122,7 @@ export function loadProfile(name: string, dir: string = PROFILES_DIR): SandboxPr
   if (unknown) throw new SandboxProfileError(`${unknown}.`);
   const file = join(dir, `${name}.json`);
   const value = readJson(file);
-  if (!Value.Check(ProfileSchema, value)) {
+  if (!Check(ProfileSchema, value)) {
     throw new SandboxProfileError(`sandbox profile ${file} is malformed at ${firstError(ProfileSchema, value)}; restore it from the conch distribution.`);
   }
   for (const [index, mount] of value.bwrap.mounts.entries()) {
@@ -157,7 +157,7 @@ export function loadProtectedDefaults(dir: string = PROFILES_DIR): ProtectedDefa
   if (protectedCache?.dir === dir) return protectedCache.value;
   const file = join(dir, 'protected.json');
   const value = readJson(file);
-  if (!Value.Check(ProtectedSchema, value)) {
+  if (!Check(ProtectedSchema, value)) {
     throw new SandboxProfileError(`sandbox policy ${file} is malformed at ${firstError(ProtectedSchema, value)}; restore it from the conch distribution.`);
   }
   protectedCache = { dir, value };

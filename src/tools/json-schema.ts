@@ -1,8 +1,9 @@
 // JSON Schema checking, shared by tool arguments (catalog.ts) and a run's validated output
-// (agent/output.ts): TypeBox's compiler with its format registry, which TypeBox fills with the
+// (agent/output.ts): TypeBox's schema compiler (typebox/schema; typebox/compile's Validator also
+// loads the whole Value module, Clean to Encode, which conch never calls) with its format registry, which TypeBox fills with the
 // standard formats itself (date-time, date, time, duration, email, hostname, ipv4, ipv6, uri,
 // uri-reference, url, uuid, regex, json-pointer, …), and one reading of what failed.
-import { Compile } from 'typebox/compile';
+import { Compile } from 'typebox/schema';
 
 export type Validator = ReturnType<typeof Compile>;
 
@@ -25,7 +26,7 @@ export function compileSchema(schema: unknown): Validator {
 export function schemaIssues(validator: Validator, value: unknown, max: number): SchemaIssue[] {
   const out: SchemaIssue[] = [];
   const seen = new Set<string>();
-  for (const error of validator.Errors(value)) {
+  for (const error of validator.Errors(value)[1]) {
     // additionalProperties: false is reported per key by the 'boolean' error below; a schema there reports its own errors.
     if (error.keyword === 'additionalProperties') continue;
     const issue: SchemaIssue = { path: error.instancePath, keyword: error.keyword, message: error.message };
