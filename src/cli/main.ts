@@ -160,8 +160,20 @@ function usageError(message: string): never {
   process.exit(EXIT_CODES.setup_error);
 }
 
+/**
+ * Output that reached no one (stdout closed, its reader gone) is no success: a script must not take
+ * the answer it never got for one. A run that failed on its own keeps its own code.
+ */
+function reportLostOutput(): void {
+  const why = stdout.lost();
+  if (why === null) return;
+  stderr.write(`conch: the output could not be written to stdout: ${why}\n`);
+  if (!process.exitCode) process.exitCode = EXIT_CODES.failed;
+}
+
 // No top-level await: the bundle is CommonJS (src/build.ts), whose bytecode spares the parse.
 async function start(): Promise<void> {
+  process.on('exit', reportLostOutput);
   if (argv.length === 0 && stdinIsTTY() && !(stdout.isTTY && stderr.isTTY)) {
     await outputHelp();
   } else if (!answeredVersion(argv)) {

@@ -7,7 +7,7 @@
 // touching `process.stdout` also sets O_NONBLOCK on the pipe, which outlives conch and makes the next
 // writer to the same pipe fail with EAGAIN. Node makes pipes and files synchronous for the same
 // reason; this does the same without ever creating Bun's stream for a pipe.
-import { writeSync } from 'node:fs';
+import { readFileSync, writeSync } from 'node:fs';
 import type { isatty as ttyIsatty } from 'node:tty';
 
 export interface Output {
@@ -15,11 +15,13 @@ export interface Output {
   readonly isTTY: boolean;
   /** Terminal width, when this is a terminal. */
   readonly columns?: number;
+  /** Why something written here never reached a reader (closed, EPIPE…); null while all of it did. */
+  lost(): string | null;
 }
 
 function fdOutput(fd: 1 | 2): Output {
   const tty = isatty(fd);
-  let gone = false;
+  let lost: string | null | undefined;
   return {
     isTTY: tty,
     get columns() {
@@ -28,18 +30,36 @@ function fdOutput(fd: 1 | 2): Output {
       return (fd === 1 ? process.stdout : process.stderr).columns || undefined;
     },
     write(text) {
-      if (!gone) gone = !writeAll(fd, typeof text === 'string' ? Buffer.from(text) : text);
+      lost ??= !tty && closedAtStart(fd) ? 'it was closed when conch started' : null;
+      if (lost === null) lost = writeAll(fd, typeof text === 'string' ? Buffer.from(text) : text);
       return true;
     },
+    lost: () => lost ?? null,
   };
 }
 
 /**
- * Write every byte, blocking until the reader takes them. The fd may be non-blocking even so (an
- * earlier Bun process in the same pipeline left it that way): then wait and retry. False when the
- * reader is gone (EPIPE) or the fd is unusable: output is dropped from then on, as `head` expects.
+ * The fd was closed when conch was started (`conch … >&-`): Bun then opens /dev/null in its place,
+ * close-on-exec, which an fd inherited across exec can never be. Linux only (/proc); elsewhere such
+ * output goes to /dev/null unnoticed.
  */
-function writeAll(fd: number, data: Uint8Array): boolean {
+function closedAtStart(fd: number): boolean {
+  if (process.platform !== 'linux') return false;
+  try {
+    const flags = /^flags:\s*([0-7]+)$/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
+    return flags !== undefined && (parseInt(flags, 8) & O_CLOEXEC) !== 0;
+  } catch {
+    return false;
+  }
+}
+const O_CLOEXEC = 0o2000000;
+
+/**
+ * Write every byte, blocking until the reader takes them. The fd may be non-blocking even so (an
+ * earlier Bun process in the same pipeline left it that way): then wait and retry. When the reader
+ * is gone (EPIPE) or the fd is unusable, says why: output is dropped from then on, as `head` expects.
+ */
+function writeAll(fd: number, data: Uint8Array): string | null {
   let offset = 0;
   let pause = 1;
   while (offset < data.length) {
@@ -51,10 +71,11 @@ function writeAll(fd: number, data: Uint8Array): boolean {
       if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
         Bun.sleepSync(pause);
         pause = Math.min(pause * 2, 20);
-      } else if (code !== 'EINTR') return false;
+      } else if (code === 'EPIPE') return 'its reader is gone (EPIPE)';
+      else if (code !== 'EINTR') return (error as Error).message;
     }
   }
-  return true;
+  return null;
 }
 
 /**

@@ -1,10 +1,11 @@
 // What conch writes reaches a slow reader in full, on every exit path, and a run that did not
 // complete prints no answer. Through the real CLI process and the local model server.
 import { describe, expect, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
+import { closeSync, readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { anthropicEnv, CONCH, conchEnv, runConch, useHarness } from '../support/cli.ts';
+import { loadLibc } from '../../src/process/libc.ts';
 
 const harness = useHarness();
 const MB = 1024 * 1024;
@@ -146,5 +147,61 @@ describe('a run that did not complete prints no answer', () => {
     harness.server.script([{ text: 'Done.' }]);
     const done = JSON.parse((await run(['go'])).stdout);
     expect(done).toMatchObject({ status: 'completed', output: 'Done.', partial: false });
+  });
+});
+
+describe('output that reaches no one is no success', () => {
+  const args = (...rest: string[]) => [CONCH, '--model', 'anthropic/test-model', ...rest, 'go'];
+  const env = () => conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl));
+
+  /** conch with stdout closed (`>&-`), as the shell starts it. */
+  async function stdoutClosed(rest: string[]) {
+    const child = Bun.spawn(['sh', '-c', '"$@" >&-', 'sh', ...args(...rest)], { cwd: harness.dirs.workspace, env: env(), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
+    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+    return { code, stderr };
+  }
+
+  /** conch with stdout a pipe whose reader closed its end before conch started. */
+  async function readerGone(rest: string[]) {
+    const fds = loadLibc()!.pipe()!;
+    closeSync(fds[0]);
+    try {
+      const child = Bun.spawn(args(...rest), { cwd: harness.dirs.workspace, env: env(), stdin: 'ignore', stdout: fds[1], stderr: 'pipe' });
+      const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+      return { code, stderr };
+    } finally {
+      closeSync(fds[1]);
+    }
+  }
+
+  for (const [name, rest] of [['--json', ['--json']], ['human output', []]] as const) {
+    test(`${name}, stdout closed: exit 1 and a line on stderr`, async () => {
+      harness.server.script([{ text: 'the answer' }]);
+      const r = await stdoutClosed([...rest]);
+      expect(r.stderr).toContain('conch: the output could not be written to stdout: it was closed when conch started\n');
+      expect(r.code).toBe(1);
+    });
+
+    test(`${name}, the pipe's reader gone: exit 1 and a line on stderr`, async () => {
+      harness.server.script([{ text: 'the answer' }]);
+      const r = await readerGone([...rest]);
+      expect(r.stderr).toContain('conch: the output could not be written to stdout: its reader is gone (EPIPE)\n');
+      expect(r.code).toBe(1);
+    });
+  }
+
+  test('a run that did not complete keeps its own exit code', async () => {
+    harness.server.script([{ text: 'partial', toolCalls: [{ name: 'read', arguments: { path: 'x' } }] }]);
+    const r = await readerGone(['--json', '--max-turns', '1']);
+    expect(r.stderr).toContain('could not be written to stdout');
+    expect(r.code).toBe(4);
+  });
+
+  test('stdout to /dev/null is a reader like any other', async () => {
+    harness.server.script([{ text: 'the answer' }]);
+    const child = Bun.spawn(args('--json'), { cwd: harness.dirs.workspace, env: env(), stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' });
+    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
   });
 });
