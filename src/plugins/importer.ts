@@ -88,10 +88,8 @@ type JitiCore = (id: string, options: JitiOptions, runtime: { onError: (e: unkno
  */
 function createGuardedJiti(options: JitiOptions, confinement?: Confinement): Jiti {
   const require = createRequire(import.meta.url);
-  const dist = join(dirname(require.resolve('jiti/package.json')), 'dist');
-  const core = require(join(dist, 'jiti.cjs')) as JitiCore;
-  let babel: ((opts: unknown) => unknown) | undefined;
-  const transform = ((opts: unknown) => (babel ??= require(babelPath(dist)) as (o: unknown) => unknown)(opts)) as JitiOptions['transform'];
+  const core = require(join(jitiDist(), 'jiti.cjs')) as JitiCore;
+  const transform = babelTransform as JitiOptions['transform'];
   const guardedRequire = ((id: string | URL) => {
     const real = createRequire(id);
     const resolve = ((request: string, opts?: { paths?: string[] }) => {
@@ -112,11 +110,35 @@ function createGuardedJiti(options: JitiOptions, confinement?: Confinement): Jit
   });
 }
 
-/** The bundle's bytecode copy of jiti's Babel (src/build.ts) when conch runs bundled, else jiti's own. */
-function babelPath(jitiDist: string): string {
-  const { version } = createRequire(import.meta.url)(join(jitiDist, '..', 'package.json')) as { version: string };
-  const copy = join(import.meta.dir, `jiti-babel-${version}.js`);
-  return existsSync(copy) ? copy : join(jitiDist, 'babel.cjs');
+function jitiDist(): string {
+  return join(dirname(createRequire(import.meta.url).resolve('jiti/package.json')), 'dist');
+}
+
+/** What jiti's transform gets (its own options plus the file) and gives back. */
+export interface TransformRequest {
+  source: string;
+  filename: string;
+  ts?: boolean;
+  async?: boolean;
+  jsx?: boolean;
+  interopDefault?: boolean;
+  babel?: Record<string, unknown>;
+}
+
+let babel: ((opts: TransformRequest) => { code: string; error?: unknown }) | undefined;
+
+/**
+ * The transform jiti runs plugins through, loaded on first use (a cached plugin never needs it):
+ * the bundle's bytecode copy of jiti's Babel (src/build.ts) when conch runs bundled, else jiti's own.
+ */
+export function babelTransform(opts: TransformRequest): { code: string; error?: unknown } {
+  if (!babel) {
+    const dist = jitiDist();
+    const { version } = createRequire(import.meta.url)(join(dist, '..', 'package.json')) as { version: string };
+    const copy = join(import.meta.dir, `jiti-babel-${version}.js`);
+    babel = createRequire(import.meta.url)(existsSync(copy) ? copy : join(dist, 'babel.cjs')) as typeof babel;
+  }
+  return babel!(opts);
 }
 
 function isBare(request: string): boolean {

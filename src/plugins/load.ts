@@ -5,13 +5,14 @@ import { join, relative } from 'node:path';
 import type { PluginSettings } from '../config/types.ts';
 import type { PluginFactory, PluginSetup, Tool } from '../tools/define.ts';
 import { checkToolDefinition } from '../tools/catalog.ts';
-import { thrownText } from '../core/errors.ts';
+import { PolicyError, thrownText } from '../core/errors.ts';
 import { checkFirstParty, listPluginFiles, projectToolsDir, userToolsDir, type PluginCandidate } from './discover.ts';
 import { availableFirstParty, FIRST_PARTY_DIR } from '../config/first-party.ts';
 import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from './importer.ts';
 import { materialize, readFolder, snapshotRoot, type FolderContent } from './snapshot.ts';
 import { CHANGED_REASON, trustedHash } from './trust.ts';
 import { install as installPluginOutput, pluginLabel, runAsPlugin } from './output.ts';
+import { reportThrown } from './throw-site.ts';
 
 export interface PluginReport {
   /** Absolute path of the plugin file (or folder, for a folder that could not be read). */
@@ -224,7 +225,7 @@ function settle(
     const check = checkToolDefinition(definition, path);
     if (!check.ok) return failed(Array.isArray(exported) ? `export default [...] item ${i}: ${check.reason}` : check.reason);
     if (checked.some((t) => t.name === check.tool.name)) return failed(`tool '${check.tool.name}' is defined twice in this file`);
-    checked.push(asPluginCode(check.tool, pluginLabel(path)));
+    checked.push(asPluginCode(check.tool, candidate));
   }
   for (const tool of checked) {
     const owner = owners.get(tool.name);
@@ -258,8 +259,25 @@ function commonJsDefault(module: Record<string, unknown>): Record<string, unknow
   return { default: module };
 }
 
-/** What a plugin's execute prints goes to stderr under its name (output.ts), never to conch's stdout. */
-function asPluginCode(tool: Tool, label: string): Tool {
+/**
+ * What a plugin's execute prints goes to stderr under its name (output.ts), never to conch's stdout.
+ * What it throws still becomes the model's tool error (agent/dispatch.ts), and the author also gets
+ * one line saying where in their file it was thrown; not for a policy refusal or a tool stopped by
+ * its signal, which are not bugs in the plugin.
+ */
+function asPluginCode(tool: Tool, candidate: PluginCandidate): Tool {
   const execute = tool.execute;
-  return { ...tool, execute: (args, ctx) => runAsPlugin(label, () => execute.call(tool, args, ctx)) };
+  const label = pluginLabel(candidate.path);
+  const file = { path: candidate.path, ran: candidate.snapshot?.file };
+  return {
+    ...tool,
+    execute: async (args, ctx) => {
+      try {
+        return await runAsPlugin(label, () => execute.call(tool, args, ctx));
+      } catch (error) {
+        if (!(error instanceof PolicyError) && !ctx.signal.aborted) await reportThrown(tool.name, file, error);
+        throw error;
+      }
+    },
+  };
 }

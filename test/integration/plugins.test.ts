@@ -149,6 +149,39 @@ describe('plugins through the CLI', () => {
     expect(JSON.stringify(results[2].content)).toContain('returned a function');
   });
 
+  test('a plugin that throws: the model gets the tool error, the author one stderr line with file:line:col of the throw in their source', async () => {
+    // Types and odd spacing before the throw on the same line: the transpiled column differs from the source's.
+    const lines = [
+      `import { defineTool, Type } from 'conch';`,
+      `type Ticket = { id: string };`,
+      `function lookup(id: string): Ticket {  const found: Ticket | undefined = undefined;   if (!found) throw new Error('no ticket ' + id); return found; }`,
+      `export default defineTool({ name: 'ticket', description: 'd', parameters: Type.Object({ id: Type.String() }),`,
+      `  async execute({ id }) { return lookup(id); } });`,
+    ];
+    await plugin('ticket.ts', lines.join('\n'));
+    await mkdir(join(harness.dirs.workspace, '.conch', 'tools'), { recursive: true });
+    const projectPlugin = join(harness.dirs.workspace, '.conch', 'tools', 'proj.js');
+    await writeFile(projectPlugin, `export default {\n  name: 'proj', description: 'd', parameters: { type: 'object' },\n  execute() { const a = 1;   throw new RangeError('out of range'); },\n};\n`);
+    harness.server.script([
+      { toolCalls: [{ name: 'ticket', arguments: { id: 'T-1' } }, { name: 'proj', arguments: {} }] },
+      { text: 'handled' },
+    ]);
+    const r = await run(['--json', '--project-tools', 'go']);
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout).output).toBe('handled');
+    expect(r.stdout).not.toContain('threw');
+    const results = harness.server.requests[1]!.body.messages.at(-1).content as any[];
+    expect(results.map((b) => b.is_error)).toEqual([true, true]);
+    expect(JSON.stringify(results[0].content)).toContain('no ticket T-1');
+    expect(JSON.stringify(results[0].content)).not.toContain('.ts:');
+    const column = lines[2]!.indexOf('new Error') + 1;
+    expect(r.stderr).toContain(`conch: tool 'ticket' threw at ${join(toolsDir(), 'ticket.ts')}:3:${column}: no ticket T-1\n`);
+    // A project plugin runs from a private copy; the line names the workspace's file.
+    const projColumn = "  execute() { const a = 1;   throw new RangeError('out of range'); },".indexOf('new RangeError') + 1;
+    expect(r.stderr).toContain(`conch: tool 'proj' threw at ${projectPlugin}:3:${projColumn}: out of range\n`);
+    expect(r.stderr).not.toContain('    at ');
+  });
+
   test("a plugin's prints go to stderr under its name: --json stays one document, a piped answer stays the answer", async () => {
     await plugin('noisy.ts', `
       import { defineTool, Type } from 'conch';
