@@ -113,6 +113,6 @@ test("Bun starts with conch's JIT settings, and a setting of the user's own wins
     expect(code).toBe(0);
     return stdout;
   };
-  expect(await start({})).toBe('0 2000 400\n');
-  expect(await start({ BUN_JSC_useFTLJIT: '1', BUN_JSC_thresholdForJITSoon: '100' })).toBe('1 2000 100\n');
+  expect(await start({})).toBe('0 20000 400\n');
+  expect(await start({ BUN_JSC_useFTLJIT: '1', BUN_JSC_thresholdForJITSoon: '100' })).toBe('1 20000 100\n');
 });
