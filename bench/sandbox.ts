@@ -9,7 +9,7 @@
 // The workspace is a git repo without .conch or .env.* files: the usual case, where conch makes
 // placeholders for the absent protected names.
 // Usage: bun bench/sandbox.ts [calls]
-import { closeSync, mkdirSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_LIMITS } from '../src/core/limits.ts';
@@ -93,6 +93,14 @@ async function exec(executor: (typeof conch)['executor']): Promise<void> {
   if (result.exitCode !== 0 || result.cleanupError) throw new Error(`true failed: ${JSON.stringify(result)}`);
 }
 
+function mountinfoLines(): number {
+  try {
+    return readFileSync('/proc/self/mountinfo', 'utf8').trim().split('\n').length;
+  } catch {
+    return 0;
+  }
+}
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / values.length;
@@ -142,6 +150,13 @@ try {
   line('/bin/sh -c true, spawned directly', 'sh');
   console.log(`ratio conch sandboxed / bare bwrap: ${(ms.conch! / ms.bare!).toFixed(2)}x (target ≤ 1.3)`);
   console.log(`ratio conch's argv / bare bwrap (the protected mounts): ${(ms.conchArgv! / ms.bare!).toFixed(2)}x`);
+  // Where the gap to the target is: bwrap's work for the protected mounts (each bind re-reads
+  // /proc/self/mountinfo, so its cost grows with the host's mounts), and conch's own work per command.
+  const mounts = (argv: string[]) => argv.filter((arg) => /^--(ro-|dev-)?bind(-try)?$|^--tmpfs$/.test(arg)).length;
+  const extra = mounts(held.argv) - mounts(bareArgv);
+  const perMount = extra > 0 ? ((ms.conchArgv! - ms.bare!) / extra) * 1000 : 0;
+  console.log(`protected mounts: ${extra} binds, ${(ms.conchArgv! - ms.bare!).toFixed(2)} ms over bare bwrap (${perMount.toFixed(0)} µs each; /proc/self/mountinfo has ${mountinfoLines()} entries here)`);
+  console.log(`conch's own work per command (conch − bwrap with its argv): ${(ms.conch! - ms.conchArgv!).toFixed(2)} ms; the target leaves ${(1.3 * ms.bare! - ms.conchArgv!).toFixed(2)} ms for it`);
   console.log(`ratio conch sandboxed / conch unrestricted: ${(ms.conch! / ms.unrestricted!).toFixed(2)}x`);
 } finally {
   rmSync(root, { recursive: true, force: true });

@@ -42,6 +42,9 @@ export function canUseOutputFd(): boolean {
   return loadLibc() !== null;
 }
 
+// early() reads synchronously and copies what it keeps: one buffer serves every command.
+let earlyBuffer: Buffer | undefined;
+
 export function mergedOutput(argv: string[], options: { outputFd?: number } = {}): MergedOutput {
   const libc = argv[0]?.startsWith('/') ? loadLibc() : null;
   const fds = libc?.pipe() ?? null;
@@ -89,7 +92,7 @@ export function mergedOutput(argv: string[], options: { outputFd?: number } = {}
       // Non-blocking: what the writers left is there; the sandbox's first process may still hold
       // the write end, so there is no EOF to wait for.
       const chunks: Buffer[] = [];
-      const buffer = Buffer.alloc(65536);
+      const buffer = (earlyBuffer ??= Buffer.alloc(65536));
       // libc's read: an empty pipe (the usual case) is EAGAIN, which readSync would throw.
       for (let n; (n = libc!.read(errRead, buffer)) > 0; ) chunks.push(Buffer.from(buffer.subarray(0, n)));
       return chunks.length === 0 ? new Uint8Array(0) : Buffer.concat(chunks);

@@ -26,7 +26,8 @@ export class BoundedOutput {
   private tail: TailRing | null = null;
   private logFd: number | null = null;
   private logPath: string | null = null;
-  private readonly decoder = new TextDecoder('utf-8', { fatal: false });
+  /** For onOutput's chunks only (a sequence may span two of them); made when the first one comes. */
+  private decoder: TextDecoder | null = null;
   private logError: string | null = null;
   private logged = 0;
   private logCut = false;
@@ -44,7 +45,7 @@ export class BoundedOutput {
     this.total += chunk.length;
     if (this.onOutput) {
       try {
-        this.onOutput(sanitize(this.decoder.decode(chunk, { stream: true })));
+        this.onOutput(sanitize((this.decoder ??= new TextDecoder('utf-8', { fatal: false })).decode(chunk, { stream: true })));
       } catch {
         // A progress callback's bug must not stop the draining: the child would block on a full pipe.
       }
@@ -211,8 +212,12 @@ export function cutTail(bytes: Uint8Array): Uint8Array {
   return bytes.subarray(start);
 }
 
+// Without { stream: true } a decode keeps no state between calls, so one decoder serves them all.
+const decoder = new TextDecoder('utf-8', { fatal: false });
+
 export function render(bytes: Uint8Array): string {
-  return sanitize(new TextDecoder('utf-8', { fatal: false }).decode(bytes));
+  // Many commands print nothing (a quiet build, a passing check): no decoding for them.
+  return bytes.length === 0 ? '' : sanitize(decoder.decode(bytes));
 }
 
 /**

@@ -1,7 +1,7 @@
 // Process lifecycle for every command conch runs: its own session and process group, stdin closed,
 // a clean environment, bounded output, a deadline, and a teardown that kills the whole group and
 // proves it (or says it could not).
-import { closeSync, readSync } from 'node:fs';
+import { closeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { loadLibc } from './libc.ts';
 import { BoundedOutput } from './output.ts';
@@ -351,10 +351,14 @@ export function killAllNow(): void {
   killEscapees();
 }
 
+// bwrap's info is one short JSON object; read synchronously, so one buffer serves every command.
+const infoBuffer = Buffer.alloc(1024);
+
 /** bwrap's --info-fd: a non-blocking pipe read once bwrap is gone (it writes and closes it early). */
 function sandboxInfo(): { writeEnd: number; spawned(): void; childPid(): number | null; close(): void } | null {
-  const fds = loadLibc()?.pipe({ nonBlocking: true }) ?? null;
-  if (!fds) return null;
+  const libc = loadLibc();
+  const fds = libc?.pipe({ nonBlocking: true }) ?? null;
+  if (!libc || !fds) return null;
   const [readEnd, writeEnd] = fds;
   let writeOpen = true;
   let readOpen = true;
@@ -366,14 +370,10 @@ function sandboxInfo(): { writeEnd: number; spawned(): void; childPid(): number 
     },
     childPid() {
       if (!readOpen) return null;
-      const buffer = Buffer.alloc(1024);
-      let n = 0;
-      try {
-        n = readSync(readEnd, buffer);
-      } catch {
-        return null; // EAGAIN: bwrap wrote nothing (it failed before its child was made)
-      }
-      const pid = /"child-pid":\s*(\d+)/.exec(buffer.toString('latin1', 0, n))?.[1];
+      // libc's read: -1 (EAGAIN) when bwrap wrote nothing, having failed before its child was made.
+      const n = libc.read(readEnd, infoBuffer);
+      if (n <= 0) return null;
+      const pid = /"child-pid":\s*(\d+)/.exec(infoBuffer.toString('latin1', 0, n))?.[1];
       return pid ? Number(pid) : null;
     },
     close() {

@@ -36,6 +36,9 @@ function write(target: string, bytes: Uint8Array): void {
   renameSync(staging, target);
 }
 
+// One program per process (filterBytes), compared synchronously: one buffer serves every command.
+let seenBuffer: Buffer | undefined;
+
 function openVerified(target: string, bytes: Uint8Array): number | null {
   let fd: number;
   try {
@@ -43,7 +46,7 @@ function openVerified(target: string, bytes: Uint8Array): number | null {
   } catch {
     return null;
   }
-  const seen = Buffer.alloc(bytes.length + 1);
+  const seen = (seenBuffer ??= Buffer.alloc(bytes.length + 1));
   const length = readSync(fd, seen, 0, seen.length, 0);
   if (length === bytes.length && seen.subarray(0, length).equals(bytes)) return fd;
   closeSync(fd);
