@@ -10,11 +10,14 @@
 // root) shows through it, as its own configuration asks; protected paths inside a hidden directory
 // need no mount of their own, since it is read-only.
 import { closeSync, lstatSync, openSync, realpathSync, renameSync, statSync, type Stats } from 'node:fs';
-import { isAbsolute, join } from 'node:path';
+import { dirname, isAbsolute, join } from 'node:path';
+import { isWithin } from '../core/paths.ts';
 import { coveringMount, depth, type ConcreteMount } from './bwrap.ts';
 import { forgetUserStateDir, userStateDir } from './user-dir.ts';
 
 export const HIDDEN_RANK = 3;
+/** The rank of pins (bwrap.ts): directories bound onto themselves so that they stay where they are. */
+const PIN_RANK = 1;
 
 /** A hidden path that cannot be honoured as given; the message names it and the fix. */
 export class HiddenPathError extends Error {
@@ -144,10 +147,21 @@ export function hiddenMounts(paths: string[], base: ConcreteMount[]): ConcreteMo
 /** hiddenMounts from its facts; `empty` is emptyFile() when a file is among them. */
 export function hiddenMountsFor(facts: HiddenFacts, base: ConcreteMount[], empty: string): ConcreteMount[] {
   const out: ConcreteMount[] = [];
+  const pinned = new Set<string>();
   for (const [path, kind] of facts) {
     const cover = coveringMount([...base, ...out], path);
     if (!cover || cover.rank === HIDDEN_RANK) continue;
     if (cover.source !== undefined && cover.source !== cover.path) continue;
+    // Under a writable mount, renaming a directory above the hidden path (mv ~/.docker ~/.d) would
+    // carry the secret away from the name the next command hides: each one becomes a mount point
+    // (bound onto itself, still writable), which cannot be renamed or removed.
+    if (cover.type === 'bind') {
+      for (let dir = dirname(path); dir !== cover.path && isWithin(dir, cover.path); dir = dirname(dir)) {
+        if (pinned.has(dir)) break;
+        pinned.add(dir);
+        out.push({ type: 'bind', path: dir, rank: PIN_RANK });
+      }
+    }
     out.push(
       kind === 'dir'
         ? { type: 'tmpfs', path, rank: HIDDEN_RANK, readOnly: true }

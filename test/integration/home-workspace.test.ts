@@ -104,6 +104,24 @@ describe('a workspace that is the home directory', () => {
     expect(readFileSync(ws('.bashrc'), 'utf8')).toBe('original bashrc\n');
     for (const absent of ['.ssh', '.gnupg', '.bash_profile', '.zshrc']) expect(existsSync(ws(absent))).toBe(false);
   });
+
+  test('with --allow-home-writes: a credential file stays hidden when a command renames the folder above it', async () => {
+    await mkdir(ws('.docker'));
+    await writeFile(ws('.docker/config.json'), '{"auths":{"r":{"auth":"DOCKER-TOKEN"}}}');
+    await mkdir(ws('.local/share/keyrings'), { recursive: true });
+    await writeFile(ws('.local/share/keyrings/login.keyring'), 'KEYRING-SECRET');
+    harness.server.script([
+      { toolCalls: [bash('mv .docker .d2; mv .local/share .local/s2; echo tried')] },
+      { toolCalls: [bash('cat .d2/config.json .local/s2/keyrings/login.keyring .docker/config.json .local/share/keyrings/login.keyring')] },
+      { text: 'done' },
+    ]);
+    expect((await run(['--allow-home-writes', 'go'])).code).toBe(0);
+    const sent = JSON.stringify(harness.server.requests.at(-1)!.body.messages);
+    expect(sent).toContain('tried');
+    expect(sent).not.toContain('DOCKER-TOKEN');
+    expect(sent).not.toContain('KEYRING-SECRET');
+    expect(readFileSync(ws('.docker/config.json'), 'utf8')).toContain('DOCKER-TOKEN');
+  });
 });
 
 describe('a workspace that contains the home directory', () => {

@@ -50,6 +50,20 @@ describe.skipIf(!canRun)('hidden paths', () => {
     expect(readFileSync(join(fx.ws, '.env'), 'utf8')).toBe('SECRET=1\n');
   });
 
+  test('a directory above a hidden path cannot be renamed away: the next command still sees it hidden', async () => {
+    // mv ~/.docker ~/.d in one command, cat ~/.d/config.json in the next: the name hidden no longer held it.
+    mkdirSync(join(fx.ws, 'dot', 'docker'), { recursive: true });
+    writeFileSync(join(fx.ws, 'dot', 'docker', 'config.json'), 'DOCKER-TOKEN\n');
+    const hidden = [join(fx.ws, 'dot', 'docker', 'config.json'), join(fx.ws, 'keys')];
+    const moved = await sandboxed(fx, 'mv dot/docker dot/d2 2>/dev/null || echo REFUSED; mv dot moved 2>/dev/null || echo REFUSED', { hidden });
+    expect(moved.stdout).toBe('REFUSED\nREFUSED\n');
+    const read = await sandboxed(fx, 'cat moved/d2/config.json dot/d2/config.json dot/docker/config.json 2>/dev/null', { hidden });
+    expect(read.stdout).not.toContain('DOCKER-TOKEN');
+    expect(readFileSync(join(fx.ws, 'dot', 'docker', 'config.json'), 'utf8')).toBe('DOCKER-TOKEN\n');
+    // Still writable: only the names stay where they are.
+    expect((await sandboxed(fx, 'touch dot/new && echo MADE', { hidden })).stdout).toBe('MADE\n');
+  });
+
   test('a protected path that is also hidden: empty, and still read-only', async () => {
     const result = await sandboxed(fx, 'cat .env; echo STOLEN=1 > .env || echo REFUSED', { hidden: [join(fx.ws, '.env')] });
     expect(result.stdout).toBe('REFUSED\n');

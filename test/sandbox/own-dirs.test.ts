@@ -5,7 +5,7 @@
 // program the next command is handed, or plant a link where conch writes a full-output log.
 // Real CLI processes, real bwrap, the host checked afterwards.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONCH, conchEnv, makeDirs, type Sandbox } from '../support/cli.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
@@ -65,5 +65,23 @@ describe.skipIf(!canRun)("conch's own directories inside the workspace", () => {
     expect(sent).toContain('exit code 0');
     // The run's directory went with the run; nothing the command made is left in TMPDIR.
     expect(readdirSync(tmp).sort()).toEqual([`conch-${uid}`]);
+  });
+
+  test("a run's temp dir cannot be moved away and replaced by a link to the home directory", async () => {
+    // Moving TMPDIR's folder away and leaving a link where the run's temp dir was made the next
+    // command's /tmp the user's home: `echo … > /tmp/.bashrc` wrote ~/.bashrc.
+    const moveAway =
+      `cd ${tmp} && R=$(ls -d conch-run-* | head -n 1) && mv ${tmp} ${dirs.workspace}/moved && ` +
+      `mkdir -p ${tmp}/$R && ln -s ${dirs.home} ${tmp}/$R/tmp && echo MOVED`;
+    server.script([
+      { toolCalls: [{ name: 'bash', arguments: { command: moveAway } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo PWNED > /tmp/.bashrc; echo wrote' } }] },
+      { text: 'done' },
+    ]);
+    const result = await conch(['--json', '--ephemeral', 'go']);
+    expect(result.code).toBe(0);
+    expect(JSON.stringify(server.requests[1]!.body.messages.at(-1))).not.toContain('MOVED');
+    expect(existsSync(join(dirs.home, '.bashrc'))).toBe(false);
+    expect(existsSync(join(dirs.workspace, 'moved'))).toBe(false);
   });
 });
