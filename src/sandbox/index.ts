@@ -145,8 +145,30 @@ export class SandboxRequestError extends Error {
 
 /** Canonical directories found so, by identity: the same directory there again needs no realpath. */
 const canonicalDirs = new Map<string, { dev: number; ino: number }>();
+/**
+ * Where each workspace, temp dir, writable root and cache first led. A directory a command can reach
+ * the parent of (a writable root inside the workspace, a temp dir in it) can be moved away and a
+ * link put in its place: resolved afresh, the next command would mount whatever the link names
+ * (the home directory) writable. One that leads elsewhere now is refused instead.
+ */
+const firstReal = new Map<string, string>();
 
-function directory(path: string, what: string, fix: string): string {
+function directory(path: string, what: string, fix: string, stays = true): string {
+  const real = resolveDirectory(path, what, fix);
+  if (!stays) return real;
+  const first = firstReal.get(path);
+  if (first === undefined) {
+    if (firstReal.size >= 256) firstReal.clear();
+    firstReal.set(path, real);
+  } else if (first !== real) {
+    throw new SandboxRequestError(
+      `${what} ${path} now leads to ${real}, not to ${first} as before: something put a link in its way, so conch runs no command there. Check what changed it, then start conch again.`,
+    );
+  }
+  return real;
+}
+
+function resolveDirectory(path: string, what: string, fix: string): string {
   if (!isAbsolute(path)) throw new SandboxRequestError(`${what} "${path}" must be an absolute path; ${fix}.`);
   const known = canonicalDirs.get(path);
   if (known) {
@@ -223,7 +245,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
   const profile = loadProfile(request.profile);
   const workspace = directory(request.workspace, 'workspace', 'run conch from an existing directory');
   const tmpDir = directory(request.tmpDir, 'temp dir', 'create it before running commands');
-  const cwd = request.cwd === request.workspace ? workspace : directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace');
+  const cwd = request.cwd === request.workspace ? workspace : directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace', false);
   const writableRoots: string[] = [];
   for (const root of request.writableRoots) {
     writableRoots.push(directory(root, 'writable root', "create it, or remove it from --allow-write or the config's write.writableRoots"));

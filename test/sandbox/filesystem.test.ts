@@ -174,6 +174,19 @@ describe.skipIf(!canRun)('the workspace, the temp dir and writable roots', () =>
     expect(existsSync(join(fx.outside, 'g'))).toBe(false);
   });
 
+  test('a writable root inside the workspace moved away and replaced by a link elsewhere is refused, not mounted', async () => {
+    // The link made the next command's writable root whatever it named (the home directory).
+    const root = join(fx.ws, 'vendor', 'lib');
+    mkdirSync(root, { recursive: true });
+    const target = join(fx.outside, 'home');
+    mkdirSync(target);
+    const moved = await sandboxed(fx, `mv vendor moved && mkdir vendor && ln -s ${target} vendor/lib && echo MOVED`, { writableRoots: [root] });
+    expect(moved.stdout).toBe('MOVED\n');
+    const next = sandboxed(fx, 'echo PWNED > vendor/lib/.bashrc', { writableRoots: [root] });
+    await expect(next).rejects.toThrow(/writable root .*vendor\/lib now leads to .*home, not to .*vendor\/lib as before/);
+    expect(existsSync(join(target, '.bashrc'))).toBe(false);
+  });
+
   test("a writable root's own .git and .env stay read-only (a sibling repository's hooks would run at its next commit)", async () => {
     const extra = join(fx.outside, 'sibling');
     mkdirSync(join(extra, '.git', 'hooks'), { recursive: true });
