@@ -14,6 +14,7 @@ import { cleanEnv, guardExit } from '../process/spawn.ts';
 import { runDirPrefix } from '../host/run-dir.ts';
 import {
   prepareSandboxed,
+  rememberDirectory,
   probeSandbox,
   SandboxRequestError,
   SandboxUnavailableError,
@@ -89,6 +90,7 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
   for (const signal of FORWARDED) process.on(signal, onSignal);
   const signalled = () => 128 + (received ? (constants.signals[received] ?? 0) : 0);
   const tmpDir = await mkdtemp(runDirPrefix());
+  rememberDirectory(tmpDir);
   // The proxy's socket goes in a directory of its own: tmpDir is the sandbox's /tmp.
   const proxyDir = opts.network && opts.netAllow ? await mkdtemp(join(tmpdir(), 'conch-net-')) : null;
   let proxy: NetworkProxy | null = null;

@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { removeAtExit } from '../process/exit-cleanup.ts';
+import { rememberDirectory } from '../sandbox/index.ts';
 import { liveness, selfTag } from '../process/identity.ts';
 
 const PREFIX = 'conch-run-';
@@ -66,6 +67,8 @@ export async function openRunDir(): Promise<RunDir> {
   const keep = removeAtExit(root);
   const tmpDir = join(root, 'tmp');
   await mkdir(tmpDir, { mode: 0o700 });
+  // The sandbox mounts it writable: what it leads to now is what every command gets (sandbox/index.ts).
+  rememberDirectory(tmpDir);
   let lanes = 0;
   return {
     root,
@@ -74,6 +77,7 @@ export async function openRunDir(): Promise<RunDir> {
     laneTmpDir() {
       const dir = join(root, `tmp-${++lanes}`);
       mkdirSync(dir, { mode: 0o700 });
+      rememberDirectory(dir);
       return dir;
     },
     async remove() {

@@ -153,6 +153,15 @@ const canonicalDirs = new Map<string, { dev: number; ino: number }>();
  */
 const firstReal = new Map<string, string>();
 
+/**
+ * A temp dir conch just made: where it leads is taken now, not at its first command. In a workspace
+ * that contains TMPDIR another conch's command could otherwise swap it for a link before then.
+ */
+export function rememberDirectory(path: string): void {
+  if (firstReal.size >= 256) firstReal.clear();
+  firstReal.set(path, realpathSync(path));
+}
+
 function directory(path: string, what: string, fix: string, stays = true): string {
   const real = resolveDirectory(path, what, fix);
   if (!stays) return real;

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
+import { rememberDirectory } from '../../src/sandbox/index.ts';
 import { canRun, fixture, isRoot, randomName, sandboxed, snapshotAll, type Fixture } from './harness.ts';
 
 let fx: Fixture;
@@ -184,6 +185,18 @@ describe.skipIf(!canRun)('the workspace, the temp dir and writable roots', () =>
     expect(moved.stdout).toBe('MOVED\n');
     const next = sandboxed(fx, 'echo PWNED > vendor/lib/.bashrc', { writableRoots: [root] });
     await expect(next).rejects.toThrow(/writable root .*vendor\/lib now leads to .*home, not to .*vendor\/lib as before/);
+    expect(existsSync(join(target, '.bashrc'))).toBe(false);
+  });
+
+  test("a run's temp dir swapped for a link before its first command (by another conch's command, TMPDIR in the workspace) is refused", async () => {
+    // conch makes the temp dir and remembers where it leads; a link put there later named the next
+    // command's /tmp (the home directory, writable).
+    rememberDirectory(fx.tmp);
+    const target = join(fx.outside, 'home');
+    mkdirSync(target);
+    rmSync(fx.tmp, { recursive: true });
+    symlinkSync(target, fx.tmp);
+    await expect(sandboxed(fx, 'echo PWNED > /tmp/.bashrc')).rejects.toThrow(/temp dir .* now leads to .*home, not to /);
     expect(existsSync(join(target, '.bashrc'))).toBe(false);
   });
 
