@@ -56,10 +56,12 @@ async function waitFor(check: () => boolean): Promise<void> {
 describe.skipIf(!canRun)('two conch runs in one workspace', () => {
   test('the second run stays protected after the first ends (early and late attempts), and nothing is left', async () => {
     const before = snapshotAll(fx);
-    const first = run('sleep 1.5');
+    // The first ends only once the second's command runs (a fixed sleep let a slow start of the
+    // second begin after the first had ended), half a second into the second's attempts.
+    const first = run('while [ ! -e src/second-started ]; do sleep 0.05; done; sleep 0.5');
     await waitFor(() => existsSync(join(fx.ws, '.env.local')));
     // Starts while the first runs: finds the first run's placeholders already there.
-    const second = run(attacker(80));
+    const second = run(`: > src/second-started; ${attacker(80)}`);
     const [, firstErr, firstCode] = await first.out;
     expect({ firstCode, firstErr }).toEqual({ firstCode: 0, firstErr: '' });
     // The first run is over; the second still runs and is still trying (about 2.5 s more).
@@ -67,6 +69,7 @@ describe.skipIf(!canRun)('two conch runs in one workspace', () => {
     const [stdout, stderr, code] = await second.out;
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     expect(stdout.trim()).toBe('DONE'); // not one CREATED line
+    rmSync(join(fx.ws, 'src', 'second-started'));
     expect(snapshotAll(fx)).toBe(before); // the placeholders went with the last run
     expect(readdirSync(join(state, `conch-${uid}`, 'placeholders'))).toEqual([]);
   }, 30_000);
