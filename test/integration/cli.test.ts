@@ -262,17 +262,22 @@ for (const p of protocols) {
     });
 
     test('a second SIGINT exits at once, without waiting for a stubborn command', async () => {
-      // The command ignores TERM, so the first SIGINT's cleanup must wait for the KILL grace; the
+      // The command survives TERM, so the first SIGINT's cleanup must wait for the KILL grace; the
       // second one exits before that, so no envelope is printed. Unsandboxed on purpose: inside
       // bubblewrap, killing bwrap ends its whole PID namespace at once and nothing can be stubborn.
+      // Each SIGINT goes once the command says conch is where it should be: the first once the
+      // command runs, the second once the first one's TERM reached it (two signals sent while
+      // conch waits for the CPU arrive as one, which only cancels).
       const marker = `0.1${Math.floor(Math.random() * 1e9)}`;
-      harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `trap "" TERM INT; while :; do sleep ${marker}; done` } }] }]);
+      const running = join(harness.dirs.home, 'running');
+      const termed = join(harness.dirs.home, 'termed');
+      const command = `trap "touch '${termed}'" TERM; trap "" INT; touch '${running}'; while :; do sleep ${marker}; done`;
+      harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command } }] }]);
       let child: ReturnType<typeof Bun.spawn> | undefined;
       const pending = runConch({ dirs: harness.dirs, args: ['--model', p.model, '--json', '--unrestricted', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
-      while (harness.server.requests.length === 0) await Bun.sleep(20);
-      await Bun.sleep(300);
+      while (!existsSync(running) && child!.exitCode === null) await Bun.sleep(20);
       child!.kill('SIGINT');
-      await Bun.sleep(50);
+      while (!existsSync(termed) && child!.exitCode === null) await Bun.sleep(20);
       child!.kill('SIGINT');
       const r = await pending;
       expect(r.code).toBe(130);
