@@ -3,7 +3,7 @@
 // so the count cannot be disturbed by anything else on the machine; only the per-user state folder
 // (conch-<uid>, shared by every run on purpose) may stay.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { anthropicEnv, BUN, REPO, runConch, useHarness } from '../support/cli.ts';
@@ -31,15 +31,21 @@ describe('temp directories', () => {
   });
 
   test('a second Ctrl-C, which exits at once, leaves nothing in TMPDIR', async () => {
-    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'trap "" TERM INT; sleep 30' } }] }]);
+    // Each SIGINT once the command says conch is there: the first while the command runs, the
+    // second once the first one's TERM reached it (two sent while conch waits for the CPU arrive as one).
+    const running = join(harness.dirs.home, 'running');
+    const termed = join(harness.dirs.home, 'termed');
+    const command = `trap "touch '${termed}'" TERM; trap "" INT; touch '${running}'; while :; do sleep 1; done`;
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command } }] }]);
     let child: ReturnType<typeof Bun.spawn> | undefined;
     const pending = run(['--json', '--unrestricted', 'go'], (c) => (child = c));
-    while (harness.server.requests.length === 0) await Bun.sleep(20);
-    await Bun.sleep(300);
+    while (!existsSync(running) && child!.exitCode === null) await Bun.sleep(20);
     child!.kill('SIGINT');
-    await Bun.sleep(50);
+    while (!existsSync(termed) && child!.exitCode === null) await Bun.sleep(20);
     child!.kill('SIGINT');
-    expect((await pending).code).toBe(130);
+    const r = await pending;
+    expect(r.code).toBe(130);
+    expect(r.stdout).toBe('');
     expect(leftovers()).toEqual([]);
   });
 
