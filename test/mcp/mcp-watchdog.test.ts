@@ -41,7 +41,9 @@ describe('the watchdog holds the deadline when MCP tools are offered', () => {
     const status = join(harness.dirs.home, 'status');
     let t: Terminal | undefined;
     try {
-      t = await openTerminal(['/bin/bash', '-c', `"${CONCH}" --model openai/test-model --timeout 4s; echo "exit $?" > '${status}'; exec sleep 60`], {
+      // Written whole, then renamed into place: the file exists only once its line is complete
+      // (a redirect creates it empty before echo writes, and a read in between got '').
+      t = await openTerminal(['/bin/bash', '-c', `"${CONCH}" --model openai/test-model --timeout 4s; echo "exit $?" > '${status}.part'; mv '${status}.part' '${status}'; exec sleep 60`], {
         cwd: harness.dirs.workspace,
         env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color' },
       });
