@@ -4,7 +4,7 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, test } from 'bun:test';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import dgram from 'node:dgram';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { dirname, join } from 'node:path';
 import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
@@ -173,19 +173,28 @@ describe.skipIf(!canRun)('network allowlist (real bwrap, relay and proxy)', () =
 
   test('no descriptor is left open per command (the channel is closed once the relay is gone)', async () => {
     const run = await executor([`127.0.0.1:${a.port}`]);
+    // Whatever a first command opens for the whole process is open from here on.
     await run('true');
-    const fds = () => readdirSync('/proc/self/fd').length;
-    // The first command's channel closes when its reader sees the relay's end, a moment after the
-    // command returns: count once that is over.
-    let before = fds();
-    for (let i = 0; i < 50; i++) {
-      await Bun.sleep(10);
-      if (fds() === before) break;
-      before = fds();
-    }
+    // Each descriptor by number and what it is (a socket's inode is its own): one closed by then
+    // (an earlier test's connection going down) cannot hide a new one that reuses its number.
+    // Not conch's own /proc files: the orphan sweep keeps one open from the first time a command
+    // needs it, which may be any of these (how fast a sandbox goes down decides).
+    const open = () =>
+      readdirSync('/proc/self/fd').flatMap((fd) => {
+        try {
+          const what = readlinkSync(`/proc/self/fd/${fd}`);
+          return what.startsWith('/proc/') ? [] : [`${fd} ${what}`];
+        } catch {
+          return []; // closed meanwhile (readdir's own)
+        }
+      });
+    const before = new Set(open());
     for (let i = 0; i < 5; i++) await run('true');
-    for (let i = 0; i < 50 && fds() > before; i++) await Bun.sleep(10);
-    expect(fds()).toBe(before);
+    // A command's channel closes when its reader sees the relay's end, which can come a moment
+    // after the command returns: wait for the descriptors opened since, not for a count to settle.
+    const opened = () => open().filter((fd) => !before.has(fd));
+    for (let i = 0; i < 500 && opened().length > 0; i++) await Bun.sleep(10);
+    expect(opened()).toEqual([]);
   });
 
   test('an allowlist without its proxy gets no network at all (fails closed)', async () => {
