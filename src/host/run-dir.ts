@@ -60,8 +60,9 @@ export interface RunDir {
 }
 
 export async function openRunDir(): Promise<RunDir> {
-  // In the background: a start never waits for a dead run's files to go.
-  void sweepStaleRunDirs();
+  // In the background: a start never waits for a dead run's files to go. The end does: conch ends
+  // with process.exit, which would cut a removal still under way and leave the directory half gone.
+  const sweeping = sweepStaleRunDirs();
   const root = await mkdtemp(runDirPrefix());
   // Removed by remove(), or at exit on any path that never reaches it (a setup error, a second Ctrl-C).
   const keep = removeAtExit(root);
@@ -81,7 +82,7 @@ export async function openRunDir(): Promise<RunDir> {
       return dir;
     },
     async remove() {
-      await rm(root, { recursive: true, force: true });
+      await Promise.all([rm(root, { recursive: true, force: true }), sweeping]);
       keep();
     },
   };

@@ -50,11 +50,13 @@ describe('temp directories', () => {
   });
 
   test("a SIGKILLed run's directory is removed by the next run; a live process's is not", async () => {
-    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'head -c 100000 /dev/zero > /tmp/big; sleep 30' } }] }]);
+    // Enough files that removing them takes a while: the next run must not exit with that half done.
+    const command = 'head -c 100000 /dev/zero > /tmp/big; mkdir /tmp/many; cd /tmp/many; seq 1 10000 | xargs touch; touch /tmp/ready; sleep 30';
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command } }] }]);
     let child: ReturnType<typeof Bun.spawn> | undefined;
     const pending = run(['--json', 'go'], (c) => (child = c));
-    while (harness.server.requests.length === 0) await Bun.sleep(20);
-    await Bun.sleep(300);
+    const ready = () => leftovers().some((name) => existsSync(join(tmp, name, 'tmp', 'ready')));
+    while (!ready() && child!.exitCode === null) await Bun.sleep(20);
     child!.kill('SIGKILL');
     await pending;
     const killed = leftovers();
