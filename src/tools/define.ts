@@ -8,8 +8,12 @@ export type JsonSchema = Record<string, unknown>;
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
-/** What `execute` may return: plain text, any JSON value, or a structured result. */
-export type ToolReturn = string | JsonValue | ToolResult | undefined | void;
+/**
+ * What `execute` may return: plain text, any JSON value, or a structured result. A ctx.exec result
+ * is plain data too (the model gets it as JSON), but an interface has no index signature, so it is
+ * named here for `return ctx.exec(…)` to type-check as it runs.
+ */
+export type ToolReturn = string | JsonValue | ToolResult | ExecResult | undefined | void;
 
 export interface ToolContext {
   /** Canonical workspace root; the tool's working directory. */

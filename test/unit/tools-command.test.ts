@@ -9,6 +9,7 @@ import { pluginTsconfig, TSCONFIG_MARK } from '../../src/cli/tools-tsconfig.ts';
 import { loadPlugins } from '../../src/plugins/load.ts';
 import { defineTool, Type } from '../../src/index.ts';
 import type { Tool } from '../../src/tools/define.ts';
+import { normalizeResult } from '../../src/tools/truncate.ts';
 import { makeContext } from '../support/plugin-context.ts';
 
 let root: string;
@@ -157,6 +158,17 @@ describe('editor types for plugins', () => {
     expect(written).toStartWith(TSCONFIG_MARK);
     expect(await typecheck(dir)).toEqual({ code: 0, out: '' });
 
+    // ctx.exec's result returned as is type-checks, as it runs: the model gets it as JSON.
+    const passthrough = `import { defineTool, Type } from 'conch';
+export default defineTool({ name: 'passthrough', description: 'x', parameters: Type.Object({ word: Type.String() }),
+  async execute({ word }, ctx) { return ctx.exec('echo ' + word); } });
+`;
+    await writeFile(join(dir, 'passthrough.ts'), passthrough);
+    const passed = await loadPlugins({ configDir: join(root, 'none'), cwd: dir, settings: settings({ dirs: [dir] }), reserved: new Map(), cacheDir });
+    const tool = passed.tools.find((t) => t.name === 'passthrough')!;
+    const sent = normalizeResult(await tool.execute({ word: 'hello' }, await makeContext(cwd)));
+    expect(JSON.parse((sent.content[0] as { text: string }).text)).toMatchObject({ exitCode: 0, output: 'hello\n' });
+
     // The types are conch's own, not `any`: handing the un-awaited resolve() to fs is caught, and
     // typebox subpaths resolve too.
     await writeFile(
@@ -173,7 +185,7 @@ export default defineTool({ name: 'careless', description: 'x', parameters: Type
     expect(careless.out).toContain("careless.ts(5,");
     expect(careless.out).toContain("Type 'Promise<string>' is not assignable to type 'string'");
     expect(careless.out.split('\n').filter((l) => l.includes('error TS'))).toHaveLength(1);
-  }, 60_000);
+  }, 120_000);
 
   test("a second `tools new` refreshes conch's tsconfig.json but never replaces the user's own", async () => {
     const config = join(root, 'types-own');
