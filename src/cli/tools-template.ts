@@ -1,4 +1,5 @@
-// The starter plugin `conch tools new NAME` writes. It must load as written: a test imports it.
+// The starter plugin `conch tools new NAME` writes. It must load as written, and its commented image
+// example type-check and run once uncommented: tests do both.
 
 export function starterPlugin(name: string): string {
   return `// A conch plugin: this file is a tool the model can call, loaded at every start.
@@ -25,6 +26,10 @@ export default defineTool({
   //   ctx.exec(command, { timeoutMs })   a shell command under the same sandbox and limits as bash
   //   ctx.update('…')                    progress shown to the user
   // Return a string, any JSON value, or { content: [{ type: 'text', text }], isError: true }.
+  // An image is a block of base64 data and its mediaType (PNG, JPEG, GIF or WebP; not mimeType):
+  //     const { readFile } = await import('node:fs/promises');
+  //     const png = await readFile(await ctx.workspace.resolve('chart.png', 'read'));
+  //     return { content: [{ type: 'text', text: 'the chart' }, { type: 'image', mediaType: 'image/png', data: png.toString('base64') }] };
   // A thrown error becomes an error result for the model; the run goes on.
   // Every start loads this file: import heavy dependencies inside execute (await import('…')),
   // so they cost time only when the tool is called.

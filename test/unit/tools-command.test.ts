@@ -169,6 +169,18 @@ export default defineTool({ name: 'passthrough', description: 'x', parameters: T
     const sent = normalizeResult(await tool.execute({ word: 'hello' }, await makeContext(cwd)));
     expect(JSON.parse((sent.content[0] as { text: string }).text)).toMatchObject({ exitCode: 0, output: 'hello\n' });
 
+    // The starter's commented image example, uncommented, type-checks and gives the model an image.
+    const starter = await readFile(join(dir, 'typed.ts'), 'utf8');
+    const example = starter.split('\n').filter((l) => /^  \/\/     \S/.test(l)).map((l) => l.slice('  //     '.length));
+    expect(example).toHaveLength(3);
+    const imageTool = starter.replace("name: 'typed'", "name: 'image'").replace(/async execute\([^)]*\) \{[\s\S]*?\n  \},/, `async execute(_args, ctx) {\n${example.join('\n')}\n  },`);
+    expect(imageTool).toContain("mediaType: 'image/png'");
+    await writeFile(join(dir, 'image.ts'), imageTool);
+    await writeFile(join(cwd, 'chart.png'), Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg==', 'base64'));
+    const withImage = await loadPlugins({ configDir: join(root, 'none'), cwd: dir, settings: settings({ dirs: [dir] }), reserved: new Map(), cacheDir });
+    const shown = normalizeResult(await withImage.tools.find((t) => t.name === 'image')!.execute({ text: 'x' }, await makeContext(cwd)));
+    expect(shown.content[1]).toEqual({ type: 'image', mediaType: 'image/png', data: (await readFile(join(cwd, 'chart.png'))).toString('base64') });
+
     // The types are conch's own, not `any`: handing the un-awaited resolve() to fs is caught, and
     // typebox subpaths resolve too.
     await writeFile(
