@@ -47,7 +47,13 @@ export interface LoadedSession {
   warnings: string[];
 }
 
-export const INTERRUPTED = 'not run: conch stopped before this call finished (the process was killed or lost)';
+/**
+ * What a call without a recorded result is told when its run never ended (the process was killed or
+ * lost). The loop runs a turn's calls one at a time and records each result as it comes, so the
+ * first call without one was in progress and may have done its work; the ones after it never started.
+ */
+export const INTERRUPTED = 'interrupted: conch stopped (the process was killed or lost) while this call was in progress; it may have done some or all of its work, but its result was never recorded';
+export const NOT_STARTED = 'not run: conch stopped (the process was killed or lost) before this call started';
 
 export function loadSession(path: string): LoadedSession {
   let text: string;
@@ -168,7 +174,7 @@ function taskText(content: Extract<Message, { role: 'user' }>['content']): strin
   return content.map((b) => (b.type === 'text' ? b.text : `[${b.mediaType}]`)).join(' ');
 }
 
-/** Every tool call without a result gets one saying it was not run, as the loop does on a stop. */
+/** Every tool call without a result gets one saying what became of it, as the loop does on a stop. */
 function seal(conversation: Message[]): void {
   let results: ToolResultMessage[];
   let assistant = conversation.at(-1);
@@ -181,7 +187,10 @@ function seal(conversation: Message[]): void {
   } else return;
   if (assistant?.role !== 'assistant') return;
   const answered = new Set(results.map((r) => r.callId));
+  let inProgress = true;
   for (const call of assistant.toolCalls) {
-    if (!answered.has(call.id)) results.push({ callId: call.id, name: call.name, content: [{ type: 'text', text: INTERRUPTED }], isError: true });
+    if (answered.has(call.id)) continue;
+    results.push({ callId: call.id, name: call.name, content: [{ type: 'text', text: inProgress ? INTERRUPTED : NOT_STARTED }], isError: true });
+    inProgress = false;
   }
 }

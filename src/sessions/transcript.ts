@@ -1,6 +1,6 @@
 // A session as a person (or a script) reads it: per turn the task, the answers, each tool call with
 // its result, and how the run ended. Images are named, not dumped.
-import type { LoadedSession } from './load.ts';
+import { INTERRUPTED, NOT_STARTED, type LoadedSession } from './load.ts';
 import type { EndRecord, StoredBlock } from './records.ts';
 import { REPAIR_OPENING, withoutOutputNoteBlocks } from '../agent/output-note.ts';
 
@@ -35,6 +35,7 @@ const text = (blocks: StoredBlock[]) => blocks.map((b) => (b.type === 'text' ? b
 export function transcript(loaded: LoadedSession): Transcript {
   const runs: TranscriptRun[] = [];
   const calls = new Map<string, Extract<TranscriptItem, { type: 'tool' }>>();
+  const unanswered = new Set<TranscriptItem>();
   for (const record of loaded.records) {
     const run = runs.at(-1);
     switch (record.t) {
@@ -54,6 +55,7 @@ export function transcript(loaded: LoadedSession): Transcript {
           for (const call of record.m.toolCalls ?? []) {
             const item = { type: 'tool' as const, callId: call.id, name: call.name, arguments: call.arguments, result: '(no result: the run was stopped)', isError: true };
             calls.set(call.id, item);
+            unanswered.add(item);
             run.items.push(item);
           }
         }
@@ -61,6 +63,7 @@ export function transcript(loaded: LoadedSession): Transcript {
       case 'result': {
         const item = calls.get(record.r.callId);
         if (item) Object.assign(item, { result: text(record.r.content), isError: record.r.isError });
+        if (item) unanswered.delete(item);
         break;
       }
       case 'end':
@@ -69,6 +72,16 @@ export function transcript(loaded: LoadedSession): Transcript {
           run.outcome = outcome;
         }
         break;
+    }
+  }
+  // A run that never ended: told as load.ts tells the model (the first call left was in progress).
+  for (const run of runs) {
+    if (run.outcome) continue;
+    let inProgress = true;
+    for (const item of run.items) {
+      if (!unanswered.has(item) || item.type !== 'tool') continue;
+      item.result = inProgress ? INTERRUPTED : NOT_STARTED;
+      inProgress = false;
     }
   }
   const { id, cwd, created, parent } = loaded.header;

@@ -169,7 +169,7 @@ describe('a damaged session', () => {
   test('a run SIGKILLed mid-tool-call leaves a session that continues cleanly', async () => {
     const marker = `47.${Math.floor(Math.random() * 1e9)}`;
     harness.server.script([
-      { text: 'starting', toolCalls: [{ id: 'call_killed', name: 'bash', arguments: { command: `sleep ${marker}` } }] },
+      { text: 'starting', toolCalls: [{ id: 'call_killed', name: 'bash', arguments: { command: `echo begun > begun.txt; sleep ${marker}` } }, { id: 'call_after', name: 'read', arguments: { path: 'begun.txt' } }] },
       { text: 'resumed fine' },
     ]);
     const pgrep = async () => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).stdout.toString().split('\n').filter(Boolean).map(Number);
@@ -192,7 +192,16 @@ describe('a damaged session', () => {
     expect(r.doc.output).toBe('resumed fine');
     expect(sent(1)).toContain('killed task');
     expect(sent(1)).toContain('call_killed');
-    expect(sent(1)).toContain('not run: conch stopped before this call finished');
+    // The command had run (its file is there): the model is not told it did not.
+    expect(existsSync(join(harness.dirs.workspace, 'begun.txt'))).toBe(true);
+    const results = harness.server.requests[1]!.body.messages.at(-2).content as any[];
+    expect(results.map((b) => [b.tool_use_id, b.content[0].text])).toEqual([
+      ['call_killed', 'interrupted: conch stopped (the process was killed or lost) while this call was in progress; it may have done some or all of its work, but its result was never recorded'],
+      ['call_after', 'not run: conch stopped (the process was killed or lost) before this call started'],
+    ]);
+    const show = await cmd(['sessions', 'show', r.doc.sessionId]);
+    expect(show.stdout).toContain('✗ interrupted: conch stopped (the process was killed or lost)');
+    expect(show.stdout).toContain('✗ not run: conch stopped (the process was killed or lost) before this call started');
     const list = await cmd(['sessions', '--json']);
     expect(JSON.parse(list.stdout).sessions[0]).toMatchObject({ id: r.doc.sessionId, turns: 2, outcome: 'completed' });
   });

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SessionStore } from '../../src/sessions/store.ts';
-import { loadSession, INTERRUPTED } from '../../src/sessions/load.ts';
+import { loadSession, INTERRUPTED, NOT_STARTED } from '../../src/sessions/load.ts';
 import { sessionsDir } from '../../src/sessions/dir.ts';
 import type { PolicySnapshot } from '../../src/sessions/records.ts';
 import type { Outcome } from '../../src/agent/outcome.ts';
@@ -158,7 +158,7 @@ describe('session store', () => {
     expect(() => loadSession(path)).toThrow(`${path} is not a conch session file`);
   });
 
-  test('a run killed mid-tool-call loads sealed: every unanswered call gets a "not run" result', () => {
+  test('a run killed mid-tool-call loads sealed: the call in progress may have run, the ones after it did not', () => {
     const w = store.create('/work/a');
     w.startRun({ runId: 'r1', provider: 'anthropic', model: 'm', policy });
     w.message({ role: 'user', content: [{ type: 'text', text: 'go' }] });
@@ -168,6 +168,7 @@ describe('session store', () => {
       toolCalls: [
         { id: 'c1', name: 'bash', arguments: '{}' },
         { id: 'c2', name: 'bash', arguments: '{}' },
+        { id: 'c3', name: 'bash', arguments: '{}' },
       ],
     });
     w.result({ callId: 'c1', name: 'bash', content: [{ type: 'text', text: 'done' }], isError: false });
@@ -180,8 +181,12 @@ describe('session store', () => {
     expect(tool.results.map((r) => [r.callId, r.isError])).toEqual([
       ['c1', false],
       ['c2', true],
+      ['c3', true],
     ]);
     expect(tool.results[1]!.content).toEqual([{ type: 'text', text: INTERRUPTED }]);
+    expect(INTERRUPTED).toContain('it may have done some or all of its work');
+    expect(tool.results[2]!.content).toEqual([{ type: 'text', text: NOT_STARTED }]);
+    expect(NOT_STARTED).toContain('before this call started');
   });
 
   test('a failed run stays in the record but not in the conversation that continues', () => {
