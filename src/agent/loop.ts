@@ -16,6 +16,9 @@ import { betweenTurns } from './idle-gc.ts';
 import type { OutputContract, OutputSchema } from './output.ts';
 
 /** Where a host keeps the conversation as it grows (the session store); each call gets one whole message. */
+/** How the note before the partial result of a call the run's stop cut short begins (sessions show sets it apart). */
+export const INTERRUPTED_OPENING = 'interrupted while running: ';
+
 export interface Journal {
   message(message: Exclude<Message, { role: 'tool' }>): void;
   result(result: ToolResultMessage): void;
@@ -312,7 +315,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
     if (controller.signal.aborted) {
       // It did run, in part: "not run" (what the calls after it get) would tell the model and the
       // transcript that nothing happened, and a continued run might do it twice.
-      const note = { type: 'text' as const, text: `interrupted while running: ${interrupted().message}; what it did until then stands:` };
+      const note = { type: 'text' as const, text: `${INTERRUPTED_OPENING}${interrupted().message}; what it did until then stands:` };
       return { ...message, content: [note, ...message.content], isError: true };
     }
     if ('policyRule' in outcome && outcome.policyRule && spec.stopOnDeny) {

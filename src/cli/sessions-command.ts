@@ -109,7 +109,12 @@ function show(loaded: LoadedSession, json: boolean): number {
         stdout.write(`  (the answer did not match --output-schema; conch asked for a corrected one: ${oneLine(problems.join('; '))})\n`);
       }
       else if (item.type === 'answer') stdout.write(`${terminalSafe(item.text)}\n`);
-      else stdout.write(`  › ${terminalSafe(item.name)} ${oneLine(item.arguments)}\n    ${item.isError ? '✗' : '✓'} ${oneLine(item.result)}\n`);
+      else {
+        // conch's note on a call cut short is shown whole; what the tool gave is cut like any result.
+        const rest = item.note ? item.result.slice(item.note.length).trim() : item.result;
+        const shown = item.note ? `${terminalSafe(item.note)}${rest ? `\n      ${oneLine(rest)}` : ''}` : oneLine(rest);
+        stdout.write(`  › ${terminalSafe(item.name)} ${oneLine(item.arguments)}\n    ${item.isError ? '✗' : '✓'} ${shown}\n`);
+      }
     }
     if (run.outcome?.message) stdout.write(`  (${terminalSafe(run.outcome.message)})\n`);
   }

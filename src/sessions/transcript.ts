@@ -3,6 +3,7 @@
 import { INTERRUPTED, NOT_STARTED, type LoadedSession } from './load.ts';
 import type { EndRecord, StoredBlock } from './records.ts';
 import { REPAIR_OPENING, withoutOutputNoteBlocks } from '../agent/output-note.ts';
+import { INTERRUPTED_OPENING } from '../agent/loop.ts';
 
 export type TranscriptItem =
   /** `outputSchema`: the task went with an output schema, whose note (for the model) is left out of `text`. */
@@ -10,7 +11,11 @@ export type TranscriptItem =
   /** conch's repair turn of an --output-schema run: the problems it quoted to the model. */
   | { type: 'repair'; text: string }
   | { type: 'answer'; text: string }
-  | { type: 'tool'; callId: string; name: string; arguments: string; result: string; isError: boolean };
+  /**
+   * `note`: conch's own word at the start of `result` on a call that did not finish (stopped while
+   * it ran, never started), shown whole; the rest of `result` is what the tool gave.
+   */
+  | { type: 'tool'; callId: string; name: string; arguments: string; result: string; isError: boolean; note?: string };
 
 export interface TranscriptRun {
   runId: string;
@@ -63,6 +68,8 @@ export function transcript(loaded: LoadedSession): Transcript {
       case 'result': {
         const item = calls.get(record.r.callId);
         if (item) Object.assign(item, { result: text(record.r.content), isError: record.r.isError });
+        const first = record.r.content[0];
+        if (item && first?.type === 'text' && first.text.startsWith(INTERRUPTED_OPENING)) item.note = first.text;
         if (item) unanswered.delete(item);
         break;
       }
@@ -80,7 +87,7 @@ export function transcript(loaded: LoadedSession): Transcript {
     let inProgress = true;
     for (const item of run.items) {
       if (!unanswered.has(item) || item.type !== 'tool') continue;
-      item.result = inProgress ? INTERRUPTED : NOT_STARTED;
+      item.result = item.note = inProgress ? INTERRUPTED : NOT_STARTED;
       inProgress = false;
     }
   }

@@ -200,7 +200,7 @@ describe('a damaged session', () => {
       ['call_after', 'not run: conch stopped (the process was killed or lost) before this call started'],
     ]);
     const show = await cmd(['sessions', 'show', r.doc.sessionId]);
-    expect(show.stdout).toContain('✗ interrupted: conch stopped (the process was killed or lost)');
+    expect(show.stdout).toContain('✗ interrupted: conch stopped (the process was killed or lost) while this call was in progress;');
     expect(show.stdout).toContain('✗ not run: conch stopped (the process was killed or lost) before this call started');
     const list = await cmd(['sessions', '--json']);
     expect(JSON.parse(list.stdout).sessions[0]).toMatchObject({ id: r.doc.sessionId, turns: 2, outcome: 'completed' });
@@ -223,13 +223,15 @@ describe('a damaged session', () => {
     const id = JSON.parse(cancelled.stdout).sessionId;
     const show = await cmd(['sessions', 'show', id]);
     expect(show.stdout).toContain('› bash');
-    expect(show.stdout).toContain('✗ interrupted while running: cancelled by the user');
+    // conch's note whole, then what the command gave, cut like any other result (not lost behind the note).
+    expect(show.stdout).toContain('✗ interrupted while running: cancelled by the user; what it did until then stands:\n      begun [cancelled; the command and its processes were killed]\n');
     // The call after it never started: that one is "not run".
     expect(show.stdout).toContain('✗ not run: the run stopped (cancelled by the user)');
     const items = JSON.parse((await cmd(['sessions', 'show', id, '--json'])).stdout).runs[0].items;
     const cut = items.find((i: any) => i.callId === 'call_cut');
     expect(cut.result).toContain('begun');
     expect(cut.result).toContain('cancelled; the command and its processes were killed');
+    expect(cut.note).toBe('interrupted while running: cancelled by the user; what it did until then stands:');
     expect((await conch(['-c', 'go on'])).code).toBe(0);
     expect(sent(1)).toContain('interrupted while running: cancelled by the user');
   });
