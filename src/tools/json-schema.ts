@@ -66,13 +66,12 @@ export function schemaIssues(validator: Validator, value: unknown, max: number):
  */
 function simplifyUnions(errors: SchemaError[], root: unknown, value: unknown): SchemaError[] {
   const unions = errors.filter(isUnion);
-  const outermost = unions.filter((u) => !unions.some((o) => o !== u && u.schemaPath.startsWith(branchPrefix(o))));
+  const outermost = unions.filter((u) => !unions.some((o) => o !== u && within(u, o)));
   let out = errors;
   for (const union of outermost) {
-    const prefix = branchPrefix(union);
-    const inside = out.filter((e) => e.schemaPath.startsWith(prefix));
+    const inside = out.filter((e) => within(e, union));
     const replacement = unionErrors(union, inside, root, value);
-    out = out.flatMap((e) => (e === union ? replacement : e.schemaPath.startsWith(prefix) ? [] : [e]));
+    out = out.flatMap((e) => (e === union ? replacement : within(e, union) ? [] : [e]));
   }
   return out;
 }
@@ -80,7 +79,7 @@ function simplifyUnions(errors: SchemaError[], root: unknown, value: unknown): S
 /** Without the branch errors of a union whose own error the cap cut off (half a union only misleads), unless nothing else is left. */
 function withoutCutUnions(errors: SchemaError[]): SchemaError[] {
   const unions = errors.filter(isUnion);
-  const whole = errors.filter((e) => !/\/(anyOf|oneOf)\/\d+(\/|$)/.test(e.schemaPath) || unions.some((u) => e.schemaPath.startsWith(branchPrefix(u))));
+  const whole = errors.filter((e) => !/\/(anyOf|oneOf)\/\d+(\/|$)/.test(e.schemaPath) || unions.some((u) => within(e, u)));
   return whole.length ? whole : errors;
 }
 
@@ -90,6 +89,9 @@ function unionErrors(union: SchemaError, inside: SchemaError[], root: unknown, v
   const branches = schema && typeof schema === 'object' ? (schema as Record<string, unknown>)[union.keyword] : undefined;
   const instance = pointer(value, union.instancePath);
   if (!Array.isArray(branches) || instance === MISSING) return unchanged;
+  // A oneOf the value matches twice fails with no branch failing: 'must be X or Y' would be wrong.
+  const failed = new Set(inside.map((e) => e.schemaPath.slice(branchPrefix(union).length).split('/')[0]));
+  if (failed.size < branches.length) return unchanged;
   const fitting = branches.flatMap((b, i) => (fitsType(b, instance) ? [i] : []));
   if (fitting.length === 1 && !isConstant(branches[fitting[0]!])) {
     const at = `${branchPrefix(union)}${fitting[0]}`;
@@ -108,6 +110,12 @@ function isUnion(error: SchemaError): boolean {
 
 function branchPrefix(union: SchemaError): string {
   return `${union.schemaPath}/${union.keyword}/`;
+}
+
+/** An error from one of the union's branches, for the same value (array items share their schema path). */
+function within(error: SchemaError, union: SchemaError): boolean {
+  const at = union.instancePath;
+  return error.schemaPath.startsWith(branchPrefix(union)) && (error.instancePath === at || error.instancePath.startsWith(`${at}/`));
 }
 
 const MISSING = Symbol('missing');

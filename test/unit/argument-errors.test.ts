@@ -16,6 +16,7 @@ const tool: Tool = {
     name: Type.Optional(Type.Union([Type.String({ minLength: 3 }), Type.Null()])),
     tags: Type.Optional(Type.Array(Type.Union([Type.Literal('bug'), Type.Literal('task')]))),
     plain: Type.Optional({ anyOf: [{ type: 'string', enum: ['x', 'y'] }, { type: 'boolean' }] }),
+    steps: Type.Optional(Type.Array(Type.Union([Type.Literal('skip'), Type.Object({ n: Type.Number() })]))),
   }),
   execute: () => 'ok',
 };
@@ -38,6 +39,8 @@ describe('union arguments', () => {
 
   test('the one branch the value fits reports its own error', () => {
     expect(message({ action: 'create', mode: { depth: 'deep' } })).toBe(`field 'mode.depth' must be integer`);
+    // Array items share one schema path: each item's union is said about that item.
+    expect(message({ action: 'create', steps: [{ n: 'one' }, 'jump'] })).toBe(`field 'steps.0.n' must be number; field 'steps.1' must be "skip" or an object`);
     expect(message({ action: 'create', name: 'ab' })).toBe(`field 'name' must not have fewer than 3 characters`);
   });
 
@@ -46,4 +49,12 @@ describe('union arguments', () => {
       [`field 'action' must be "create" or "comment"`, `field 'id' must be a string or a number`, `field 'mode' must be "quick" or an object`, `field 'tags.0' must be "bug" or "task"`, `field 'tags.1' must be "bug" or "task"`].join('; '),
     );
   });
+});
+
+test('a oneOf the value matches twice keeps saying so', () => {
+  const twice = new Catalog();
+  twice.register({ name: 'one', description: 'd', source: 'test', parameters: { type: 'object', properties: { n: { oneOf: [{ type: 'number' }, { type: 'integer' }] } } }, execute: () => 'ok' });
+  const v = twice.validate('one', '{"n": 3}');
+  expect(v.ok).toBe(false);
+  if (!v.ok) expect(v.message).not.toContain('must be a number or an integer');
 });
