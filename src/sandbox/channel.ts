@@ -16,6 +16,15 @@ const DATA = 2;
 const CLOSE = 3;
 /** Bytes held for one side before the other is made to wait. */
 const HIGH_WATER = 4 * 1024 * 1024;
+/**
+ * The relay sends at most 64 KiB in a frame. The channel is the command's to write as well (it can
+ * take the relay's descriptor, pidfd_getfd, or its memory: same user), so a frame claiming more
+ * ends the channel instead of being waited for (a length of 4 GiB had conch buffer, and copy again
+ * on every read, all the command sent: 690 MiB of RSS for 48 MiB).
+ */
+const MAX_FRAME = 256 * 1024;
+/** Connections open at once on one channel: each costs conch two descriptors. */
+const MAX_CONNECTIONS = 512;
 
 export interface Channel {
   close(): void;
@@ -76,6 +85,7 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
   };
 
   const open = (id: number) => {
+    if (conns.size >= MAX_CONNECTIONS) return send(CLOSE, id);
     const sock = connect();
     conns.set(id, sock);
     if (paused) sock.pause();
@@ -96,6 +106,7 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
         pending = pending.length ? Buffer.concat([pending, chunk]) : Buffer.from(chunk);
         while (pending.length >= 9) {
           const length = pending.readUInt32BE(5);
+          if (length > MAX_FRAME) throw new Error('not a frame the relay sends');
           if (pending.length < 9 + length) break;
           const type = pending.readUInt8(0);
           const id = pending.readUInt32BE(1);
@@ -110,7 +121,7 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
         }
       }
     } catch {
-      // the relay went away mid-frame: same as its end
+      // the relay went away mid-frame, or the command wrote to the channel itself: same as its end
     }
     shut();
     // Bun leaves a spawned child's extra 'pipe' open in the parent; the reader is done with it now.

@@ -9,7 +9,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { parseAllowList } from '../../src/sandbox/net-rules.ts';
 import { startProxy, type NetworkProxy } from '../../src/sandbox/proxy.ts';
-import { allowlistExecutor, canRun, fixture, type Fixture } from './harness.ts';
+import { allowlistExecutor, canRun, fixture, PYTHON, type Fixture } from './harness.ts';
 
 const MiB = 1024 * 1024;
 const SIZE = 64 * MiB;
@@ -120,5 +120,52 @@ describe.skipIf(!canRun)('the allowlist channel under a stalled peer', () => {
     await Bun.write(join(fx.ws, 'resumed'), '');
     const result = await running;
     expect(result.output).toContain(`rc=0 ${size}`);
+  }, 60_000);
+});
+
+// The channel is the command's to write too: it can take the relay's descriptor (pidfd_getfd; or
+// the relay's memory, same user) and send conch frames the relay never would.
+const STEAL = (body: string) => `${PYTHON} -c '
+import ctypes, os, socket, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(438, libc.syscall(434, int(sys.argv[1]), 0), 4, 0)
+if fd < 0: sys.exit("no channel: %d" % ctypes.get_errno())
+ch = socket.socket(fileno=fd)
+${body}' $PPID`;
+
+describe.skipIf(!canRun || !PYTHON)('a channel the command writes itself', () => {
+  test('a frame claiming 4 GiB ends the channel instead of being buffered', async () => {
+    const result = await exec(STEAL(`
+ch.sendall(struct.pack(">BII", 2, 1, 0xFFFFFFF0))
+try:
+    for i in range(256):
+        ch.sendall(bytes(65536))
+    print("conch took 16 MiB of one frame")
+except OSError:
+    print("channel closed")
+`));
+    expect(result.output).toContain('channel closed');
+  }, 60_000);
+
+  test('connections past the limit are closed at once, not opened to the proxy', async () => {
+    const result = await exec(STEAL(`
+for i in range(1, 601):
+    ch.sendall(struct.pack(">BII", 1, i, 0))
+ch.settimeout(5)
+closed, buf = set(), b""
+try:
+    while len(closed) < 88:
+        buf += ch.recv(65536)
+        while len(buf) >= 9:
+            t, i, n = struct.unpack(">BII", buf[:9])
+            buf = buf[9 + n:]
+            if t == 3: closed.add(i)
+except socket.timeout:
+    pass
+print("closed", len(closed), min(closed) if closed else 0)
+`));
+    // Each one conch opens is a connection to the proxy (two descriptors in conch).
+    expect(toProxy.length).toBe(512);
+    expect(result.output).toMatch(/closed (8[89]|9\d|\d{3}) /);
   }, 60_000);
 });
