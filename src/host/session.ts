@@ -112,7 +112,9 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   });
   // Sandboxed commands can make nested repositories the user's git would obey: checked after each run.
   const nestedFor = (): NestedGitGuard | null =>
-    sandbox.unrestricted || !config.tools.shell ? null : nestedGitGuard([workspace.root, ...sandbox.settings.writableRoots]);
+    sandbox.unrestricted || !config.tools.shell
+      ? null
+      : nestedGitGuard([workspace.root, ...sandbox.settings.writableRoots], sandbox.settings.cacheDir ? [sandbox.settings.cacheDir] : []);
   const watched = (exec: Executor, nested: NestedGitGuard | null): Executor =>
     nested
       ? (command, opts) => {

@@ -8,8 +8,9 @@
 // that is not a `.sample`, a `commondir`, a `.git` file), is neutralised: that part is renamed to
 // NAME.conch-disabled and the user is told, with the path. The user's own repositories, as they
 // were before the run, are never touched.
-import { lstatSync, readdirSync, readFileSync, renameSync, existsSync, type Dirent } from 'node:fs';
-import { join, relative } from 'node:path';
+import { lstatSync, readdirSync, readFileSync, realpathSync, renameSync, existsSync, type Dirent } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { isWithin } from '../core/paths.ts';
 
 /** Config keys a plain init, clone or `git remote add` writes: nothing here runs a program. */
 const SAFE_KEYS = [
@@ -39,15 +40,29 @@ export interface NestedGitGuard {
   check(): string[];
 }
 
-export function nestedGitGuard(roots: string[]): NestedGitGuard {
+/**
+ * `linked`: other folders commands write that are not walked (the sandbox's toolchain cache, kept
+ * across runs): a repository there is checked when a link in the roots leads into it, since a
+ * prompt that enters the link runs git in the repository (`ln -s <cache>/evil docs`).
+ */
+export function nestedGitGuard(roots: string[], linked: string[] = []): NestedGitGuard {
   let before: Map<string, string> | null = null;
+  // Looked up at each scan: the cache is made by the first command.
+  const bases = () =>
+    linked.flatMap((dir) => {
+      try {
+        return [realpathSync(dir)];
+      } catch {
+        return []; // not made yet: nothing there to link to
+      }
+    });
   return {
     baseline() {
-      before ??= new Map(scan(roots).found.map((f) => [f.path, f.stamp]));
+      before ??= new Map(scan(roots, bases()).found.map((f) => [f.path, f.stamp]));
     },
     check() {
       if (!before) return [];
-      const { found, notes } = scan(roots);
+      const { found, notes } = scan(roots, bases());
       const lines = [...notes];
       for (const item of found) {
         if (before.get(item.path) === item.stamp) continue;
@@ -59,8 +74,9 @@ export function nestedGitGuard(roots: string[]): NestedGitGuard {
   };
 }
 
-function scan(roots: string[]): { found: Found[]; notes: string[] } {
+function scan(roots: string[], linked: string[]): { found: Found[]; notes: string[] } {
   const found: Found[] = [];
+  const seen = new Set<string>();
   const notes: string[] = [];
   for (const root of roots) {
     const stack = [root];
@@ -91,10 +107,42 @@ function scan(roots: string[]): { found: Found[]; notes: string[] } {
         // node_modules is left out (editors' git integration skips it too): a JavaScript project's
         // holds tens of thousands of directories, a walk of a second before and after every run.
         if (entry.isDirectory() && entry.name !== SKIPPED) stack.push(path);
+        else if (entry.isSymbolicLink() && linked.length > 0) {
+          const git = linkedGitDir(path, linked);
+          if (git && !seen.has(git.path)) {
+            seen.add(git.path);
+            found.push(git);
+          }
+        }
       }
     }
   }
   return { found, notes };
+}
+
+/** The git dir git finds from where `link` leads, when that is inside one of `linked` (up to its top). */
+function linkedGitDir(link: string, linked: string[]): Found | null {
+  let target: string;
+  try {
+    target = realpathSync(link);
+  } catch {
+    return null;
+  }
+  const base = linked.find((dir) => isWithin(target, dir));
+  if (!base) return null;
+  for (let dir = target; ; dir = dirname(dir)) {
+    const git = join(dir, '.git');
+    let info;
+    try {
+      info = lstatSync(git, { throwIfNoEntry: false });
+    } catch {
+      info = undefined;
+    }
+    if (info) return info.isDirectory() ? { path: git, kind: 'dir', stamp: stampOf(git) } : { path: git, kind: 'file', stamp: fileStamp(git) };
+    const names = new Set(list(dir).map((e) => e.name));
+    if (names.has('HEAD') && names.has('objects') && names.has('refs')) return { path: dir, kind: 'dir', stamp: stampOf(dir) };
+    if (dir === base) return null;
+  }
 }
 
 function list(dir: string): Dirent[] {

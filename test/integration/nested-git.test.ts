@@ -59,6 +59,22 @@ describe.skipIf(!canRun || !GIT)('nested repositories made by sandboxed commands
     expect(existsSync(`${fired}-fsmonitor`)).toBe(false);
   });
 
+  test("a repository in the sandbox's toolchain cache (kept across runs, not walked) that a link in the workspace leads to is disabled", async () => {
+    const ws = harness.dirs.workspace;
+    const fired = join(harness.dirs.home, 'FIRED');
+    const command =
+      `d=$(dirname "$npm_config_cache")/evil && git init -q $d && git -C $d config core.fsmonitor "touch ${fired}; false" && ` +
+      'ln -s $d docs && mkdir -p $d/sub && ln -s $d/sub deeper && echo made';
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command } }] }, { text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages.at(-1))).toContain('made');
+    expect(r.stderr).toMatch(/evil\/\.git\/config \(it sets core\.fsmonitor\)/);
+    // The user's prompt enters the link: git runs in the cache's repository, and nothing of it runs.
+    for (const dir of ['docs', 'deeper']) hostGit(join(ws, dir), 'status');
+    expect(existsSync(fired)).toBe(false);
+  });
+
   test('the write tool cannot reach a nested .git at any depth', async () => {
     mkdirSync(join(harness.dirs.workspace, 'sub'));
     harness.server.script([
