@@ -34,11 +34,16 @@ function streamOf(event: RunEvent): string | null {
 export function openTrace(file: string, withContent: boolean): Trace {
   // Opened once, and written through this descriptor only: the file may lie in the workspace, where a
   // sandboxed command can replace it with a link (to a ~/.bashrc) that appending by path would follow.
+  // Not through a link either: one a command of an earlier run left there would be truncated and written.
   let fd: number;
   try {
-    fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND, 0o666);
+    fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND | constants.O_NOFOLLOW, 0o666);
   } catch (error) {
-    const why = (error as { code?: string }).code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
+    const code = (error as { code?: string }).code;
+    const why =
+      code === 'EISDIR' ? 'it is a directory'
+      : code === 'ELOOP' ? 'it is a symbolic link, which conch does not follow: a command may have put it there; remove it or give the file itself'
+      : (error as Error).message;
     throw new SetupError(`--trace ${file}: cannot write the trace file (${why}). Give a file path in an existing, writable directory.`);
   }
   let secrets: SecretValue[] = [];

@@ -92,3 +92,20 @@ test('a command that replaces the trace file with a link does not redirect the t
   expect(readFileSync(target, 'utf8')).toBe('# bashrc\n');
   expect(harness.server.requests[1]!.body.messages.at(-1).content[0].content[0].text).toContain('linked');
 });
+
+// The link a command left stays for the next run: opened by path, that run's trace truncated the
+// file the link names and wrote JSON lines into it (a `$(…)` in a tool name runs in a ~/.bashrc).
+test('a trace file that a command of an earlier run replaced with a link is refused, not followed', async () => {
+  const target = join(harness.dirs.home, 'bashrc');
+  writeFileSync(target, '# bashrc\n');
+  harness.server.script([
+    { toolCalls: [{ name: 'bash', arguments: { command: `rm -f trace.jsonl && ln -s '${target}' trace.jsonl && echo linked` } }] },
+    { text: 'done' },
+  ]);
+  expect((await runConch({ dirs: harness.dirs, args: ['--trace', 'trace.jsonl', '--ephemeral', 'go'], env: env() })).code).toBe(0);
+  harness.server.script([{ toolCalls: [{ name: '$(touch pwned)', arguments: {} }] }, { text: 'done' }]);
+  const second = await runConch({ dirs: harness.dirs, args: ['--trace', 'trace.jsonl', '--ephemeral', 'go'], env: env() });
+  expect(second.code).toBe(2);
+  expect(second.stderr).toContain('--trace trace.jsonl: cannot write the trace file (it is a symbolic link');
+  expect(readFileSync(target, 'utf8')).toBe('# bashrc\n');
+});
