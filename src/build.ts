@@ -43,7 +43,9 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     // use its own location, as the modules expect of a bundle (package-root.ts, watchdog.ts).
     // (Not __dirname itself: Bun replaces that too, per module, with the source file's folder.)
     define: { 'import.meta.url': '__conchBundleUrl', 'import.meta.dir': '__conchBundleDir' },
-    banner: 'var __conchBundleDir = __dirname, __conchBundleUrl = require("node:url").pathToFileURL(__filename).href;',
+    // Bun's pathToFileURL, not node:url's: loading that JavaScript module cost every start ≈ 1.3 ms
+    // (`conch --version`: 22.0 → 20.6 ms, medians of 60 alternated).
+    banner: 'var __conchBundleDir = __dirname, __conchBundleUrl = Bun.pathToFileURL(__filename).href;',
     // Plugin tooling stays a real package: it is loaded lazily and resolves its own files at run time.
     external: ['jiti'],
   } satisfies Partial<Bun.BuildConfig>;
