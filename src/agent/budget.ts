@@ -23,6 +23,15 @@ export class CostMeter {
     this.prompt = this.prompt === null || prompt === null ? null : this.prompt + prompt;
   }
 
+  /**
+   * A call that ended without its usage (cancelled, timed out, cut off, failed mid-stream) may
+   * still have been billed: from then on the total is unknown, not the sum of the calls that reported.
+   */
+  unreported(): void {
+    this.known = false;
+    this.prompt = null;
+  }
+
   total(): { usd: number; estimated: boolean } | null {
     return this.known ? { usd: this.usd, estimated: this.estimated } : null;
   }

@@ -197,6 +197,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
           streamAbort.signal,
         );
       } catch (error) {
+        meter.unreported();
         output = turnText || output;
         if (overflow) {
           throw new Stop('limit_exceeded', `the model produced more than ${limits.model_output_bytes} bytes of output (limit model_output_bytes)`, { limit: 'model_output_bytes' });

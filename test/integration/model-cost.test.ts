@@ -70,6 +70,14 @@ describe('cost in the envelope', () => {
     expect((await run(anthropic(), ['--model', 'anthropic/house-model'])).envelope.cost).toBeNull();
   });
 
+  test('a call cut off before it reported usage (the run timed out mid-stream) leaves the cost unknown, not $0', async () => {
+    harness.server.script([{ text: 'working on it', hangAfterText: true }]);
+    const { code, envelope } = await run(anthropic(), ['--model', 'anthropic/claude-sonnet-4-5', '--timeout', '1s']);
+    expect(code).toBe(124);
+    expect(envelope.usage.inputTokens).toBeNull();
+    expect(envelope.cost).toBeNull();
+  });
+
   test('a project config cannot set prices (it could zero them to lift --max-cost)', async () => {
     await mkdir(join(harness.dirs.workspace, '.conch'));
     await writeFile(join(harness.dirs.workspace, '.conch', 'config.json'), JSON.stringify({ prices: { 'house-model': { input: 0, output: 0 } } }));
