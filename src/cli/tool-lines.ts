@@ -25,6 +25,8 @@ export interface LineContext {
 export const DIFF_LINES = 12;
 /** A command's last output lines kept on screen. */
 export const TAIL_LINES = 5;
+/** The line src/process/output.ts puts where it cut a command's output. */
+const OMITTED = /^\[\.\.\. \d+ bytes omitted[;\]]/;
 
 type Started = Extract<RunEvent, { type: 'tool.started' }>;
 type Finished = Extract<RunEvent, { type: 'tool.finished' }>;
@@ -91,12 +93,16 @@ function commandLines(event: Finished, ctx: LineContext): string[] {
   const body = event.output.replace(/\n?\[[^\n]*\]$/, '');
   const lines = body === '(no output)' ? [] : body.split('\n').filter((l) => l.trim() !== '');
   const out = lines.slice(-TAIL_LINES).map((l) => paint.dim(`  │ ${safe(l)}`));
-  const hidden = lines.length - Math.min(lines.length, TAIL_LINES);
+  // Cut in the middle (head, marker, tail): the lines the model got are not the lines printed, and
+  // only the byte count is known, so that is what is said.
+  const cut = lines.some((l) => OMITTED.test(l));
+  const hidden = cut ? 0 : lines.length - Math.min(lines.length, TAIL_LINES);
   const exit = typeof d.exitCode === 'number' ? d.exitCode : null;
   const status = d.timedOut ? paint.red('✗ timed out') : d.cancelled ? paint.yellow('✗ cancelled')
     : exit === 0 ? paint.green('✓ exit 0') : exit !== null ? paint.red(`✗ exit ${exit}`) : paint.red(`✗ ${d.signal ?? 'failed'}`);
   const notes: string[] = [];
   if (typeof d.durationMs === 'number') notes.push(seconds(d.durationMs));
+  if (cut && typeof d.totalBytes === 'number') notes.push(`${d.totalBytes.toLocaleString('en-US')} bytes of output, cut in the middle`);
   if (hidden > 0) notes.push(`${hidden} earlier line${hidden === 1 ? '' : 's'}`);
   if (typeof d.logPath === 'string') notes.push(`full output in ${shownPath(d.logPath, undefined, ctx.cwd)}`);
   return [...out, `  ${status}${notes.length ? paint.dim(` · ${notes.join(' · ')}`) : ''}`];
