@@ -130,6 +130,8 @@ export async function outputHelp(command?: string): Promise<void> {
     for (const f of spec.flags) c.option(f.usage, typeof f.description === 'string' ? f.description : f.description(facts));
     if (name === command) c.action(() => {});
   }
+  // Answered before any command (src/cli/version.ts), so it is listed with the top-level flags only.
+  if (!command) cli.option('-v, --version', 'Print the version');
   // cac's help of one command leaves out what the command does (the actions of `sessions`, say).
   const about = command ? COMMANDS[command]?.description : undefined;
   cli.help((sections) => {

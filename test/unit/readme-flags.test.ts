@@ -53,6 +53,8 @@ test("the README's flag table lists exactly the flags of `conch --help` and ever
   const texts = [top, ...(await Promise.all(commands.map((c) => help([c]))))];
   const inHelp = new Set(texts.flatMap(helpFlags));
   expect(inHelp).toContain('--json');
+  // The README promises --version; a user looks for it in --help first.
+  expect(helpFlags(top)).toContain('--version');
   const inReadme = new Set(readmeFlags(await readFile(join(REPO, 'README.md'), 'utf8')));
 
   const missingFromReadme = [...inHelp].filter((f) => !inReadme.has(f)).sort();
