@@ -227,7 +227,7 @@ export async function createAnthropicProvider(config: ProviderConfig): Promise<P
   const options = sdkClientOptions(config, provider);
   const sdk = await import('./anthropic-sdk.ts');
   const client = new sdk.MessagesClient(options);
-  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), sdk };
+  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
   let structured = structuredOutputOn(config);
   const formats = new WeakMap<object, Anthropic.JSONOutputFormat | null>();
   return {

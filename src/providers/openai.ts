@@ -223,7 +223,7 @@ export async function createOpenAIProvider(config: ProviderConfig): Promise<Prov
   const options = sdkClientOptions(config, provider);
   const sdk = await import('openai');
   const client = new sdk.OpenAI(options);
-  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), sdk };
+  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
   // Fields a compatible server may not know: once one is rejected it is left out for the rest of the run.
   const dropped = new Set<string>();
   return {

@@ -16,6 +16,8 @@ export interface RetryContext {
   provider: string;
   /** What the user should set to fix auth, e.g. "ANTHROPIC_API_KEY (or providers.x.apiKey in config)". */
   credentialHint: string;
+  /** The base URL the user configured (a local server): a connection failure names it, as the fix is there. */
+  endpoint?: string;
   sdk: SdkErrorClasses;
 }
 
@@ -129,7 +131,8 @@ export function classifyError(e: unknown, ctx: RetryContext): Failure | null {
   if (e instanceof StreamInterruptedError) return { kind: 'retryable', reason: e.message, retryAfterMs: null };
   if (e instanceof sdk.APIConnectionError) {
     const code = connectionCode(e);
-    return { kind: 'retryable', reason: code ? `connection failed (${code})` : `connection failed: ${e.message}`, retryAfterMs: null };
+    const to = ctx.endpoint ? `connection to ${ctx.endpoint} failed` : 'connection failed';
+    return { kind: 'retryable', reason: code ? `${to} (${code})` : `${to}: ${e.message}`, retryAfterMs: null };
   }
   if (e instanceof sdk.APIError) {
     const status = (e as { status?: unknown }).status;

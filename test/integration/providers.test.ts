@@ -167,6 +167,16 @@ describe.each(['anthropic', 'openai'] as const)('%s provider', (type) => {
     expect(r.retries.map((x) => x.attempt)).toEqual([1, 2]);
   });
 
+  test('a server that is not there (a local one not started): the error names the address tried', async () => {
+    const gone = await startModelServer();
+    await gone.close();
+    const lost = await providerFor(gone, type, { maxRetries: 0 });
+    const e = await failure(run(lost, recorder().hooks));
+    expect(e.code).toBe('provider_unavailable');
+    const address = type === 'anthropic' ? gone.anthropicBaseUrl : gone.openaiBaseUrl;
+    expect(e.message).toContain(`connection to ${address} failed (ECONNREFUSED)`);
+  });
+
   test('401 is provider_auth naming the key to set, without retrying', async () => {
     fresh();
     server.script([{ error: { status: 401, message: 'invalid x-api-key' } }]);
