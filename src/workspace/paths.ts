@@ -145,6 +145,10 @@ export class Workspace implements WorkspaceAccess {
   }
 
   async resolve(path: string, mode: 'read' | 'write'): Promise<string> {
+    // Node's own refusal quotes the absolute path and speaks of arguments the model never saw.
+    if (path.includes('\0')) {
+      throw new Error(`path ${JSON.stringify(path)} contains a NUL byte, which no file name can hold; give the path without it.`);
+    }
     const lexical = this.absolute(path);
     const canonical = await canonicalize(lexical);
     this.checkPolicyDenials(mode, lexical, canonical);

@@ -111,6 +111,25 @@ for (const p of protocols) {
       expect(toolResultsIn(harness.server.requests[1]!.body)[0]).toContain('not valid JSON');
     });
 
+    test('a NUL byte in a file tool path: a tool error naming it, not Node\'s message with the absolute path', async () => {
+      harness.server.script([
+        { toolCalls: [
+          { name: 'read', arguments: { path: 'a\u0000b.txt' } },
+          { name: 'write', arguments: { path: 'c\u0000d.txt', content: 'x' } },
+          { name: 'edit', arguments: { path: 'e\u0000f.txt', edits: [{ old_text: 'a', new_text: 'b' }] } },
+        ] },
+        { text: 'recovered' },
+      ]);
+      const r = await run(['go']);
+      expect(r.code).toBe(0);
+      const results = toolResultsIn(harness.server.requests[1]!.body);
+      expect(results).toHaveLength(3);
+      for (const result of results) {
+        expect(result).toContain('contains a NUL byte, which no file name can hold');
+        expect(result).not.toContain(harness.dirs.workspace);
+      }
+    });
+
     test('an unknown tool is reported to the model with the available tools', async () => {
       harness.server.script([{ toolCalls: [{ name: 'frobnicate', arguments: {} }] }, { text: 'ok' }]);
       const r = await run(['go']);
