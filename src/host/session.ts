@@ -8,6 +8,7 @@ import type { ContextFactory } from '../agent/dispatch.ts';
 import { loadGuidance, systemPrompt } from '../agent/prompt.ts';
 import type { PluginReport } from '../plugins/load.ts';
 import { PlaceholderScope } from '../sandbox/index.ts';
+import { userStateDir } from '../sandbox/user-dir.ts';
 import { createExecutor, type Executor } from '../shell/exec.ts';
 import { networkProxy } from './network.ts';
 import type { Catalog } from '../tools/catalog.ts';
@@ -77,6 +78,7 @@ function sessionStoreGlobs(dir: string): string[] {
 }
 
 export async function openSession(config: Config, options: SessionOptions): Promise<Session> {
+  const runDir = await openRunDir();
   const workspace = await Workspace.open({
     root: options.cwd,
     unrestricted: config.unrestricted,
@@ -89,8 +91,13 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     denySecretFiles: config.workspace.denySecretFiles,
     secrets: config.workspace.secrets,
     denied: config.policy.denied,
+    // Hidden from commands by the sandbox; the file tools keep out of them as well.
+    ownDirs: config.unrestricted ? [] : [userStateDir().path, runDir.root],
+  }).catch(async (error: unknown) => {
+    // A long-lived host (conch acp) opens sessions in other directories: keep no run dir for none.
+    await runDir.remove();
+    throw error;
   });
-  const runDir = await openRunDir();
   const sandbox = await sessionSandbox(config, workspace.root);
   const proxy = await networkProxy(sandbox, runDir.root);
   const sandboxSettings = { ...sandbox.settings, ownDirs: [runDir.root] };

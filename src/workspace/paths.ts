@@ -41,6 +41,11 @@ export interface WorkspaceOptions {
   denied?: { mode: 'read' | 'write'; rule: string; root?: string; glob?: string }[];
   /** Credential locations the read tool refuses (workspace/secrets.ts); also held under --unrestricted. */
   secrets?: SecretLocation[];
+  /**
+   * conch's own directories of this process (its sandbox state, the run's temp dir): write and edit
+   * never touch them, wherever they lie (the workspace holds TMPDIR when conch runs in /tmp).
+   */
+  ownDirs?: string[];
 }
 
 export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env.*', 'HEAD'];
@@ -116,6 +121,7 @@ export class Workspace implements WorkspaceAccess {
     readonly options: WorkspaceOptions,
     private readonly writableRoots: string[],
     private readonly readRoots: string[] | null,
+    private readonly ownDirs: string[],
   ) {
     this.protectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...NESTED_GIT_GLOBS, ...(options.protectedGlobs ?? [])]);
     this.readDenyRules = compileGlobs([...(options.readDeny ?? []), ...(options.denySecretFiles ? SECRET_FILE_GLOBS : [])]);
@@ -131,7 +137,8 @@ export class Workspace implements WorkspaceAccess {
     const root = await realpath(resolve(options.root));
     const writable = await Promise.all((options.writableRoots ?? []).map((r) => canonicalize(resolve(root, r))));
     const readRoots = options.readRoots ? await Promise.all(options.readRoots.map((r) => canonicalize(resolve(root, r)))) : null;
-    return new Workspace(root, options, writable, readRoots);
+    const ownDirs = await Promise.all((options.ownDirs ?? []).map((d) => canonicalize(d)));
+    return new Workspace(root, options, writable, readRoots, ownDirs);
   }
 
   get unrestricted(): boolean {
@@ -211,6 +218,13 @@ export class Workspace implements WorkspaceAccess {
       throw new PolicyError(
         'workspace.outside',
         `${why}; write and edit are confined to the workspace (and --allow-write roots). Work inside the workspace; only the user can lift this (conch --unrestricted).`,
+      );
+    }
+    if (this.ownDirs.some((d) => isWithin(canonical, d) || isWithin(lexical, d))) {
+      throw new PolicyError(
+        'workspace.own',
+        `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is in conch's own directory (the sandbox's state and this run's temporary files, under TMPDIR); ` +
+          'write and edit never touch it. Write somewhere else in the workspace.',
       );
     }
     // Check the path as written too: `.git` may itself be a file or link that canonicalises elsewhere.

@@ -89,3 +89,28 @@ describe('temp directories', () => {
     expect(leftovers()).toEqual(['uses-context.test.ts']);
   });
 });
+
+test("TMPDIR inside the workspace: write and edit keep out of conch's own directories there, as commands do", async () => {
+  const inner = join(harness.dirs.workspace, 'tmp');
+  mkdirSync(inner);
+  const state = `tmp/conch-${uid}`;
+  harness.server.script([
+    // Asked when the run is under way, so its directory exists and has its name.
+    () => {
+      const runDir = readdirSync(inner).find((name) => name.startsWith('conch-run-'));
+      return { toolCalls: [
+        { name: 'write', arguments: { path: `${state}/planted`, content: 'x' } },
+        { name: 'write', arguments: { path: `tmp/${runDir}/logs/planted`, content: 'x' } },
+        { name: 'edit', arguments: { path: `${state}/placeholders.lock`, edits: [{ old_text: 'a', new_text: 'b' }] } },
+        { name: 'write', arguments: { path: 'tmp/mine.txt', content: 'x' } },
+      ] };
+    },
+    { text: 'done' },
+  ]);
+  const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), TMPDIR: inner } });
+  expect(r.code).toBe(0);
+  const results = (harness.server.requests[1]!.body.messages.at(-1).content as { content: unknown }[]).map((b) => JSON.stringify(b.content));
+  for (const result of results.slice(0, 3)) expect(result).toContain("denied by policy rule 'workspace.own'");
+  expect(results[3]).toContain('Created tmp/mine.txt');
+  expect(readdirSync(join(inner, `conch-${uid}`))).not.toContain('planted');
+});
