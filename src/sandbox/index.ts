@@ -52,7 +52,8 @@ export interface SandboxSettings {
    * conch's own directories for this run (host/run-dir.ts: logs, the proxy's socket; the temp dir
    * inside stays visible). With the per-user state directory (user-dir.ts: the seccomp program,
    * placeholder records, the lock) each is hidden from commands wherever they could write it: a
-   * workspace that contains TMPDIR (conch started in /tmp, TMPDIR inside the project).
+   * workspace that contains TMPDIR (conch started in /tmp, TMPDIR inside the project). Seatbelt
+   * (macOS) denies reading and writing them, and renaming the directories that lead to one.
    */
   ownDirs?: string[];
 }
@@ -268,6 +269,9 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
   const cacheRoots = cacheDir ? [directory(cacheDir, 'sandbox cache', 'remove it; conch makes it again')] : [];
 
   const proxy = request.network ? request.proxy : undefined;
+  // A command that could write the seccomp program conch hands the next one, or plant a link where
+  // conch writes a log, would reach past the sandbox.
+  const own = [userStateDir().path, ...(request.ownDirs ?? [])];
   if (!bwrap) {
     if (proxy) {
       throw new SandboxRequestError('the network allowlist (--allow-net, sandbox.network.allow) needs bubblewrap (Linux) for now; on macOS use the network on or --no-network.');
@@ -281,6 +285,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       protected: protectedPatterns,
       rootProtected: defaultPatterns(loadProtectedDefaults()),
       hidden: canonicalHidden(request.hidden ?? []),
+      own: canonicalHidden(own),
       network: request.network && !request.netAllow,
     });
     const withEnv = Object.keys(cacheEnv).length ? ['/usr/bin/env', ...Object.entries(cacheEnv).map(([k, v]) => `${k}=${v}`), ...command] : command;
@@ -307,9 +312,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     cacheRoots,
     readOnlyPaths: request.readOnlyPaths ?? [],
     hidden: request.hidden ?? [],
-    // A command that could write the seccomp program conch hands the next one, or plant a link where
-    // conch writes a log, would reach past the sandbox.
-    own: [userStateDir().path, ...(request.ownDirs ?? [])],
+    own,
   });
   const { needed } = layout;
   const scope = request.placeholders ?? new PlaceholderScope();

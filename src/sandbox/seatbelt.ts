@@ -26,6 +26,11 @@ export interface SeatbeltInput {
   rootProtected?: ProtectedPattern[];
   /** Absolute canonical paths whose contents commands may not read (SandboxSettings.hidden). */
   hidden?: string[];
+  /**
+   * conch's own directories (its per-user state, this run's directory), canonical: neither read
+   * nor written by commands, but for a writable root inside one (the run's temp dir).
+   */
+  own?: string[];
   network: boolean;
 }
 
@@ -99,7 +104,7 @@ function join(root: string, rel: string): string {
 }
 
 function rules(filters: string[], indent: string): string {
-  return filters.map((f) => `${indent}${f}`).join('\n');
+  return filters.map((f) => f.replaceAll(/^/gm, indent)).join('\n');
 }
 
 export function protectedFilters(workspace: string, patterns: ProtectedPattern[]): string[] {
@@ -127,60 +132,84 @@ export function pinnedFilters(workspace: string, patterns: ProtectedPattern[]): 
   return [...out];
 }
 
-export function writableFilters(input: SeatbeltInput): string[] {
-  const out = new Set<string>();
-  for (const entry of input.profile.seatbelt.writable) {
-    const paths =
-      entry === '{workspace}' ? [input.workspace]
-      : entry === '{tmpDir}' ? [input.tmpDir]
-      : entry === '{writableRoots}' ? input.writableRoots
-      : [entry];
-    for (const path of paths) out.add(`(subpath ${sbString(path)})`);
-  }
-  return [...out];
-}
-
-/**
- * Reading the contents of hidden paths is denied (metadata stays readable, so paths still resolve),
- * except below a writable root that lies inside a hidden path (the workspace inside a hidden home
- * stays usable, as on Linux, where its mount is deeper than the hidden one). One filter per path:
- * the filters of a rule are alternatives.
- */
-export function hiddenRules(input: SeatbeltInput): string {
-  const hidden = [...new Set(input.hidden ?? [])];
-  if (hidden.length === 0) return '; no hidden paths';
-  const writable = input.profile.seatbelt.writable.flatMap((entry) =>
+/** The profile's writable paths, in its order. */
+function writablePaths(input: SeatbeltInput): string[] {
+  return input.profile.seatbelt.writable.flatMap((entry) =>
     entry === '{workspace}' ? [input.workspace]
     : entry === '{tmpDir}' ? [input.tmpDir]
     : entry === '{writableRoots}' ? input.writableRoots
     : [entry],
   );
-  const filters = hidden.map((path) => {
-    const inside = [...new Set(writable.filter((root) => root.startsWith(`${path}/`)))];
-    if (inside.length === 0) return `  (subpath ${sbString(path)})`;
-    return [
-      '  (require-all',
-      `    (subpath ${sbString(path)})`,
-      '    (require-not',
-      '      (require-any',
-      rules(inside.map((root) => `(subpath ${sbString(root)})`), '        '),
-      '      )))',
-    ].join('\n');
-  });
-  return `(deny file-read-data\n${filters.join('\n')})`;
+}
+
+export function writableFilters(input: SeatbeltInput): string[] {
+  return [...new Set(writablePaths(input).map((path) => `(subpath ${sbString(path)})`))];
+}
+
+/**
+ * One filter for `path` and everything below it but the writable roots inside it (a rule's filters
+ * are alternatives, so the exception has to be part of the one filter).
+ */
+function subpathExcept(path: string, writable: string[]): string {
+  const inside = [...new Set(writable.filter((root) => root.startsWith(`${path}/`)))];
+  if (inside.length === 0) return `(subpath ${sbString(path)})`;
+  return [
+    '(require-all',
+    `  (subpath ${sbString(path)})`,
+    '  (require-not',
+    '    (require-any',
+    rules(inside.map((root) => `(subpath ${sbString(root)})`), '      '),
+    '    )))',
+  ].join('\n');
+}
+
+/**
+ * Reading the contents of hidden paths and of conch's own directories is denied (metadata stays
+ * readable, so paths still resolve), except below a writable root that lies inside one (the
+ * workspace inside a hidden home stays usable, as on Linux, where its mount is deeper than the
+ * hidden one; the run's temp dir inside its own directory).
+ */
+export function hiddenRules(input: SeatbeltInput): string {
+  const hidden = [...new Set([...(input.hidden ?? []), ...(input.own ?? [])])];
+  if (hidden.length === 0) return '; no hidden paths';
+  const writable = writablePaths(input);
+  return `(deny file-read-data\n${rules(hidden.map((path) => subpathExcept(path, writable)), '  ')})`;
+}
+
+/**
+ * Writes to conch's own directories are denied like writes to protected paths (bwrap hides them
+ * wherever a command could write them), and the directories leading to one from a writable root
+ * are pinned: renamed away, they would let a command put a directory of its own, or a link, in
+ * the place where conch looks for its state.
+ */
+function ownFilters(input: SeatbeltInput): { denied: string[]; pinned: string[] } {
+  const writable = writablePaths(input);
+  const denied: string[] = [];
+  const pinned = new Set<string>();
+  for (const dir of new Set(input.own ?? [])) {
+    denied.push(subpathExcept(dir, writable));
+    for (const root of writable.filter((r) => dir.startsWith(`${r}/`))) {
+      for (let parent = dir.slice(0, dir.lastIndexOf('/')); parent.length > root.length; parent = parent.slice(0, parent.lastIndexOf('/'))) {
+        pinned.add(`(literal ${sbString(parent)})`);
+      }
+    }
+  }
+  return { denied, pinned: [...pinned] };
 }
 
 export function renderSeatbeltProfile(input: SeatbeltInput): string {
   const template = loadTemplate(input.profile.seatbelt.template);
   const network = input.network ? loadTemplate('seatbelt-network.sb').trimEnd() : '; network off (--no-network): no network rules';
+  const own = ownFilters(input);
   const protectedRules = [
     ...protectedFilters(input.workspace, input.protected),
     ...input.writableRoots.flatMap((root) => protectedFilters(root, input.rootProtected ?? [])),
+    ...own.denied,
   ];
   const values: Record<string, string> = {
     WRITABLE: rules(writableFilters(input), '      '),
     PROTECTED: rules(protectedRules, '        '),
-    PINNED: rules(pinnedFilters(input.workspace, input.protected), '  '),
+    PINNED: rules([...new Set([...pinnedFilters(input.workspace, input.protected), ...own.pinned])], '  '),
     HIDDEN: hiddenRules(input),
     NETWORK: network,
   };

@@ -183,6 +183,31 @@ describe('Seatbelt profile rendering', () => {
     expect(parse(rule)).toHaveLength(1);
   });
 
+  test("conch's own directories in the workspace: neither read nor written, the run's temp dir inside excepted, and their parents pinned", () => {
+    const state = '/Users/ana/proj/tmp/conch-501';
+    const run = '/Users/ana/proj/tmp/conch-run-1';
+    const text = renderSeatbeltProfile(input({ tmpDir: `${run}/tmp`, writableRoots: [], protected: [], own: [state, run] }));
+    const runFilter = `(require-all
+  (subpath "${run}")
+  (require-not
+    (require-any
+      (subpath "${run}/tmp")
+    )))`;
+    const indented = (filter: string, indent: string) => filter.replaceAll(/^/gm, indent);
+    const section = (head: string) => text.slice(text.indexOf(head), text.indexOf('\n\n', text.indexOf(head)));
+    expect(section('(deny file-read-data')).toBe(`(deny file-read-data\n  (subpath "${state}")\n${indented(runFilter, '  ')})`);
+    const denied = `        (subpath "${state}")\n${indented(runFilter, '        ')}`;
+    expect(section('(allow file-write*\n  (require-all')).toContain(`    (require-not\n      (require-any\n${denied}))))`);
+    expect(section('(deny file-write*')).toBe(`(deny file-write*\n${denied})`);
+    expect(section('(deny file-write-unlink')).toBe('(deny file-write-unlink\n  (literal "/Users/ana/proj")\n  (literal "/Users/ana/proj/tmp"))');
+    expect(() => parse(text)).not.toThrow();
+    // Outside every writable root (TMPDIR elsewhere, as usual): their contents are still unreadable, nothing is pinned.
+    const apart = renderSeatbeltProfile(input({ own: ['/private/var/folders/x/T/conch-501'] }));
+    expect(apart).toContain('(deny file-read-data\n  (subpath "/private/var/folders/x/T/conch-501"))');
+    const unlink = apart.indexOf('(deny file-write-unlink');
+    expect(apart.slice(unlink, apart.indexOf('\n\n', unlink))).not.toContain('/private/var');
+  });
+
   test('read-only: only the temp dir is writable; writable roots are ignored', () => {
     const text = renderSeatbeltProfile(input({ profile: loadProfile('read-only') }));
     const writable = text.slice(text.indexOf('(require-any'), text.indexOf('(require-not'));
