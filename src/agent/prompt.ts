@@ -1,7 +1,8 @@
 // The system prompt: short and true. It states the tools, where paths are relative to, the policy in
 // force, the skills catalog, and the user's AGENTS.md guidance (bounded, so a huge file cannot eat
 // the context).
-import { readSmallFile } from '../workspace/small-file.ts';
+import { readCheckedSmallFile, readSmallFile } from '../workspace/small-file.ts';
+import { isWithin } from '../core/paths.ts';
 import { join, basename } from 'node:path';
 
 export const AGENTS_MD_MAX_BYTES = 32 * 1024;
@@ -46,13 +47,16 @@ export function systemPrompt(facts: PromptFacts): string {
 
 /**
  * Load AGENTS.md from the config dir and the workspace root, each bounded. Missing files are fine.
- * The workspace's copy passes the read policy first (`mayRead` throws when it is denied): a
- * repository's AGENTS.md that links to a denied file must not carry it into the prompt.
+ * The workspace's copy passes the read policy first (`mayRead` throws when it is denied, and
+ * resolves to the canonical path): a repository's AGENTS.md that links to a denied file must not
+ * carry it into the prompt. It must stay in the workspace (it is the project's guidance, not any
+ * file of the user's it links to), and what is read is the file that was checked, through one
+ * descriptor: a link or FIFO swapped in after the check is not followed.
  */
 export async function loadGuidance(
   configDir: string,
   workspaceRoot: string,
-  mayRead: (path: string) => Promise<unknown>,
+  mayRead: (path: string) => Promise<string>,
 ): Promise<{ label: string; text: string }[]> {
   const found: { label: string; text: string }[] = [];
   for (const [label, path, checked] of [
@@ -61,8 +65,11 @@ export async function loadGuidance(
   ] as const) {
     let read;
     try {
-      if (checked) await mayRead(path);
-      read = await readSmallFile(path, AGENTS_MD_MAX_BYTES);
+      if (checked) {
+        const canonical = await mayRead(path);
+        if (!isWithin(canonical, workspaceRoot)) continue;
+        read = await readCheckedSmallFile(canonical, AGENTS_MD_MAX_BYTES);
+      } else read = await readSmallFile(path, AGENTS_MD_MAX_BYTES);
     } catch {
       continue; // denied, not a regular file, unreadable: no guidance from it
     }

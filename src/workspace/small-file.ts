@@ -2,7 +2,8 @@
 // a regular file, opened without blocking (a FIFO would hang conch before any deadline applies), and
 // only its first bytes are read (a link to /dev/zero would otherwise fill memory).
 import { constants } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
+import { openVerified } from './open-verified.ts';
 
 export interface SmallFile {
   bytes: Buffer;
@@ -20,6 +21,28 @@ export async function readSmallFile(path: string, maxBytes: number): Promise<Sma
     if (code === 'ENOENT' || code === 'ENOTDIR') return null;
     throw error;
   }
+  return readOpened(fh, path, maxBytes);
+}
+
+/**
+ * readSmallFile for the canonical path a policy check approved: the file at that path and no other
+ * (open-verified.ts), so that nothing swapped in after the check (a link to a denied file, a FIFO)
+ * is read. A link where the file was fails with PathChanged.
+ */
+export async function readCheckedSmallFile(canonical: string, maxBytes: number): Promise<SmallFile | null> {
+  let fh;
+  try {
+    fh = await openVerified(canonical);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return null;
+    throw error;
+  }
+  return readOpened(fh, canonical, maxBytes);
+}
+
+/** The first maxBytes of what `fh` holds, when that is a regular file (fstat, not the path); closes it. */
+async function readOpened(fh: FileHandle, path: string, maxBytes: number): Promise<SmallFile> {
   try {
     const st = await fh.stat();
     if (st.isDirectory()) throw Object.assign(new Error(`${path} is a directory`), { code: 'EISDIR' });
