@@ -1,5 +1,5 @@
 // The libc calls conch needs that neither Bun nor Node exposes, through bun:ffi: flock(2)
-// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts), fcntl(2) (plugins/output.ts),
+// (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts), fcntl(2) (plugins/output.ts, merged-output.ts),
 // and kill(2) and read(2) that report failure as a value: Node's throw, and an exception made on
 // every command (ESRCH for a group that is gone, EAGAIN for an empty pipe) costs more than the call.
 // Loaded on first use, Linux only; null where the C library cannot be opened (the callers then do
@@ -19,6 +19,8 @@ export interface Libc {
   statusFlags(fd: number): number;
   /** fcntl(fd, F_SETFL, flags). */
   setStatusFlags(fd: number, flags: number): number;
+  /** fcntl(fd, F_SETPIPE_SZ, bytes): the pipe's new capacity, or -1 on error. */
+  setPipeSize(fd: number, bytes: number): number;
   /** kill(pid, signal): 0, or the errno it failed with (ESRCH, EPERM). */
   kill(pid: number, signal: number): number;
   /** read(fd, buffer): bytes read, 0 at end of file, -1 on error (EAGAIN: nothing there yet). */
@@ -30,6 +32,7 @@ export const EPERM = 1;
 
 const F_GETFL = 3;
 const F_SETFL = 4;
+const F_SETPIPE_SZ = 1031;
 
 const WNOHANG = 1;
 const O_CLOEXEC = 0o2000000;
@@ -66,6 +69,7 @@ export function loadLibc(): Libc | null {
         },
         statusFlags: (fd) => fcntl(fd, F_GETFL, 0) as number,
         setStatusFlags: (fd, flags) => fcntl(fd, F_SETFL, flags) as number,
+        setPipeSize: (fd, bytes) => fcntl(fd, F_SETPIPE_SZ, bytes) as number,
         kill: (pid, signal) => ((kill(pid, signal) as number) === 0 ? 0 : errno()),
         read: (fd, buffer) => (buffer.length === 0 ? 0 : Number(readFd(fd, ptr(buffer), buffer.length))),
       });

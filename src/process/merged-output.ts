@@ -16,6 +16,7 @@ import { loadLibc } from './libc.ts';
 import { stdoutPipeOf } from './group.ts';
 
 const MERGE_STDERR = ['/bin/sh', '-c', 'exec "$@" 2>&1', 'sh'];
+const EARLY_PIPE_BYTES = 256 * 1024;
 
 export interface MergedOutput {
   /** What to spawn. */
@@ -49,6 +50,11 @@ export function mergedOutput(argv: string[], options: { outputFd?: number } = {}
   const libc = argv[0]?.startsWith('/') ? loadLibc() : null;
   const fds = libc?.pipe() ?? null;
   const errFds = fds && options.outputFd !== undefined ? libc!.pipe({ nonBlocking: true }) : null;
+  // Read only once the command is over, so it must hold all that can come before the command runs:
+  // a syntax error on the first line, which bash (where it is /bin/sh) quotes whole. 64 KiB cut that
+  // message short and the shell, writing the rest, hung until the timeout. The command is one argv
+  // string, at most 128 KiB (MAX_ARG_STRLEN).
+  if (errFds) libc!.setPipeSize(errFds[1], EARLY_PIPE_BYTES);
   if (!fds || (options.outputFd !== undefined && !errFds)) {
     if (fds) for (const fd of fds) closeSync(fd);
     if (options.outputFd !== undefined) throw new Error('mergedOutput: outputFd needs pipe2 (check canUseOutputFd first)');
