@@ -4,7 +4,8 @@
 /** Int32Array slots over the SharedArrayBuffer. */
 export const PHASE = 0; // 0 running, 1 the main thread is finishing, 2 the watchdog is ending the run
 export const BEAT = 1; // bumped by the main thread while its event loop turns
-export const STATE_SLOTS = 2;
+export const TRANSPILING = 2; // 1 while the main thread transpiles a plugin (plugins/transpiling.ts)
+export const STATE_SLOTS = 3;
 
 export const BEAT_MS = 250;
 export const TICK_MS = 200;

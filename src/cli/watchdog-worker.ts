@@ -9,7 +9,7 @@ import { EXIT_CODES } from '../agent/outcome.ts';
 import { endUnfinished, type BatchDocument } from './batch.ts';
 import { PACKAGE_ROOT } from '../core/package-root.ts';
 import { stderr, stdout } from '../core/stdio.ts';
-import { BEAT, GRACE_MS, HARD_CAP_MS, PHASE, SIGNALS, STALE_MS, TICK_MS, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
+import { BEAT, GRACE_MS, HARD_CAP_MS, PHASE, SIGNALS, STALE_MS, TICK_MS, TRANSPILING, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
 
 declare const self: Worker;
 
@@ -33,6 +33,8 @@ const seen = new Map<number, number>();
 let signalAt: number | null = null;
 let lastBeat = -1;
 let lastBeatAt = Date.now();
+/** The last tick that saw the main thread transpiling a plugin (plugins/transpiling.ts). */
+let transpiledAt = 0;
 let ticker: ReturnType<typeof setInterval> | null = null;
 
 self.onmessage = (event: MessageEvent<ToWatchdog>) => {
@@ -107,6 +109,7 @@ function tick(): void {
     lastBeat = beat;
     lastBeatAt = now;
   }
+  if (Atomics.load(state, TRANSPILING) !== 0) transpiledAt = now;
   const stuck = now - lastBeatAt > STALE_MS;
   for (const [sig, name] of SIGNALS) {
     const count = native && seen.has(sig) ? native.taken(sig) : 0;
@@ -121,7 +124,8 @@ function tick(): void {
   if (signalAt !== null && stuck && now > signalAt + GRACE_MS) {
     return end('cancelled', 'a signal asked conch to stop and its main thread did not answer');
   }
-  if (loadingLimit !== null && now - lastBeatAt > loadingLimit + GRACE_MS) {
+  // Conch transpiling a plugin (the main thread busy in Babel) is not the plugin stuck loading.
+  if (loadingLimit !== null && now - Math.max(lastBeatAt, transpiledAt) > loadingLimit + GRACE_MS) {
     return end('timed_out', `a plugin did not finish loading within ${loadingLimit} ms and conch's main thread did not answer`);
   }
   if (deadlineAt !== null && ((stuck && now > deadlineAt + GRACE_MS) || now > deadlineAt + HARD_CAP_MS)) {

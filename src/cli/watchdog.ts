@@ -15,7 +15,8 @@ import { addUsage, emptyUsage, EXIT_CODES, type Outcome } from '../agent/outcome
 import { watchExitRemovals } from '../process/exit-cleanup.ts';
 import { watchLiveGroups } from '../process/spawn.ts';
 import { envelope, type EnvelopeFacts } from './envelope.ts';
-import { BEAT, BEAT_MS, PHASE, STATE_SLOTS, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
+import { shareTranspiling } from '../plugins/transpiling.ts';
+import { BEAT, BEAT_MS, PHASE, STATE_SLOTS, TRANSPILING, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
 
 export interface Watchdog {
   /**
@@ -54,6 +55,7 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number |
   worker.onmessage = (event: MessageEvent<FromWatchdog>) => process.exit(128 + (constants.signals[event.data.name] ?? 0));
   const beat = setInterval(() => Atomics.add(state, BEAT, 1), BEAT_MS);
   beat.unref();
+  shareTranspiling(state, TRANSPILING);
   watchLiveGroups((groups) => send({ type: 'groups', groups }));
   watchExitRemovals((dirs) => send({ type: 'dirs', dirs }));
 
@@ -105,6 +107,7 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number |
     resume: () => void Atomics.compareExchange(state, PHASE, 1, 0),
     stop() {
       clearInterval(beat);
+      shareTranspiling(null);
       watchLiveGroups(null);
       watchExitRemovals(null);
       send({ type: 'stop' });

@@ -9,6 +9,7 @@ import type { Jiti, JitiOptions } from 'jiti';
 import { startTimer, type Timer } from '../core/duration.ts';
 import { thrownText } from '../core/errors.ts';
 import { confineTo, REFUSED_CODE, type Confinement } from './confine.ts';
+import { transpiledMs, transpiling } from './transpiling.ts';
 
 /** Every entry point typebox 1.x exports; a plugin may import any of them. */
 const TYPEBOX_ENTRIES = ['', '/compile', '/error', '/format', '/guard', '/schema', '/system', '/type', '/value'];
@@ -132,13 +133,16 @@ let babel: ((opts: TransformRequest) => { code: string; error?: unknown }) | und
  * the bundle's bytecode copy of jiti's Babel (src/build.ts) when conch runs bundled, else jiti's own.
  */
 export function babelTransform(opts: TransformRequest): { code: string; error?: unknown } {
-  if (!babel) {
-    const dist = jitiDist();
-    const { version } = createRequire(import.meta.url)(join(dist, '..', 'package.json')) as { version: string };
-    const copy = join(import.meta.dir, `jiti-babel-${version}.js`);
-    babel = createRequire(import.meta.url)(existsSync(copy) ? copy : join(dist, 'babel.cjs')) as typeof babel;
-  }
-  return babel!(opts);
+  // Babel's first load counts as transpiling too.
+  return transpiling(() => {
+    if (!babel) {
+      const dist = jitiDist();
+      const { version } = createRequire(import.meta.url)(join(dist, '..', 'package.json')) as { version: string };
+      const copy = join(import.meta.dir, `jiti-babel-${version}.js`);
+      babel = createRequire(import.meta.url)(existsSync(copy) ? copy : join(dist, 'babel.cjs')) as typeof babel;
+    }
+    return babel!(opts);
+  });
 }
 
 function isBare(request: string): boolean {
@@ -148,11 +152,24 @@ function isBare(request: string): boolean {
 
 export type ImportOutcome = { ok: true; module: Record<string, unknown> } | { ok: false; reason: string };
 
-/** Import one file, never throwing: a broken plugin becomes a reason naming line and column. */
+/**
+ * Import one file, never throwing: a broken plugin becomes a reason naming line and column. It gets
+ * `timeoutMs` of its own: time spent transpiling meanwhile (this file, its imports, other plugins
+ * loading at once) is added on.
+ */
 export async function importPlugin(jiti: Jiti, path: string, timeoutMs: number): Promise<ImportOutcome> {
   let timer: Timer | undefined;
+  let excused = transpiledMs();
   const deadline = new Promise<ImportOutcome>((resolve) => {
-    timer = startTimer(timeoutMs, () => resolve({ ok: false, reason: `did not finish loading within ${timeoutMs} ms (top-level await that never settles?)` }));
+    const arm = (ms: number) => {
+      timer = startTimer(ms, () => {
+        const owed = transpiledMs() - excused;
+        excused += owed;
+        if (owed > 0) arm(owed);
+        else resolve({ ok: false, reason: `did not finish loading within ${timeoutMs} ms (top-level await that never settles?)` });
+      });
+    };
+    arm(timeoutMs);
   });
   const load = jiti.import<Record<string, unknown>>(path).then(
     (module): ImportOutcome => ({ ok: true, module: module && typeof module === 'object' ? module : { default: module } }),
