@@ -34,7 +34,10 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
   if ('problem' in read) {
     // A file you trusted as it is now is yours to fix: a setup error. Any other is the repository's,
     // whose servers would not start anyway: a typo in it must not stop every run in the clone.
-    if ((await input.trustedHash()) === mcpFileHash(read.text)) throw read.problem;
+    // One that cannot be read at all (a directory, a FIFO, too large) has no bytes to have trusted:
+    // in a trusted workspace it is a setup error, in any other it is skipped.
+    const trusted = await input.trustedHash();
+    if (read.text === null ? trusted !== null : trusted === mcpFileHash(read.text)) throw read.problem;
     return { servers, skipped: `${read.problem.message}. Its servers are not started (it is the repository's file and not trusted); --no-mcp silences this.` };
   }
   const project = read.servers;
@@ -58,14 +61,14 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
 }
 
 /** The "mcpServers" object of .mcp.json (or what is wrong with it) and the text; undefined when there is no such file. */
-async function readProjectFile(file: string): Promise<{ servers: unknown; text: string } | { problem: ConfigError; text: string } | undefined> {
+async function readProjectFile(file: string): Promise<{ servers: unknown; text: string } | { problem: ConfigError; text: string | null } | undefined> {
   let text: string | null;
   try {
     text = await readMcpText(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const why = code === 'ENOTREG' ? 'it is not a regular file' : code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
-    throw new ConfigError(`cannot read ${file}: ${why}. Make it a JSON file or remove it.`, file);
+    return { problem: new ConfigError(`cannot read ${file}: ${why}. Make it a JSON file or remove it`, file), text: null };
   }
   if (text === null) return undefined;
   const parsed = parseJsonText(text);

@@ -1,7 +1,7 @@
 // MCP servers as tools, through the real CLI, the real Anthropic SDK and the local model server,
 // against server-everything (not ours) and a writer server of our own, in the real sandbox.
 import { describe, expect, test } from 'bun:test';
-import { existsSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -134,6 +134,21 @@ describe('MCP servers through the CLI', () => {
       expect(r.code).toBe(2);
       expect(r.stderr).toContain(`cannot read ${file}`);
       rmSync(file);
+    }
+  });
+
+  test("a cloned repository's .mcp.json that is a directory, a FIFO or too large is skipped in one line, not a setup error", async () => {
+    // Each stopped every run in the clone with exit 2 over a file whose servers would not start.
+    const file = join(harness.dirs.workspace, '.mcp.json');
+    const makes = [() => mkdirSync(file), () => Bun.spawnSync(['mkfifo', file]), () => writeFileSync(file, ' '.repeat(5 * 1024 * 1024))];
+    for (const make of makes) {
+      make();
+      harness.server.script([{ text: 'done' }]);
+      const r = await run(['go']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain(`cannot read ${file}`);
+      expect(r.stderr).toContain("Its servers are not started (it is the repository's file and not trusted)");
+      rmSync(file, { recursive: true });
     }
   });
 
