@@ -7,6 +7,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { removeAtExit } from '../process/exit-cleanup.ts';
+import { rememberLogDir } from '../process/output.ts';
 import { rememberDirectory } from '../sandbox/index.ts';
 import { liveness, selfTag } from '../process/identity.ts';
 
@@ -70,11 +71,13 @@ export async function openRunDir(): Promise<RunDir> {
   await mkdir(tmpDir, { mode: 0o700 });
   // The sandbox mounts it writable: what it leads to now is what every command gets (sandbox/index.ts).
   rememberDirectory(tmpDir);
+  const logDir = join(root, 'logs');
+  rememberLogDir(logDir);
   let lanes = 0;
   return {
     root,
     tmpDir,
-    logDir: join(root, 'logs'),
+    logDir,
     laneTmpDir() {
       const dir = join(root, `tmp-${++lanes}`);
       mkdirSync(dir, { mode: 0o700 });

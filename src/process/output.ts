@@ -1,8 +1,8 @@
 // Bounded capture of a command's output: everything up to the budget stays in memory; past it only
 // a head and a tail are kept and the full stream goes to a log file, so a flood costs O(budget) in
 // memory. The log itself stops at its own bound (maxLogBytes): `yes` must not fill the disk.
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, mkdirSync, openSync, realpathSync, unlinkSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 // Errors and summaries tend to come last, so the tail gets the larger share.
 const HEAD_SHARE = 0.4;
@@ -16,6 +16,37 @@ export interface CapturedOutput {
   logPath: string | null;
   /** Set when the log stopped growing at maxLogBytes: the bytes it holds (the first ones). */
   logCutAt?: number;
+}
+
+/**
+ * Where each log folder led when conch made it. The folder may sit where another conch's commands
+ * can write (TMPDIR inside a shared workspace): a link put in its place would have the log, the
+ * command's output, written into any folder of the user's (a ~/.bashrc.d that the shell sources).
+ */
+const logDirs = new Map<string, string>();
+
+/** Make the run's log folder now and keep where it leads; a log that opens anywhere else is not written. */
+export function rememberLogDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (logDirs.size >= 64) logDirs.clear();
+  logDirs.set(dir, realpathSync(dir));
+}
+
+/** Whether the file open on `fd` lies in `dir` (true where /proc cannot tell). */
+function openedIn(fd: number, dir: string): boolean {
+  let real: string;
+  try {
+    real = realpathSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return true;
+  }
+  if (dirname(real) === dir) return true;
+  try {
+    unlinkSync(real); // empty: nothing was written to it
+  } catch {
+    // gone already
+  }
+  return false;
 }
 
 export class BoundedOutput {
@@ -73,6 +104,12 @@ export class BoundedOutput {
       const name = `output-${Date.now()}-${Math.random().toString(36).slice(2, 8)}.log`;
       this.logPath = join(this.logDir, name);
       this.logFd = openSync(this.logPath, 'wx', 0o600);
+      const expected = logDirs.get(this.logDir);
+      if (expected !== undefined && !openedIn(this.logFd, expected)) {
+        closeSync(this.logFd);
+        this.logFd = null;
+        throw new Error('the folder no longer leads where conch made it (a link was put in its way), so nothing was written');
+      }
     } catch (error) {
       this.logError = `could not create the output log in ${this.logDir}: ${(error as Error).message}`;
       this.logPath = null;

@@ -5,11 +5,12 @@
 // program the next command is handed, or plant a link where conch writes a full-output log.
 // Real CLI processes, real bwrap, the host checked afterwards.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
+import { rememberLogDir } from '../../src/process/output.ts';
 import { join } from 'node:path';
 import { CONCH, conchEnv, makeDirs, type Sandbox } from '../support/cli.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
-import { canRun, snapshot } from './harness.ts';
+import { bashExecutor, canRun, fixture, snapshot } from './harness.ts';
 
 const uid = process.getuid?.() ?? 0;
 let dirs: Sandbox;
@@ -83,5 +84,24 @@ describe.skipIf(!canRun)("conch's own directories inside the workspace", () => {
     expect(JSON.stringify(server.requests[1]!.body.messages.at(-1))).not.toContain('MOVED');
     expect(existsSync(join(dirs.home, '.bashrc'))).toBe(false);
     expect(existsSync(join(dirs.workspace, 'moved'))).toBe(false);
+  });
+
+  test("a run's log folder replaced by a link (another conch's command can reach it) gets no log written through it", async () => {
+    // With TMPDIR in a shared workspace, one run's folder is in reach of the other's commands: a link
+    // at its logs/ had the next long output written into any folder (a ~/.bashrc.d the shell sources).
+    const fx = fixture();
+    try {
+      const logs = join(fx.root, 'logs');
+      rememberLogDir(logs);
+      const target = join(fx.outside, 'bashrc.d');
+      mkdirSync(target);
+      rmSync(logs, { recursive: true });
+      symlinkSync(target, logs);
+      const result = await (await bashExecutor(fx))('yes "touch /tmp/PWNED #" | head -c 200000');
+      expect(readdirSync(target)).toEqual([]);
+      expect(result.output).toContain('could not create the output log');
+    } finally {
+      fx.cleanup();
+    }
   });
 });
