@@ -62,6 +62,7 @@ export function finishedLines(event: Finished, args: unknown, ctx: LineContext):
     }
   }
   const ran = typeof details.exitCode === 'number' || details.timedOut === true || details.cancelled === true || typeof details.signal === 'string';
+  const log = event.name === 'bash' && ran ? logLine(details, ctx) : [];
   if (event.name === 'bash' && ran) {
     lines.push(...commandLines(event, ctx));
   } else if (event.isError) {
@@ -69,7 +70,16 @@ export function finishedLines(event: Finished, args: unknown, ctx: LineContext):
   } else if (typeof details.exitCode === 'number' && details.exitCode !== 0) {
     lines.push(`  ${paint.yellow('!')} ${paint.dim(`exit ${details.exitCode}`)}`);
   }
-  return lines.map((l) => fit(l, ctx.width));
+  return [...lines.map((l) => fit(l, ctx.width)), ...log];
+}
+
+/**
+ * Where a cut command's whole output is: on a line of its own and never cut to the width, as it is
+ * there to be copied, and saying it goes with the run's private directory when conch exits.
+ */
+function logLine(d: Record<string, unknown>, ctx: LineContext): string[] {
+  if (typeof d.logPath !== 'string') return [];
+  return [ctx.paint.dim(`  full output (removed when conch exits): ${safe(shownPath(d.logPath, undefined, ctx.cwd))}`)];
 }
 
 function diffLines(diff: string, ctx: LineContext): string[] {
@@ -104,7 +114,6 @@ function commandLines(event: Finished, ctx: LineContext): string[] {
   if (typeof d.durationMs === 'number') notes.push(seconds(d.durationMs));
   if (cut && typeof d.totalBytes === 'number') notes.push(`${d.totalBytes.toLocaleString('en-US')} bytes of output, cut in the middle`);
   if (hidden > 0) notes.push(`${hidden} earlier line${hidden === 1 ? '' : 's'}`);
-  if (typeof d.logPath === 'string') notes.push(`full output in ${shownPath(d.logPath, undefined, ctx.cwd)}`);
   return [...out, `  ${status}${notes.length ? paint.dim(` · ${notes.join(' · ')}`) : ''}`];
 }
 
