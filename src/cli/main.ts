@@ -8,12 +8,15 @@ import { setupEnvelope } from './envelope.ts';
 import { answeredVersion, VERSION_LINE } from './version.ts';
 
 const argv = process.argv.slice(2);
+/** The subcommand whose --help a usage error points to, once it is known (`conch tools --all`). */
+let helpCommand = '';
 
 async function main(): Promise<void> {
   const parsed = parseCommandLine();
   const [first, ...rest] = parsed.positionals;
   const command = first !== undefined && first in COMMANDS ? first : '';
   const args = command ? rest : parsed.positionals;
+  if (command && command !== 'run') helpCommand = command;
   checkFlagsOf(command, parsed);
   if (parsed.flags.has('help')) return outputHelp(command || undefined);
   if (parsed.flags.has('version')) return void console.log(VERSION_LINE);
@@ -134,6 +137,7 @@ function parseCommandLine(): ParsedArgs {
     return parseArgs(argv, ALL_FLAGS);
   } catch (error) {
     const [first, second] = argv.filter((a) => !a.startsWith('-'));
+    if (first === 'sandbox') helpCommand = first;
     if (error instanceof UsageError && first === 'sandbox' && second === 'run' && !argv.includes('--')) {
       throw new UsageError(`${error.message}; the command's own options go after --: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`);
     }
@@ -152,7 +156,7 @@ function notACommand(words: string[]): string {
 }
 
 function usageError(message: string): never {
-  stderr.write(`conch: ${message}\nRun 'conch --help' for usage.\n`);
+  stderr.write(`conch: ${message}\nRun 'conch ${helpCommand ? `${helpCommand} ` : ''}--help' for usage.\n`);
   // --json promises one document on stdout, even when the command line itself is wrong.
   if (argv.includes('--json')) {
     stdout.write(`${JSON.stringify(setupEnvelope(null, message))}\n`);

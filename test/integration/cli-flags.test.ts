@@ -148,6 +148,16 @@ describe('commands and tasks', () => {
     expect(r.stderr).toContain("unknown option '-la'; the command's own options go after --: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…");
   });
 
+  test("a subcommand's usage error points to that subcommand's --help, whose flags differ from a run's", async () => {
+    const tools = await conch(['tools', '--all']);
+    expect(tools.code).toBe(2);
+    expect(tools.stderr).toBe("conch: 'conch tools' has no option '--all'\nRun 'conch tools --help' for usage.\n");
+    const sessions = await conch(['sessions', 'show', 'a', 'b']);
+    expect(sessions.stderr).toEndWith("Run 'conch sessions --help' for usage.\n");
+    expect((await conch(['sandbox', 'run', 'ls', '-la'])).stderr).toEndWith("Run 'conch sandbox --help' for usage.\n");
+    expect((await conch(['--bogus', 'x'])).stderr).toEndWith("Run 'conch --help' for usage.\n");
+  });
+
   test('a task that begins with the word help, quoted or after --, is a task', async () => {
     harness.server.script(() => ({ text: 'ok' }));
     for (const args of [['help me fix the tests'], ['--', 'help', 'me'], ['run', 'help']]) {
