@@ -33,6 +33,18 @@ export function count(flag: string, value: number | string | undefined): number 
 }
 
 /** --env NAME=VALUE: only CONCH_TASK_* names reach commands. */
+/** --no-plugins with a flag that names plugins to load: one of the two would be ignored in silence. */
+export function checkPluginFlags(flags: CliFlags): void {
+  if (flags.plugins !== false) return;
+  const asked = [
+    ...(flags.plugin ?? []).map((name) => `--plugin ${name}`),
+    ...(flags.toolsDir ?? []).map((dir) => `--tools-dir ${dir}`),
+    ...(flags.projectTools ? ['--project-tools'] : []),
+  ];
+  if (asked.length === 0) return;
+  throw new ConfigError(`--no-plugins loads no plugin, so ${asked.join(', ')} would do nothing; give one or the other.`, undefined, '--no-plugins');
+}
+
 export function taskEnv(pairs: string[] | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const pair of pairs ?? []) {

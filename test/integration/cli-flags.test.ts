@@ -200,6 +200,17 @@ describe('commands and tasks', () => {
     expect(await usageError(['--tools-dir', file, 'go'], '--tools-dir')).toContain('is not a directory');
   });
 
+  test('--no-plugins with --plugin, --tools-dir or --project-tools is a setup error, not a run without the plugin asked for', async () => {
+    const stderr = await usageError(['--no-plugins', '--plugin', 'git', 'go'], '--no-plugins');
+    expect(stderr).toContain('conch: --no-plugins loads no plugin, so --plugin git would do nothing; give one or the other.');
+    expect(await usageError(['--no-plugins', '--tools-dir', harness.dirs.home, '--project-tools', 'go'], '--no-plugins')).toContain(
+      `so --tools-dir ${harness.dirs.home}, --project-tools would do nothing`,
+    );
+    await usageErrorJson(['--no-plugins', '--plugin', 'git', 'go'], '--no-plugins');
+    const tools = await conch(withModel(['tools', '--no-plugins', '--plugin', 'git']));
+    expect(tools.code).toBe(2);
+  });
+
   test('--allow-write of a directory that does not exist is a setup error, before any model call', async () => {
     const missing = join(harness.dirs.home, 'no-such-dir');
     const stderr = await usageError(['--allow-write', missing, 'go'], '--allow-write');
