@@ -45,6 +45,25 @@ export function checkPluginFlags(flags: CliFlags): void {
   throw new ConfigError(`--no-plugins loads no plugin, so ${asked.join(', ')} would do nothing; give one or the other.`, undefined, '--no-plugins');
 }
 
+/**
+ * Flags that shape the sandbox, beside --unrestricted, which runs commands outside it: the run would
+ * go on without what they ask for (--unrestricted --no-network had the host's network).
+ */
+export function checkUnrestrictedFlags(flags: CliFlags): void {
+  if (!flags.unrestricted) return;
+  const asked = [
+    ...(flags.network === false ? ['--no-network'] : []),
+    ...(flags.allowNet ?? []).map((host) => `--allow-net ${host}`),
+    ...(flags.profile !== undefined ? [`--profile ${flags.profile}`] : []),
+  ];
+  if (asked.length === 0) return;
+  throw new ConfigError(
+    `--unrestricted runs shell commands outside the sandbox, where ${asked.join(', ')} cannot hold; give one or the other.`,
+    undefined,
+    '--unrestricted',
+  );
+}
+
 export function taskEnv(pairs: string[] | undefined): Record<string, string> {
   const out: Record<string, string> = {};
   for (const pair of pairs ?? []) {

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { checkDirFlag } from './dir-flags.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { mergeFileSettings } from './file-settings.ts';
-import { checkPluginFlags, count, flagLayer, limitOverrides, taskEnv, timeoutFlag } from './flag-values.ts';
+import { checkPluginFlags, checkUnrestrictedFlags, count, flagLayer, limitOverrides, taskEnv, timeoutFlag } from './flag-values.ts';
 import { applyHomeGuard } from './home.ts';
 import { mergePolicy } from './layers.ts';
 import { checkNetAllow } from './network.ts';
@@ -65,6 +65,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const toolCalls = count('--max-tool-calls', flags.maxToolCalls);
   const limitFlags = limitOverrides(flags.limit);
   checkPluginFlags(flags);
+  checkUnrestrictedFlags(flags);
 
   const settings = mergeFileSettings(files, { projectModelIgnored: chooser !== null, pluginsEnabled: flags.plugins !== false });
   const { limits, retry, prices, plugins } = settings;

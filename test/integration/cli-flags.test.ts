@@ -211,6 +211,15 @@ describe('commands and tasks', () => {
     expect(tools.code).toBe(2);
   });
 
+  test('--unrestricted with --no-network, --allow-net or --profile is a setup error: unsandboxed commands would have the network and the whole filesystem', async () => {
+    const stderr = await usageError(['--unrestricted', '--no-network', 'go'], '--unrestricted');
+    expect(stderr).toContain('conch: --unrestricted runs shell commands outside the sandbox, where --no-network cannot hold; give one or the other.');
+    expect(await usageError(['--unrestricted', '--allow-net', 'example.org', '--profile', 'read-only', 'go'], '--unrestricted')).toContain(
+      'where --allow-net example.org, --profile read-only cannot hold',
+    );
+    await usageErrorJson(['--unrestricted', '--no-network', 'go'], '--unrestricted');
+  });
+
   test('--allow-write of a directory that does not exist is a setup error, before any model call', async () => {
     const missing = join(harness.dirs.home, 'no-such-dir');
     const stderr = await usageError(['--allow-write', missing, 'go'], '--allow-write');
