@@ -10,6 +10,10 @@ import { AcpSession } from './session.ts';
 import { replayUpdates } from './replay.ts';
 import { listStored } from './stored.ts';
 import { AcpGuard, type HostWatchdog } from './guard.ts';
+import { loadLibc, POLLERR, POLLHUP, POLLOUT } from '../process/libc.ts';
+
+/** How often, once stdin has ended mid-request, conch checks that the editor still reads stdout. */
+const WATCH_MS = 200;
 
 const log = (message: string) => {
   process.stderr.write(`conch acp: ${message}\n`);
@@ -36,20 +40,45 @@ export function initializeResponse(): InitializeResponse {
 /**
  * Take fd 1 for the protocol. Anything else that writes to stdout (a plugin's console.log, a
  * stray process.stdout.write) would corrupt the stream, so those writes are sent to stderr.
+ * `onGone` is called once when a write fails (EPIPE: the editor quit or crashed mid-prompt); without
+ * it the error is thrown uncaught, ending conch with a stack trace and without stopping its runs.
  */
-function claimStdout(): WritableStream<Uint8Array> {
+function claimStdout(onGone: (error: Error) => void): { output: WritableStream<Uint8Array>; lost: (error: Error) => void } {
+  let gone = false;
+  const lost = (error: Error) => {
+    if (gone) return;
+    gone = true;
+    onGone(error);
+  };
+  process.stdout.on('error', lost);
   const write = process.stdout.write.bind(process.stdout) as (chunk: Uint8Array, cb: (error?: Error | null) => void) => boolean;
   const toStderr = ((chunk: unknown, ...rest: unknown[]) => (process.stderr.write as (...a: unknown[]) => boolean)(chunk, ...rest)) as typeof process.stdout.write;
   process.stdout.write = toStderr;
   console.log = console.error;
   console.info = console.error;
   console.debug = console.error;
-  return new WritableStream<Uint8Array>({
+  const output = new WritableStream<Uint8Array>({
     write: (chunk) =>
       new Promise<void>((resolve, reject) => {
-        write(chunk, (error) => (error ? reject(error) : resolve()));
+        write(chunk, (error) => {
+          if (!error) return resolve();
+          lost(error);
+          reject(error);
+        });
       }),
   });
+  return { output, lost };
+}
+
+/**
+ * Whether nobody reads fd 1 any more (the editor quit or crashed). Asked only once stdin has ended
+ * with requests running: a silent command writes nothing, so no EPIPE would tell.
+ */
+function stdoutUnread(): boolean {
+  const libc = loadLibc();
+  if (!libc) return false;
+  const revents = libc.pollNow(1, POLLOUT);
+  return revents > 0 && (revents & (POLLERR | POLLHUP)) !== 0;
 }
 
 async function checkCwd(cwd: string): Promise<void> {
@@ -90,9 +119,16 @@ export async function serveAcp(given: CliFlags, options: ServeOptions = {}): Pro
   // A signal the watchdog catches does what SIGTERM and SIGINT do here: close the connection.
   let stop = () => {};
   const guard = new AcpGuard(options.watchdog, () => stop());
-  const output = claimStdout();
+  const { output, lost } = claimStdout((error) => {
+    log(`the editor stopped reading (${(error as NodeJS.ErrnoException).code ?? error.message}); stopping every session`);
+    stop();
+  });
   const inflight = { count: 0, idle: Promise.resolve() as Promise<void>, wake: () => {} };
-  const input = drainBeforeEnd(Bun.stdin.stream() as ReadableStream<Uint8Array>, inflight);
+  const input = drainBeforeEnd(Bun.stdin.stream() as ReadableStream<Uint8Array>, inflight, () => {
+    if (!stdoutUnread()) return false;
+    lost(Object.assign(new Error('stdout closed'), { code: 'EPIPE' }));
+    return true;
+  });
   const sessions = new Map<string, AcpSession>();
   /** Count a request while it runs, so that stdin closing does not drop its answer. */
   const tracked = <A extends unknown[], R>(handler: (...args: A) => R | Promise<R>) => async (...args: A): Promise<R> => {
@@ -172,7 +208,11 @@ export async function serveAcp(given: CliFlags, options: ServeOptions = {}): Pro
  * stdin, except that its end waits until no request is running: a client that writes its requests
  * and closes its side (`printf … | conch acp`) still gets every answer.
  */
-function drainBeforeEnd(source: ReadableStream<Uint8Array>, inflight: { count: number; idle: Promise<void> }): ReadableStream<Uint8Array> {
+function drainBeforeEnd(
+  source: ReadableStream<Uint8Array>,
+  inflight: { count: number; idle: Promise<void> },
+  readerGone: () => boolean,
+): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
@@ -180,7 +220,11 @@ function drainBeforeEnd(source: ReadableStream<Uint8Array>, inflight: { count: n
       if (!done) return controller.enqueue(value);
       // Requests read in this last chunk start on a later tick; give them that tick before counting.
       await new Promise((resolve) => setTimeout(resolve, 0));
-      while (inflight.count > 0) await inflight.idle;
+      // A client that hung up entirely (stdout unread too) is gone: the running requests are stopped
+      // through the connection closing, not waited for.
+      while (inflight.count > 0 && !readerGone()) {
+        await Promise.race([inflight.idle, new Promise((resolve) => setTimeout(resolve, WATCH_MS))]);
+      }
       controller.close();
     },
     cancel: (reason) => reader.cancel(reason),

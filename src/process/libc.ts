@@ -1,6 +1,6 @@
 // The libc calls conch needs that neither Bun nor Node exposes, through bun:ffi: flock(2)
 // (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts), fcntl(2) (plugins/output.ts, merged-output.ts),
-// and kill(2) and read(2) that report failure as a value: Node's throw, and an exception made on
+// poll(2) (acp/server.ts: is the editor still reading?), and kill(2) and read(2) that report failure as a value: Node's throw, and an exception made on
 // every command (ESRCH for a group that is gone, EAGAIN for an empty pipe) costs more than the call.
 // Loaded on first use, Linux only; null where the C library cannot be opened (the callers then do
 // without, and say so where it matters).
@@ -25,7 +25,13 @@ export interface Libc {
   kill(pid: number, signal: number): number;
   /** read(fd, buffer): bytes read, 0 at end of file, -1 on error (EAGAIN: nothing there yet). */
   read(fd: number, buffer: Uint8Array): number;
+  /** poll(2) one fd for `events` without waiting: its revents (POLLERR on a pipe nobody reads), -1 on error. */
+  pollNow(fd: number, events: number): number;
 }
+
+export const POLLOUT = 0x4;
+export const POLLERR = 0x8;
+export const POLLHUP = 0x10;
 
 export const ESRCH = 3;
 export const EPERM = 1;
@@ -54,9 +60,10 @@ export function loadLibc(): Libc | null {
         fcntl: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
         kill: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
         read: { args: [FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i64_fast },
+        poll: { args: [FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
         __errno_location: { args: [], returns: FFIType.ptr },
       });
-      const { flock, prctl, waitpid, pipe2, fcntl, kill, read: readFd, __errno_location } = lib.symbols;
+      const { flock, prctl, waitpid, pipe2, fcntl, kill, read: readFd, poll, __errno_location } = lib.symbols;
       const errno = () => read.i32(__errno_location()!, 0);
       return (libc = {
         flock: (fd, operation) => flock(fd, operation) as number,
@@ -72,6 +79,13 @@ export function loadLibc(): Libc | null {
         setPipeSize: (fd, bytes) => fcntl(fd, F_SETPIPE_SZ, bytes) as number,
         kill: (pid, signal) => ((kill(pid, signal) as number) === 0 ? 0 : errno()),
         read: (fd, buffer) => (buffer.length === 0 ? 0 : Number(readFd(fd, ptr(buffer), buffer.length))),
+        pollNow: (fd, events) => {
+          // struct pollfd { int fd; short events; short revents; }
+          const entry = new Int32Array(2);
+          entry[0] = fd;
+          new Int16Array(entry.buffer)[2] = events;
+          return (poll(ptr(entry), 1, 0) as number) < 0 ? -1 : new Int16Array(entry.buffer)[3]!;
+        },
       });
     } catch {
       // not this C library

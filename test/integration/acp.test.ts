@@ -274,6 +274,30 @@ describe('conch acp', () => {
     expect(JSON.stringify(server.requests[1]!.body.messages)).toContain('call_sleep');
   });
 
+  // The editor quitting or crashing mid-prompt: both pipes close at once. conch must stop the run
+  // (its commands too) and exit cleanly, whether the command was writing output or silent.
+  for (const [what, command] of [
+    ['writing output', 'echo $$ > sleeper.pid; while true; do echo tick; sleep 0.1; done'],
+    ['silent', 'echo $$ > sleeper.pid; exec sleep 30'],
+  ] as const) {
+    test(`the editor going away mid-command (${what}) stops the command and ends conch cleanly`, async () => {
+      server.script([{ toolCalls: [{ id: 'call_gone', name: 'bash', arguments: { command } }] }, { text: 'unused' }]);
+      const agent = launch(['--unrestricted']); // a host pid is the point here, not the sandbox
+      const sessionId = await ready(agent);
+      void prompt(agent, sessionId, 'run it').catch(() => {});
+      const pidFile = join(dirs.workspace, 'sleeper.pid');
+      while (!existsSync(pidFile) || readFileSync(pidFile, 'utf8').trim() === '') await Bun.sleep(20);
+      const pid = Number(readFileSync(pidFile, 'utf8').trim());
+      const exited = new Promise<number | null>((resolve) => agent.child.once('exit', (code) => resolve(code)));
+      agent.child.stdin.destroy();
+      agent.child.stdout.destroy();
+      expect(await exited).toBe(0);
+      expect(alive(pid)).toBe(false);
+      expect(agent.stderr()).toContain('stopping every session');
+      expect(agent.stderr()).not.toMatch(/^\s+at /m);
+    });
+  }
+
   test('an "ask" command rule becomes session/request_permission; rejecting fails the call and tells the model', async () => {
     await writeConfig(dirs, { retry: { maxRetries: 0 }, shell: { commands: { ask: [{ id: 'ask-touch', executable: 'touch' }] } } });
     server.script([
