@@ -8,7 +8,11 @@ export async function editorServers(servers: McpServer[], log: (message: string)
   const entries: Record<string, unknown> = {};
   for (const server of servers) {
     // Editors name servers for people ("GitHub Server"); the name becomes part of each tool name.
-    const name = server.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32) || 'server';
+    const base = server.name.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 32) || 'server';
+    // Two names that read the same ("Docs Server", "Docs.Server") would leave one server out unsaid.
+    let name = base;
+    for (let n = 2; Object.hasOwn(entries, name); n++) name = `${base.slice(0, 32 - String(n).length - 1)}_${n}`;
+    if (name !== base) log(`MCP server '${server.name}' is named ${name} (its tools mcp__${name}__…): another server here is ${base}`);
     if ('type' in server && server.type === 'sse') {
       log(`MCP server ${server.name} not started: conch speaks stdio and Streamable HTTP, not SSE`);
       continue;

@@ -45,4 +45,28 @@ describe('MCP servers under conch acp', () => {
     agents = [];
     expect(await processesWith(marker)).toEqual([]);
   });
+
+  test('two editor servers whose names read the same as tool names are both started, the second renamed, saying so', async () => {
+    const marker = `mcp-acp-twin-${randomUUID()}`;
+    const agent = startAgent({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    agents.push(agent);
+    await agent.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    const { sessionId } = await agent.conn.agent.request('session/new', {
+      cwd: harness.dirs.workspace,
+      mcpServers: [
+        { name: 'Docs Server', command: BUN, args: [EVERYTHING, 'stdio', marker], env: [{ name: 'WHICH', value: 'first-server' }] },
+        { name: 'Docs.Server', command: BUN, args: [EVERYTHING, 'stdio', marker], env: [{ name: 'WHICH', value: 'second-server' }] },
+      ],
+    });
+    harness.server.script([
+      { toolCalls: [{ name: 'mcp__Docs_Server__get-env', arguments: {} }, { name: 'mcp__Docs_Server_2__get-env', arguments: {} }] },
+      { text: 'done' },
+    ]);
+    const answer = await agent.conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'go' }] });
+    expect(answer.stopReason).toBe('end_turn');
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain('first-server');
+    expect(results).toContain('second-server');
+    expect(agent.stderr()).toContain("MCP server 'Docs.Server' is named Docs_Server_2");
+  });
 });
