@@ -42,6 +42,12 @@ export function catalogTools(spec: ServerSpec, connection: Connection): Tool[] {
             },
           })) as McpCallResult;
         } catch (error) {
+          // The SDK reports any abort (Ctrl-C, session/cancel, the call's or the run's deadline) as
+          // RequestTimeout, which would tell the model the server was too slow; the reason says why.
+          if (ctx.signal.aborted) {
+            const reason = ctx.signal.reason instanceof Error ? ctx.signal.reason.message : String(ctx.signal.reason ?? 'cancelled');
+            throw new Error(`stopped before the MCP server ${spec.name} answered ${mcp.name}: ${reason}`);
+          }
           if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
             throw new Error(`the MCP server ${spec.name} did not answer ${mcp.name} within ${spec.toolTimeoutMs} ms (toolTimeoutMs)`);
           }

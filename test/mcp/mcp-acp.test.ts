@@ -69,4 +69,28 @@ describe('MCP servers under conch acp', () => {
     expect(results).toContain('second-server');
     expect(agent.stderr()).toContain("MCP server 'Docs.Server' is named Docs_Server_2");
   });
+
+  test('a call cancelled mid-way is reported to the model as cancelled, not as the server timing out', async () => {
+    const agent = startAgent({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    agents.push(agent);
+    await agent.conn.agent.request('initialize', { protocolVersion: 1, clientCapabilities: {} });
+    const { sessionId } = await agent.conn.agent.request('session/new', {
+      cwd: harness.dirs.workspace,
+      mcpServers: [{ name: 'ev', command: BUN, args: [EVERYTHING, 'stdio'], env: [] }],
+    });
+    harness.server.script([
+      { toolCalls: [{ id: 'call_long', name: 'mcp__ev__trigger-long-running-operation', arguments: { duration: 30, steps: 30 } }] },
+      { text: 'next turn' },
+    ]);
+    const running = agent.conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'go' }] });
+    // Cancel once the server has reported progress: the call is under way on its side.
+    while (!agent.updates.some((u) => JSON.stringify(u.update).includes('/30)'))) await Bun.sleep(20);
+    await agent.conn.agent.notify('session/cancel', { sessionId });
+    expect((await running).stopReason).toBe('cancelled');
+    expect((await agent.conn.agent.request('session/prompt', { sessionId, prompt: [{ type: 'text', text: 'again' }] })).stopReason).toBe('end_turn');
+    const told = JSON.stringify(harness.server.requests.at(-1)!.body.messages);
+    expect(told).toContain('call_long');
+    expect(told).not.toContain('toolTimeoutMs');
+    expect(told).toContain('cancelled');
+  });
 });
