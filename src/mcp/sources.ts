@@ -43,7 +43,7 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
   const project = read.servers;
   const taken = new Set(servers.map((s) => s.name));
   const names = Object.keys((project ?? {}) as object).filter((n) => !taken.has(n));
-  if (names.length === 0) return { servers, skipped: null };
+  if (names.length === 0) return { servers, skipped: shadowNote(file, project, taken, input.user?.file) };
   const trusted = await input.trustedHash();
   if (trusted !== mcpFileHash(read.text)) {
     const what = `${file}: MCP server${names.length > 1 ? 's' : ''} ${names.join(', ')} not started`;
@@ -57,7 +57,16 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
     };
   }
   const own = parseServers(project, { source: file, project: true, env: input.env }).filter((s) => !taken.has(s.name));
-  return { servers: [...servers, ...own], skipped: null };
+  return { servers: [...servers, ...own], skipped: shadowNote(file, project, taken, input.user?.file) };
+}
+
+/** Yours win a name; left unsaid, the project's server would seem to run when it does not. */
+function shadowNote(file: string, project: unknown, taken: Set<string>, userFile: string | undefined): string | null {
+  const shadowed = Object.keys((project ?? {}) as object).filter((n) => taken.has(n));
+  if (shadowed.length === 0) return null;
+  const one = shadowed.length === 1;
+  const list = shadowed.join(', ');
+  return `${file}: MCP server${one ? '' : 's'} ${list} not started: your config names ${one ? 'a server' : 'servers'} ${list} too (${userFile}), and yours ${one ? 'is' : 'are'} used. Rename one to have both.`;
 }
 
 /** The "mcpServers" object of .mcp.json (or what is wrong with it) and the text; undefined when there is no such file. */

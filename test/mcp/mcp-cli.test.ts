@@ -109,6 +109,16 @@ describe('MCP servers through the CLI', () => {
     expect(offered(1)).toContain('mcp__proj__echo');
   });
 
+  test("a trusted .mcp.json server named like one of yours is not started, and one line says so", async () => {
+    await writeConfig(harness.dirs, { mcpServers: { docs: everything(randomUUID()) } });
+    await writeFile(join(harness.dirs.workspace, '.mcp.json'), JSON.stringify({ mcpServers: { docs: everything(randomUUID()), proj: everything(randomUUID()) } }));
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('mcp__proj__echo');
+    expect(r.stdout).toContain('.mcp.json: MCP server docs not started: your config names a server docs too');
+  });
+
   test("a cloned repository's .mcp.json that is not valid JSON is skipped in one line; trusted as it is, it is a setup error", async () => {
     // It stopped every run in the clone with exit 2, though its servers would not have started.
     const file = join(harness.dirs.workspace, '.mcp.json');
