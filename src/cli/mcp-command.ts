@@ -34,8 +34,9 @@ export async function mcpCommand(flags: CliFlags, json: boolean): Promise<number
 function render(reports: ServerReport[], offered: Set<string>, warnings: string[], enabled: boolean): string {
   if (!enabled) return 'MCP servers are off (--no-mcp).\n';
   const lines: string[] = [];
-  // A skipped project file is a warning, not a report: show it here too.
-  for (const w of warnings) if (w.includes('MCP server') && w.includes('not started')) lines.push(w, '');
+  // A skipped project file is a warning, not a report: show it here too, whether its servers were
+  // skipped for trust or the file itself could not be read (mcp/sources.ts: both name the file).
+  for (const w of warnings) if (w.includes('.mcp.json: ') && w.includes('not started')) lines.push(w, '');
   if (reports.length === 0 && lines.length === 0) {
     return 'No MCP servers configured: add "mcpServers" to ~/.config/conch/config.json, or a .mcp.json to the workspace.\n';
   }

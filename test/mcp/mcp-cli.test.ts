@@ -129,6 +129,11 @@ describe('MCP servers through the CLI', () => {
     expect(r.stdout).toContain('done');
     expect(r.stderr).toContain(`${file}: not valid JSON at line 1`);
     expect(r.stderr).toContain("Its servers are not started (it is the repository's file and not trusted)");
+    // conch mcp says the same, not "No MCP servers configured: … add a .mcp.json" beside the one there is.
+    const listed = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toContain(`${file}: not valid JSON at line 1`);
+    expect(listed.stdout).not.toContain('No MCP servers configured');
     expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
     const trusted = await run(['go']);
     expect(trusted.code).toBe(2);
