@@ -17,5 +17,7 @@ export async function terminalOptions(json: boolean, cwd: string): Promise<Human
     const { markdownStream } = await import('./markdown.ts');
     markdown = markdownStream({ color, width: () => Math.max(20, (stdout.columns ?? 100) - 1) });
   }
-  return { color: interactive && color, interactive, streamText, markdown, cwd };
+  // The spinner redraws its line with \r and an erase-line code, which a dumb terminal prints as is.
+  const spinner = process.env.TERM !== 'dumb';
+  return { color: interactive && color, interactive, streamText, markdown, cwd, ...(spinner ? {} : { spinner: false }) };
 }

@@ -378,3 +378,19 @@ describe('setup errors', () => {
     expect(h.stdout).toContain('Usage');
   });
 });
+
+test('TERM=dumb: a terminal that cannot erase a line gets no spinner and no escape code at all', async () => {
+  // The wait gives the spinner (a frame every 80 ms) time to draw, as it would on any slow model.
+  harness.server.script([{ text: 'The answer.', delayMs: 800 }]);
+  const command = [CONCH, '--model', 'anthropic/test-model', 'go'].map((a) => `'${a}'`).join(' ');
+  const child = Bun.spawn(['script', '-qec', command, '/dev/null'], {
+    cwd: harness.dirs.workspace,
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: harness.dirs.home, XDG_CONFIG_HOME: harness.dirs.configHome, TERM: 'dumb', ...anthropicEnv(harness.server.anthropicBaseUrl) },
+    stdin: 'ignore',
+    stdout: 'pipe',
+  });
+  const screen = await new Response(child.stdout).text();
+  expect(await child.exited).toBe(0);
+  expect(screen).toContain('The answer.');
+  expect(screen).not.toContain('\x1b');
+});
