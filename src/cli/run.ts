@@ -51,7 +51,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   if ('tooLarge' in input) return stdinTooLarge(runId, input.maxBytes, out.json);
   if ('binary' in input) return setupFailure(binaryStdinError(input.bytes), out.json, runId);
   const task = composeTask(taskArg, input.text);
-  if (!task) return setupFailure(new SetupError('no task given. Usage: conch "what to do"  (or pipe text in: git diff | conch "review this")'), out.json, runId);
+  if (!task) return setupFailure(new SetupError(noTaskMessage(out.session)), out.json, runId);
 
   const controller = new AbortController();
   const display = await terminalOptions(out.json, process.cwd());
@@ -135,6 +135,13 @@ function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
 }
 
 /** The envelope facts of a run that never started. */
+/** Going on with a session still takes the next task: the usage shown is the one for that. */
+function noTaskMessage(session: SessionChoice | undefined): string {
+  const how = session?.resume !== undefined ? `conch --resume ${session.resume}` : session?.continue ? 'conch -c' : 'conch';
+  const what = how === 'conch' ? 'what to do' : 'what to do next';
+  return `no task given. Usage: ${how} "${what}"  (or pipe text in: git diff | ${how} "review this")`;
+}
+
 export const NOT_STARTED = { provider: null, model: null, mode: null, sandbox: null, sessionId: null };
 
 export function stdinTooLargeOutcome(maxBytes: number): Outcome {

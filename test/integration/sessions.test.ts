@@ -424,3 +424,15 @@ describe('conch sessions', () => {
     expect(r.stderr).toContain(`${path} is not a conch session file`);
   });
 });
+
+test('-c or --resume without a task (stdin not piped) shows the usage of going on with that session', async () => {
+  harness.server.script([{ text: 'first answer' }]);
+  const first = await jsonRun(['start']);
+  const cont = await conch(['-c']);
+  expect(cont.code).toBe(2);
+  expect(cont.stderr).toContain('no task given. Usage: conch -c "what to do next"');
+  const id = first.doc.sessionId.slice(0, 6);
+  expect((await conch(['--resume', id])).stderr).toContain(`no task given. Usage: conch --resume ${id} "what to do next"`);
+  expect((await conch([])).stderr).toContain('no task given. Usage: conch "what to do"');
+  expect(harness.server.requests).toHaveLength(1);
+});
