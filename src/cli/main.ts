@@ -3,7 +3,7 @@
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { closest, parseArgs, UsageError, type ParsedArgs } from './argv.ts';
 import { ALL_FLAGS, checkFlagsOf, COMMANDS, outputHelp, toFlags } from './flags.ts';
-import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
+import { READER_GONE, stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
 import { setupEnvelope } from './envelope.ts';
 import { answeredVersion, VERSION_LINE } from './version.ts';
 
@@ -171,7 +171,7 @@ function usageError(message: string): never {
 function reportLostOutput(): void {
   const why = stdout.lost();
   if (why === null) return;
-  stderr.write(`conch: the output could not be written to stdout: ${why}\n`);
+  if (why !== READER_GONE) stderr.write(`conch: the output could not be written to stdout: ${why}\n`);
   if (!process.exitCode) process.exitCode = EXIT_CODES.failed;
 }
 

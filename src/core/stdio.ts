@@ -59,6 +59,9 @@ const O_CLOEXEC = 0o2000000;
  * earlier Bun process in the same pipeline left it that way): then wait and retry. When the reader
  * is gone (EPIPE) or the fd is unusable, says why: output is dropped from then on, as `head` expects.
  */
+/** A reader that left on purpose (`conch … | head -1`): conch exits 1 but, like git or grep, says nothing. */
+export const READER_GONE = 'its reader is gone (EPIPE)';
+
 function writeAll(fd: number, data: Uint8Array): string | null {
   let offset = 0;
   let pause = 1;
@@ -71,7 +74,7 @@ function writeAll(fd: number, data: Uint8Array): string | null {
       if (code === 'EAGAIN' || code === 'EWOULDBLOCK') {
         Bun.sleepSync(pause);
         pause = Math.min(pause * 2, 20);
-      } else if (code === 'EPIPE') return 'its reader is gone (EPIPE)';
+      } else if (code === 'EPIPE') return READER_GONE;
       else if (code !== 'EINTR') return (error as Error).message;
     }
   }
