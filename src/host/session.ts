@@ -130,6 +130,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
         }
       : exec;
   const nested = nestedFor();
+  const laneGuards: NestedGitGuard[] = [];
   const executor = watched(executorFor(placeholders, runDir.tmpDir), nested);
   // Started now, so the servers come up while plugins load and the prompt is assembled.
   const mcp = await startMcp(config, options.mcpServers, {
@@ -197,6 +198,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
       const scope = new PlaceholderScope();
       lanes.add(scope);
       const laneNested = nestedFor();
+      if (laneNested) laneGuards.push(laneNested);
       const laneExecutor = watched(executorFor(scope, runDir.laneTmpDir()), laneNested);
       const own = kernelTools(config, laneExecutor, workspace, new RevisionTracker());
       return {
@@ -211,6 +213,8 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     },
     async dispose() {
       await mcp.stop();
+      // A server that may write the workspace ran on after the last run's check (workspace/nested-git.ts).
+      if (mcpReports.length > 0) for (const guard of [nested, ...laneGuards]) warnings.push(...(guard?.again() ?? []));
       placeholders.close();
       for (const scope of lanes) scope.close();
       await proxy?.close();

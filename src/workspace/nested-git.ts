@@ -38,6 +38,11 @@ export interface NestedGitGuard {
   baseline(): void;
   /** After the run: neutralise what commands made dangerous; one line per thing done, for the user. */
   check(): string[];
+  /**
+   * Once MCP servers have stopped: check again against the last run's baseline. A server allowed
+   * to write the workspace runs on after a run's check, and could write again what it neutralised.
+   */
+  again(): string[];
 }
 
 /**
@@ -47,6 +52,16 @@ export interface NestedGitGuard {
  */
 export function nestedGitGuard(roots: string[], linked: string[] = []): NestedGitGuard {
   let before: Map<string, string> | null = null;
+  let last: Map<string, string> | null = null;
+  const compare = (baseline: Map<string, string>): string[] => {
+    const { found, notes } = scan(roots, bases());
+    const lines = [...notes];
+    for (const item of found) {
+      if (baseline.get(item.path) === item.stamp) continue;
+      lines.push(...neutralise(item, roots));
+    }
+    return lines;
+  };
   // Looked up at each scan: the cache is made by the first command.
   const bases = () =>
     linked.flatMap((dir) => {
@@ -62,14 +77,13 @@ export function nestedGitGuard(roots: string[], linked: string[] = []): NestedGi
     },
     check() {
       if (!before) return [];
-      const { found, notes } = scan(roots, bases());
-      const lines = [...notes];
-      for (const item of found) {
-        if (before.get(item.path) === item.stamp) continue;
-        lines.push(...neutralise(item, roots));
-      }
+      const lines = compare(before);
+      last = before;
       before = null;
       return lines;
+    },
+    again() {
+      return last && !before ? compare(last) : [];
     },
   };
 }

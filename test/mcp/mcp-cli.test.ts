@@ -210,6 +210,24 @@ describe('MCP servers through the CLI', () => {
     expect(existsSync(join(harness.dirs.workspace, 'pwned.txt'))).toBe(true);
   });
 
+  // The run's check of nested repositories comes before its MCP servers stop: one allowed to write
+  // the workspace wrote again what the check had disabled. conch checks again once they are stopped.
+  test('a nested repository an MCP server with "workspace": "write" keeps rewriting is disabled after the servers stop', async () => {
+    const git = ['/usr/bin/git', Bun.which('git')].find((p): p is string => !!p && existsSync(p));
+    if (!git) return;
+    const ws = harness.dirs.workspace;
+    const fired = join(harness.dirs.home, 'FIRED');
+    await writeConfig(harness.dirs, { mcpServers: { planter: { command: BUN, args: [WRITER, '--plant-git'], workspace: 'write', env: { PLANT_FIRED: fired } } } });
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'touch go; sleep 0.5; test -e evil/.git/config && echo planted' } }] }, { text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages)).toContain('planted');
+    expect(r.stderr).toContain('evil/.git/config (it sets core.fsmonitor)');
+    expect(existsSync(join(ws, 'evil/.git/config'))).toBe(false);
+    Bun.spawnSync([git, 'status'], { cwd: join(ws, 'evil'), env: { PATH: '/usr/bin:/bin', HOME: harness.dirs.home, GIT_CONFIG_NOSYSTEM: '1' }, stdout: 'pipe', stderr: 'pipe' });
+    expect(existsSync(fired)).toBe(false);
+  });
+
   test('an image in a format no model API takes (BMP) is named in text, not sent to fail the next request', async () => {
     await writeConfig(harness.dirs, { mcpServers: { w: { command: BUN, args: [WRITER] } } });
     harness.server.script([{ toolCalls: [{ name: 'mcp__w__bmp_image', arguments: {} }] }, { text: 'done' }]);
