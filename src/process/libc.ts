@@ -1,6 +1,6 @@
 // The libc calls conch needs that neither Bun nor Node exposes, through bun:ffi: flock(2)
 // (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts), fcntl(2) (plugins/output.ts, merged-output.ts),
-// poll(2) (acp/server.ts: is the editor still reading?), and kill(2) and read(2) that report failure as a value: Node's throw, and an exception made on
+// poll(2) (acp/server.ts: is the editor still reading?), ioctl(2)'s NS_GET_USERNS (sandbox/held.ts), and kill(2) and read(2) that report failure as a value: Node's throw, and an exception made on
 // every command (ESRCH for a group that is gone, EAGAIN for an empty pipe) costs more than the call.
 // Loaded on first use, Linux only; null where the C library cannot be opened (the callers then do
 // without, and say so where it matters).
@@ -27,6 +27,8 @@ export interface Libc {
   read(fd: number, buffer: Uint8Array): number;
   /** poll(2) one fd for `events` without waiting: its revents (POLLERR on a pipe nobody reads), -1 on error. */
   pollNow(fd: number, events: number): number;
+  /** ioctl(fd, NS_GET_USERNS): a new fd of the user namespace that owns namespace fd `fd`, or -1. */
+  namespaceOwner(fd: number): number;
 }
 
 export const POLLOUT = 0x4;
@@ -41,6 +43,8 @@ const F_SETFL = 4;
 const F_SETPIPE_SZ = 1031;
 
 const WNOHANG = 1;
+// _IO(0xb7, 0x1), linux/nsfs.h
+const NS_GET_USERNS = 0xb701;
 const O_CLOEXEC = 0o2000000;
 const O_NONBLOCK = 0o4000;
 
@@ -61,9 +65,10 @@ export function loadLibc(): Libc | null {
         kill: { args: [FFIType.i32, FFIType.i32], returns: FFIType.i32 },
         read: { args: [FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i64_fast },
         poll: { args: [FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
+        ioctl: { args: [FFIType.i32, FFIType.u64], returns: FFIType.i32 },
         __errno_location: { args: [], returns: FFIType.ptr },
       });
-      const { flock, prctl, waitpid, pipe2, fcntl, kill, read: readFd, poll, __errno_location } = lib.symbols;
+      const { flock, prctl, waitpid, pipe2, fcntl, kill, read: readFd, poll, ioctl, __errno_location } = lib.symbols;
       const errno = () => read.i32(__errno_location()!, 0);
       return (libc = {
         flock: (fd, operation) => flock(fd, operation) as number,
@@ -86,6 +91,7 @@ export function loadLibc(): Libc | null {
           new Int16Array(entry.buffer)[2] = events;
           return (poll(ptr(entry), 1, 0) as number) < 0 ? -1 : new Int16Array(entry.buffer)[3]!;
         },
+        namespaceOwner: (fd) => ioctl(fd, NS_GET_USERNS) as number,
       });
     } catch {
       // not this C library

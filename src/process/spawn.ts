@@ -35,6 +35,11 @@ export interface SpawnOptions {
   outputFd?: number;
   /** With outputFd: bwrap's --info-fd, right after it; the sandbox's first process is then settled alone. */
   infoFd?: number;
+  /**
+   * Once the process group is gone, before the output is read: settles what the command leaves in
+   * a sandbox it shares (sandbox/held.ts), in place of the settling of a sandbox of its own.
+   */
+  settle?: () => Promise<void>;
   /** Grace between SIGTERM and SIGKILL of the process group. */
   killGraceMs?: number;
   onOutput?: (chunk: string) => void;
@@ -177,7 +182,8 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   // is all there is to settle (the full sweep reads every child of conch's).
   const init = info?.childPid() ?? null;
   info?.close();
-  if (killed || init === null || settleSandbox(init) !== 'settled') {
+  if (options.settle) await options.settle();
+  else if (killed || init === null || settleSandbox(init) !== 'settled') {
     const settling = settleOrphans(ORPHAN_WAIT_MS, { untilIdle: !killed });
     if (settling) await settling;
   }

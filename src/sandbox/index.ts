@@ -16,6 +16,7 @@ import { PlaceholderScope } from './placeholders.ts';
 import { probe, probeKnown, type ProbeOptions, type SandboxStatus } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
 import { holdProtected } from './plan-memo.ts';
+import { enterHeld, heldAvailable, type Entered } from './held.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
 import { userStateDir } from './user-dir.ts';
@@ -111,6 +112,11 @@ export interface PreparedCommand {
    * no network at all (its relay finds no channel), so a caller that does not know it fails closed.
    */
   channel?: (fd: number) => void;
+  /**
+   * A command in the run's held sandbox (held.ts): once its process group is gone and before its
+   * output is read, whatever it left running goes. Replaces the settling of a sandbox of its own.
+   */
+  settle?: () => Promise<void>;
   /** Undo host-side preparation (placeholders, fds). Safe to call twice. */
   release(): Promise<void>;
   /** What the sandbox could not fully enforce for this command (workspace-relative), if anything. */
@@ -318,8 +324,10 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
   const scope = request.placeholders ?? new PlaceholderScope();
   let seccomp: ReturnType<typeof openSeccompFd> | null = null;
   let channel: Channel | null = null;
+  let entered: Entered | null = null;
   let begun = false;
   const releaseNow = () => {
+    entered?.done();
     seccomp?.close();
     seccomp = null;
     channel?.close();
@@ -338,11 +346,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     const { plan, held } = holdProtected(workspace, protectedPatterns, scope, needed, checkClash);
     const rootHeld = scope.hold(rootPlans.flatMap((p) => p.targets).filter((t) => needed(t.path))).map((t) => t.path);
     seccomp = openSeccompFd();
-    const outputFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
-    // On the command's first line, so that a syntax error anywhere is reported as before, with the
-    // same line numbers (it then reaches fd 2, which conch reads as well).
-    const shell = outputFd === undefined ? command : [...command.slice(0, 2), `exec 1>&${outputFd} 2>&${outputFd} ${outputFd}>&-; ${command[2]}`, ...command.slice(3)];
-    const relayed = proxy ? relayCommand(shell) : null;
+    const oneShotFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
     const options = layout.options({
       bwrap,
       protectedPaths: [...held, ...rootHeld],
@@ -351,17 +355,27 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       network: request.network && !proxy && !request.netAllow,
       disableUserns,
       seccompFd: 3,
-      ...(outputFd === undefined ? {} : { infoFd: outputFd + 1 }),
+      ...(oneShotFd === undefined ? {} : { infoFd: oneShotFd + 1 }),
       env: proxy ? commandEnv(cacheEnv) : cacheEnv,
     });
-    const argv = withCommand(options, cwd, relayed ?? shell);
-    const prepared: PreparedCommand = {
-      argv,
-      extraFds: [seccomp.fd],
-      release,
-      ...(outputFd === undefined ? {} : { outputFd, infoFd: outputFd + 1 }),
-      ...(plan.notes.length ? { notes: plan.notes } : {}),
-    };
+    // The run's held sandbox (held.ts), for a command of a run whose output conch takes on a fd of
+    // its own; the relay's channel (an allowlist) is made per command, so that keeps its own sandbox.
+    entered = request.placeholders && oneShotFd !== undefined && !proxy && heldAvailable() ? enterHeld(request.placeholders, options, bwrap, cacheEnv) : null;
+    const outputFd = entered ? 4 + entered.fds.length : oneShotFd;
+    // On the command's first line, so that a syntax error anywhere is reported as before, with the
+    // same line numbers (it then reaches fd 2, which conch reads as well).
+    const closing = entered ? entered.fds.map((_, i) => ` ${4 + i}>&-`).join('') : '';
+    const shell = outputFd === undefined ? command : [...command.slice(0, 2), `exec 1>&${outputFd} 2>&${outputFd} ${outputFd}>&-${closing}; ${command[2]}`, ...command.slice(3)];
+    const relayed = proxy ? relayCommand(shell) : null;
+    const prepared: PreparedCommand = entered
+      ? { argv: entered.argv(cwd, shell), extraFds: [seccomp.fd, ...entered.fds], release, outputFd: outputFd!, settle: entered.settle }
+      : {
+          argv: withCommand(options, cwd, relayed ?? shell),
+          extraFds: [seccomp.fd],
+          release,
+          ...(outputFd === undefined ? {} : { outputFd, infoFd: outputFd + 1 }),
+        };
+    if (plan.notes.length) prepared.notes = plan.notes;
     if (proxy) prepared.channel = (fd) => (channel = attachChannel(fd, () => proxy.connect()));
     return prepared;
   } catch (error) {

@@ -168,8 +168,17 @@ export class PlaceholderScope {
     if (this.closing && this.active === 0) this.releaseAll();
   }
 
+  private readonly closers = new Set<() => void>();
+
+  /** Called at each close() (the run's end), before the placeholders go: the run's held sandbox (held.ts). */
+  onClose(callback: () => void): void {
+    this.closers.add(callback);
+  }
+
   /** Release everything once no command of this scope runs; the scope can be used again later. */
   close(): void {
+    for (const callback of this.closers) callback();
+    this.closers.clear();
     this.closing = true;
     if (this.active === 0) this.releaseAll();
   }

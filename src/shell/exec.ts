@@ -164,6 +164,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
         ...(prepared?.channel ? { channel: prepared.channel } : {}),
         ...(prepared?.outputFd === undefined ? {} : { outputFd: prepared.outputFd }),
         ...(prepared?.infoFd === undefined ? {} : { infoFd: prepared.infoFd }),
+        ...(prepared?.settle ? { settle: prepared.settle } : {}),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       });
     } catch (error) {

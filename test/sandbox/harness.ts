@@ -106,6 +106,7 @@ export async function executed(fx: Fixture, command: string, options: RunOptions
       extraFds: prepared.extraFds,
       ...(prepared.outputFd === undefined ? {} : { outputFd: prepared.outputFd }),
       ...(prepared.infoFd === undefined ? {} : { infoFd: prepared.infoFd }),
+      ...(prepared.settle ? { settle: prepared.settle } : {}),
       ...spawn,
     });
   } finally {

@@ -1,0 +1,365 @@
+// One bubblewrap sandbox per run, entered by each command. bwrap's setup is most of a sandboxed
+// command's cost: every protected bind re-reads /proc/self/mountinfo (bench/sandbox.ts measures
+// it), a dozen of them per command. Here the run's mounts are set up once, by a sandbox that holds
+// them (its only process waits on a pipe from conch), and each command joins its namespaces with
+// nsenter and starts in a light bwrap of its own: a new user namespace with no capabilities, the
+// seccomp filter, a session of its own, over the held mount tree. Mounts made in the held namespace
+// are locked in the command's, so it can neither remove nor remount them.
+//
+// What a sandbox per command gave, and how this keeps it:
+// - The same mounts. A held sandbox is started from a command's own bwrap options and serves only
+//   commands whose options are those same ones, while every host path it mounted is still the
+//   inode it was: a path renamed or replaced on the host would detach or move its mount in the
+//   held namespace (an editor that saves .env by renaming over it), so such a change starts a new one.
+// - Nothing outlives its command. Whatever a command leaves running is re-parented within the
+//   sandbox's pid namespace to its first process; after each command, anything found there besides
+//   the holder ends the whole sandbox (the next command starts another), before the output is read.
+// - One command at a time. A command that comes while another runs in the held sandbox gets a
+//   sandbox of its own, as before; so does the first command of a run, while the held one starts.
+// - The namespaces are joined through a descriptor of the sandbox's first process's /proc directory,
+//   opened once it is started, never by pid again: a pid reused by another process is never joined.
+// Where nsenter is missing or the held sandbox fails its first command, every command gets its own
+// sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out).
+import { closeSync, lstatSync, openSync, readlinkSync, readSync } from 'node:fs';
+import { loadLibc } from '../process/libc.ts';
+import { trackGroup } from '../process/spawn.ts';
+import { settleOrphans } from '../process/orphans.ts';
+import { openSeccompFd } from './seccomp-fd.ts';
+import type { PlaceholderScope } from './placeholders.ts';
+
+/** The namespaces a command joins, in nsenter's flag names; user first, which owns the rest. */
+const NAMESPACES = [
+  ['user', '--user'],
+  ['mnt', '--mount'],
+  ['pid', '--pid'],
+  ['net', '--net'],
+  ['ipc', '--ipc'],
+  ['uts', '--uts'],
+  ['cgroup', '--cgroup'],
+] as const;
+
+const START_MS = 5000;
+const GONE_MS = 2000;
+
+let nsenter: string | null | undefined;
+
+function findNsenter(): string | null {
+  if (nsenter === undefined) nsenter = Bun.which('nsenter', { PATH: '/usr/bin:/bin:/usr/sbin:/sbin' }) ?? null;
+  return nsenter;
+}
+
+/** Whether commands may share a held sandbox on this machine (util-linux's nsenter, Linux, libc). */
+export function heldAvailable(): boolean {
+  return process.platform === 'linux' && process.env.CONCH_SANDBOX_PER_COMMAND !== '1' && !broken && findNsenter() !== null && loadLibc() !== null;
+}
+
+/** Set when a held sandbox failed its first command here: every command gets its own from then on. */
+let broken = false;
+
+type Identity = string;
+
+function identity(path: string): Identity {
+  try {
+    const info = lstatSync(path);
+    return `${info.dev}:${info.ino}:${info.mode}`;
+  } catch {
+    return '-';
+  }
+}
+
+/** Every host path the options mount (bind sources, tmpfs mount points): what a change there invalidates. */
+function mountedPaths(options: string[]): string[] {
+  const paths: string[] = [];
+  for (let i = 0; i < options.length; i++) {
+    const arg = options[i]!;
+    if (/^--(ro-|dev-)?bind(-try)?$/.test(arg)) {
+      if (options[i + 1] !== '/') paths.push(options[i + 1]!);
+      i += 2;
+    } else if (arg === '--tmpfs') {
+      paths.push(options[i + 1]!);
+      i += 1;
+    }
+  }
+  return paths;
+}
+
+const childrenBuffer = Buffer.alloc(4096);
+
+/** The children file of a single-threaded process (bwrap's first process), or null when it is gone. */
+function childrenOf(pid: number): string | null {
+  let fd: number;
+  try {
+    fd = openSync(`/proc/${pid}/task/${pid}/children`, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    return childrenBuffer.toString('latin1', 0, readSync(fd, childrenBuffer, 0, childrenBuffer.length, 0)).trim();
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export interface Entered {
+  /** The command's argv: nsenter into the held namespaces, then the light bwrap. */
+  argv(cwd: string, command: string[]): string[];
+  /** For the child as fds 4 and 5 (its command closes them first): the sandbox's /proc directory, its user namespace. */
+  fds: number[];
+  /** After the command's process group is gone, before its output is read: anything left goes. */
+  settle(): Promise<void>;
+  /** The command is over (called once). */
+  done(): void;
+}
+
+class Held {
+  readonly key: string;
+  private state: 'starting' | 'ready' | 'dead' = 'starting';
+  private busy = false;
+  private proc: Bun.Subprocess | null = null;
+  private untrack: (() => void) | null = null;
+  private init = 0;
+  private holder = '';
+  private nsFds: number[] = [];
+  private nsArgs: string[] = [];
+  private prefix: string[] = [];
+  private readonly identities: [string, Identity][];
+
+  constructor(
+    readonly options: string[],
+    private readonly bwrap: string,
+    private readonly env: string[],
+  ) {
+    this.key = options.join('\0');
+    // Taken before bwrap mounts anything: a change in between shows as a difference later.
+    this.identities = mountedPaths(options).map((path) => [path, identity(path)]);
+  }
+
+  matches(options: string[]): boolean {
+    if (options !== this.options && options.join('\0') !== this.key) return false;
+    for (const [path, before] of this.identities) if (identity(path) !== before) return false;
+    return true;
+  }
+
+  usable(): boolean {
+    // Anything but the holder under the first process: a command's leftover, or the holder gone.
+    return this.state === 'ready' && !this.busy && childrenOf(this.init) === this.holder;
+  }
+
+  get idle(): boolean {
+    return !this.busy;
+  }
+
+  /** Stopped from outside (the run's end, a change) rather than failed. */
+  stopped = false;
+
+  get starting(): boolean {
+    return this.state === 'starting';
+  }
+
+  async start(): Promise<void> {
+    const libc = loadLibc()!;
+    const info = libc.pipe({ nonBlocking: true });
+    if (!info) throw new Error('no pipe for bwrap --info-fd');
+    const seccomp = openSeccompFd();
+    // The holder waits on conch's pipe: when conch goes, however it goes, the sandbox goes too.
+    // The options' --disable-userns would keep each command's bwrap from making its user namespace;
+    // the seccomp filter refuses CLONE_NEWUSER to the commands all the same.
+    const options = this.options.filter((arg) => arg !== '--disable-userns');
+    const infoAt = options.indexOf('--info-fd');
+    if (infoAt >= 0) options.splice(infoAt, 2);
+    const argv = [
+      ...options,
+      '--info-fd',
+      '4',
+      '--chdir',
+      '/',
+      '--',
+      '/bin/sh',
+      '-c',
+      'read _',
+    ];
+    try {
+      // An empty environment: the sandbox's processes are readable from inside (/proc/1/environ).
+      this.proc = Bun.spawn(argv, { env: {}, detached: true, stdio: ['pipe', 'ignore', 'ignore', seccomp.fd, info[1]] });
+    } finally {
+      seccomp.close();
+      closeSync(info[1]);
+    }
+    this.untrack = trackGroup(this.proc.pid);
+    void this.proc.exited.then(() => this.stop());
+    try {
+      const until = Date.now() + START_MS;
+      const buffer = Buffer.alloc(1024);
+      let text = '';
+      while (!/"child-pid":\s*\d+/.test(text)) {
+        const n = libc.read(info[0], buffer);
+        if (n > 0) text += buffer.toString('latin1', 0, n);
+        else if (n === 0 || Date.now() > until || this.state === 'dead') throw new Error(`bwrap gave no child pid: ${text}`);
+        else await Bun.sleep(1);
+      }
+      this.init = Number(/"child-pid":\s*(\d+)/.exec(text)![1]);
+      // bwrap's first process forks the holder once the mounts are in place.
+      let children: string | null;
+      while (!(children = childrenOf(this.init))) {
+        if (Date.now() > until || this.state === 'dead') throw new Error('the held sandbox did not start');
+        await Bun.sleep(1);
+      }
+      if (children.includes(' ')) throw new Error('the held sandbox started more than its holder');
+      this.holder = children;
+      // The first process's /proc directory, as the child's fd 4: a descriptor stays with that
+      // process, where a pid could be another's once it is gone.
+      this.nsFds.push(openSync(`/proc/${this.init}`, 'r'));
+      // The user namespace to join is the one that owns the mounts. Unprivileged, bwrap makes two:
+      // the first maps the user to root there (mounting /dev/pts needs it) and owns every other
+      // namespace; the sandbox's processes run in a second one inside it, which owns nothing. As
+      // the child's fd 5; the command's bwrap maps the user back to itself (--uid, --gid).
+      const mnt = openSync(`/proc/${this.init}/ns/mnt`, 'r');
+      try {
+        const owner = libc.namespaceOwner(mnt);
+        if (owner < 0) throw new Error('NS_GET_USERNS failed');
+        this.nsFds.push(owner);
+      } finally {
+        closeSync(mnt);
+      }
+      for (const [name, flag] of NAMESPACES) {
+        if (name === 'user') {
+          this.nsArgs.push(`${flag}=/proc/self/fd/5`);
+          continue;
+        }
+        // Joining conch's own namespace again (the network when it is on) is no change: left out.
+        if (name !== 'mnt' && name !== 'pid' && readlinkSync(`/proc/self/ns/${name}`) === readlinkSync(`/proc/${this.init}/ns/${name}`)) continue;
+        this.nsArgs.push(`${flag}=/proc/self/fd/4/ns/${name}`);
+      }
+      // Opened by pid: make sure that pid was still the sandbox's, now that the descriptors are held.
+      if (childrenOf(this.init) !== this.holder) throw new Error('the held sandbox ended while starting');
+      this.prefix = [
+        findNsenter()!,
+        ...this.nsArgs,
+        '--preserve-credentials',
+        '--',
+        this.bwrap,
+        '--unshare-user',
+        '--uid',
+        String(process.getuid!()),
+        '--gid',
+        String(process.getgid!()),
+        '--dev-bind',
+        '/',
+        '/',
+        '--new-session',
+        '--die-with-parent',
+        '--cap-drop',
+        'ALL',
+        '--seccomp',
+        '3',
+        ...this.env,
+      ];
+      await this.verify();
+      this.state = 'ready';
+    } catch (error) {
+      const stoppedMeanwhile = this.state === 'dead';
+      this.stop();
+      this.stopped = stoppedMeanwhile;
+      throw error;
+    } finally {
+      closeSync(info[0]);
+    }
+  }
+
+  /** One command through the whole path before any real one: a machine where that fails keeps per-command sandboxes. */
+  private async verify(): Promise<void> {
+    const seccomp = openSeccompFd();
+    try {
+      const child = Bun.spawn([...this.prefix, '--chdir', '/', '--', '/bin/sh', '-c', 'exit 0'], {
+        env: {},
+        stdio: ['ignore', 'ignore', process.env.CONCH_DEBUG_HELD ? 'inherit' : 'ignore', seccomp.fd, ...this.nsFds],
+      });
+      const code = await child.exited;
+      if (code !== 0) throw new Error(`a command in the held sandbox exited ${code}`);
+    } catch (error) {
+      // Not when the run ended meanwhile (its close stops a sandbox still starting).
+      if (this.state !== 'dead') broken = true;
+      throw error;
+    } finally {
+      seccomp.close();
+    }
+    const left = childrenOf(this.init);
+    if (left !== this.holder) throw new Error('the held sandbox kept a process of its first command');
+  }
+
+  enter(): Entered {
+    this.busy = true;
+    let over = false;
+    return {
+      argv: (cwd, command) => [...this.prefix, '--chdir', cwd, '--', ...command],
+      fds: this.nsFds,
+      settle: async () => {
+        if (childrenOf(this.init) === this.holder) return;
+        this.stop();
+        // Its first process, re-parented to conch once bwrap is gone, ends the namespace as it dies.
+        await settleOrphans(GONE_MS);
+        // A first process with no children left is the namespace's last (orphans.ts says why).
+        const until = Date.now() + GONE_MS;
+        while (childrenOf(this.init) && Date.now() < until) await Bun.sleep(2);
+      },
+      done: () => {
+        if (over) return;
+        over = true;
+        this.busy = false;
+      },
+    };
+  }
+
+  stop(): void {
+    if (this.state === 'dead') return;
+    this.state = 'dead';
+    const libc = loadLibc();
+    // The first process first: its death takes every process of the namespace with it.
+    if (this.init) libc?.kill(this.init, 9);
+    if (this.proc) {
+      try {
+        process.kill(-this.proc.pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+    }
+    this.untrack?.();
+    for (const fd of this.nsFds) closeSync(fd);
+    this.nsFds = [];
+  }
+}
+
+const helds = new WeakMap<PlaceholderScope, Held>();
+let failures = 0;
+
+/**
+ * The run's held sandbox for these options, entered for one command; null when this command needs a
+ * sandbox of its own (none ready yet, busy, or the options or mounted paths changed: then a new
+ * one starts in the background for the commands after it). `run` is the run's placeholder scope.
+ */
+export function enterHeld(run: PlaceholderScope, options: string[], bwrap: string, env: Record<string, string>): Entered | null {
+  const held = helds.get(run);
+  if (held && held.matches(options)) {
+    if (held.usable()) return held.enter();
+    if (held.starting || !held.idle) return null;
+  }
+  if (held && !held.idle) return null;
+  held?.stop();
+  const next = new Held(options, bwrap, Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]));
+  if (!helds.has(run)) run.onClose(() => endHeld(run));
+  helds.set(run, next);
+  next.start().catch((error: unknown) => {
+    if (process.env.CONCH_DEBUG_HELD) console.error('held sandbox:', error);
+    if (helds.get(run) === next) helds.delete(run);
+    if (!next.stopped && ++failures >= 3) broken = true;
+  });
+  return null;
+}
+
+/** The run is over: its held sandbox goes (before its placeholders do). */
+function endHeld(run: PlaceholderScope): void {
+  helds.get(run)?.stop();
+  helds.delete(run);
+}

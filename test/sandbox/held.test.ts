@@ -1,0 +1,169 @@
+// The run's held sandbox (src/sandbox/held.ts): commands after the first join one sandbox set up
+// once. Real bwrap and nsenter; each case is something a sandbox per command gave and this must too.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
+import { PlaceholderScope } from '../../src/sandbox/index.ts';
+import { heldAvailable } from '../../src/sandbox/held.ts';
+import { createExecutor } from '../../src/shell/exec.ts';
+import { Workspace } from '../../src/workspace/paths.ts';
+import { canRun, fixture, type Fixture } from './harness.ts';
+
+const run = canRun && heldAvailable() ? describe : describe.skip;
+if (canRun && !heldAvailable()) console.warn('\n*** nsenter not found: the held sandbox tests are SKIPPED ***\n');
+
+/** Host processes whose command line contains `marker`. */
+function hostProcesses(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'latin1').replaceAll('\0', ' ').includes(marker)) found.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return found;
+}
+
+async function executor(fx: Fixture, scope: PlaceholderScope, network = false) {
+  const exec = createExecutor({
+    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
+    unrestricted: false,
+    sandbox: { profile: 'workspace-write', network, writableRoots: [], protectedGlobs: [] },
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: fx.tmp,
+    logDir: join(fx.root, 'logs'),
+    placeholders: scope,
+  });
+  return (command: string, timeoutMs?: number) =>
+    exec(command, { signal: new AbortController().signal, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+}
+
+/** Commands until one runs in the held sandbox (its pid 2 is the holder); returns that one's pid namespace. */
+async function untilHeld(exec: Awaited<ReturnType<typeof executor>>): Promise<string> {
+  for (let i = 0; i < 200; i++) {
+    const out = (await exec("readlink /proc/self/ns/pid; tr '\\0' ' ' < /proc/2/cmdline")).output;
+    if (out.includes('/bin/sh -c read _')) return out.split('\n')[0]!;
+    await Bun.sleep(10);
+  }
+  throw new Error('the held sandbox never served a command');
+}
+
+run('the held sandbox', () => {
+  let fx: Fixture;
+  let scope: PlaceholderScope;
+  beforeEach(() => {
+    fx = fixture();
+    scope = new PlaceholderScope();
+  });
+  afterEach(() => {
+    scope.close();
+    fx.cleanup();
+  });
+
+  test('serves the commands after the first, with every protection of a sandbox of their own', async () => {
+    const exec = await executor(fx, scope);
+    await untilHeld(exec);
+    const result = await exec(
+      [
+        'echo x > .env; echo x > .git/config; touch .env.local; echo ok > src/new.txt',
+        'grep -E "^(CapEff|NoNewPrivs|Seccomp):" /proc/self/status',
+        // Per process (sysfs shows the host's devices in every sandbox: it is the host's mount).
+        "cut -d: -f1 /proc/net/dev | tail -n +3 | tr -d ' '",
+        'cat /proc/1/environ | wc -c',
+        'ls /proc/$$/fd',
+        'echo "uid $(id -u) gid $(id -g)"',
+      ].join('; '),
+    );
+    // The user, as in a sandbox of its own (bwrap's outer namespace maps the user to root).
+    expect(result.output).toContain(`uid ${process.getuid!()} gid ${process.getgid!()}`);
+    expect(result.output).toContain('.env: Read-only file system');
+    expect(result.output).toContain('.git/config: Read-only file system');
+    expect(result.output).toMatch(/\.env\.local': (Permission denied|Read-only file system)/);
+    expect(result.output).toContain('CapEff:\t0000000000000000');
+    expect(result.output).toContain('NoNewPrivs:\t1');
+    expect(result.output).toContain('Seccomp:\t2');
+    // --no-network: the held network namespace has only its loopback.
+    expect(result.output).toMatch(/^lo$/m);
+    expect(result.output).not.toMatch(/^(eth|en|wl)/m);
+    // The sandbox's first process was started with nothing in its environment to read.
+    expect(result.output).toMatch(/^0$/m);
+    // No descriptor of conch's beyond stdio reaches the command (the /proc one is closed first).
+    expect(result.output).toMatch(/^0\n1\n2\n/m);
+    expect(readFileSync(join(fx.ws, '.env'), 'utf8')).toBe('SECRET=1\n');
+    expect(readFileSync(join(fx.ws, 'src', 'new.txt'), 'utf8')).toBe('ok\n');
+  });
+
+  test('a process a command leaves behind is gone when the command returns, setsid or not', async () => {
+    const exec = await executor(fx, scope);
+    const ns = await untilHeld(exec);
+    const result = await exec('sleep 301.5 >/dev/null 2>&1 & setsid sleep 302.5 >/dev/null 2>&1 & echo started');
+    expect(result.output.trim()).toBe('started');
+    expect(result.cleanupError).toBeUndefined();
+    expect(hostProcesses('sleep 301.5')).toEqual([]);
+    expect(hostProcesses('sleep 302.5')).toEqual([]);
+    // The sandbox that held them went with them; the next command runs in a fresh one.
+    const next = await exec('readlink /proc/self/ns/pid; ls /proc | grep -c "^[0-9]"');
+    expect(next.exitCode).toBe(0);
+    expect(next.output).not.toContain(ns);
+  });
+
+  test('a command that times out takes its background processes with it', async () => {
+    const exec = await executor(fx, scope);
+    await untilHeld(exec);
+    const result = await exec('sleep 303.5 & sleep 304.5', 500);
+    expect(result.timedOut).toBe(true);
+    // Gone with the sandbox, not found later holding the output as escapees.
+    expect(result.cleanupError).toBeUndefined();
+    expect(hostProcesses('sleep 303.5')).toEqual([]);
+    expect(hostProcesses('sleep 304.5')).toEqual([]);
+  });
+
+  test('a protected file replaced on the host (an editor saving .env by rename) stays read-only', async () => {
+    const exec = await executor(fx, scope);
+    await untilHeld(exec);
+    writeFileSync(join(fx.ws, '.env.saved'), 'SECRET=2\n');
+    renameSync(join(fx.ws, '.env.saved'), join(fx.ws, '.env'));
+    const result = await exec('echo hijacked > .env; cat .env');
+    expect(result.output).toContain('Read-only file system');
+    expect(readFileSync(join(fx.ws, '.env'), 'utf8')).toBe('SECRET=2\n');
+  });
+
+  test('a .git directory swapped on the host between commands stays read-only', async () => {
+    const exec = await executor(fx, scope);
+    await untilHeld(exec);
+    renameSync(join(fx.ws, '.git'), join(fx.ws, 'old-git'));
+    // The same entries as before, so that only the directory's identity differs.
+    mkdirSync(join(fx.ws, '.git'));
+    writeFileSync(join(fx.ws, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(join(fx.ws, '.git', 'config'), '[core]\n');
+    const result = await exec('echo "[core] fsmonitor = evil" > .git/config');
+    expect(result.output).toContain('Read-only file system');
+    expect(readFileSync(join(fx.ws, '.git', 'config'), 'utf8')).toBe('[core]\n');
+  });
+
+  test('two commands at once each run, one of them in a sandbox of its own', async () => {
+    const exec = await executor(fx, scope);
+    await untilHeld(exec);
+    const [a, b] = await Promise.all([exec('sleep 0.3; echo a > .env; echo A'), exec('sleep 0.3; echo b > .env; echo B')]);
+    expect(a.output).toContain('A');
+    expect(b.output).toContain('B');
+    expect(a.output).toContain('Read-only file system');
+    expect(b.output).toContain('Read-only file system');
+  });
+
+  test('the run ending ends its held sandbox', async () => {
+    const exec = await executor(fx, scope);
+    await untilHeld(exec);
+    const holders = () => hostProcesses(`--chdir / -- /bin/sh -c read _`).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(fx.ws));
+    expect(holders().length).toBeGreaterThan(0);
+    scope.close();
+    const until = Date.now() + 5000;
+    while (holders().length > 0 && Date.now() < until) await Bun.sleep(10);
+    expect(holders()).toEqual([]);
+  });
+});
