@@ -67,13 +67,20 @@ function identity(path: string): Identity {
   }
 }
 
-/** Every host path the options mount (bind sources, tmpfs mount points): what a change there invalidates. */
+/**
+ * Every host path the options mount or mount over (bind sources and destinations, tmpfs mount
+ * points): what a change there invalidates. A destination counts apart from its source: the empty
+ * file bound over a hidden file stays the same while the hidden file is replaced by rename (git's
+ * credential store, docker login), and the new one, no mount point in the held namespace, shows.
+ */
 function mountedPaths(options: string[]): string[] {
   const paths: string[] = [];
   for (let i = 0; i < options.length; i++) {
     const arg = options[i]!;
     if (/^--(ro-|dev-)?bind(-try)?$/.test(arg)) {
-      if (options[i + 1] !== '/') paths.push(options[i + 1]!);
+      const [source, destination] = [options[i + 1]!, options[i + 2]!];
+      if (source !== '/') paths.push(source);
+      if (destination !== source && destination !== '/') paths.push(destination);
       i += 2;
     } else if (arg === '--tmpfs') {
       paths.push(options[i + 1]!);

@@ -1,0 +1,65 @@
+// Attacks on the run's held sandbox (src/sandbox/held.ts): each case is something a command could
+// not do with a sandbox of its own, and must not be able to do in the held one either.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
+import { PlaceholderScope } from '../../src/sandbox/index.ts';
+import { heldAvailable } from '../../src/sandbox/held.ts';
+import { createExecutor } from '../../src/shell/exec.ts';
+import { Workspace } from '../../src/workspace/paths.ts';
+import { canRun, fixture, type Fixture } from './harness.ts';
+
+const run = canRun && heldAvailable() ? describe : describe.skip;
+
+async function executor(fx: Fixture, scope: PlaceholderScope, hidden: string[] = []) {
+  const exec = createExecutor({
+    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
+    unrestricted: false,
+    sandbox: { profile: 'workspace-write', network: false, writableRoots: [], protectedGlobs: [], hidden },
+    limits: DEFAULT_LIMITS,
+    env: {},
+    shellEnabled: true,
+    tmpDir: fx.tmp,
+    logDir: join(fx.root, 'logs'),
+    placeholders: scope,
+  });
+  return (command: string, timeoutMs?: number) =>
+    exec(command, { signal: new AbortController().signal, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+}
+
+async function untilHeld(exec: Awaited<ReturnType<typeof executor>>): Promise<string> {
+  for (let i = 0; i < 200; i++) {
+    const out = (await exec("readlink /proc/self/ns/pid; tr '\\0' ' ' < /proc/2/cmdline")).output;
+    if (out.includes('/bin/sh -c read _')) return out.split('\n')[0]!;
+    await Bun.sleep(10);
+  }
+  throw new Error('the held sandbox never served a command');
+}
+
+run('attacks on the held sandbox', () => {
+  let fx: Fixture;
+  let scope: PlaceholderScope;
+  beforeEach(() => {
+    fx = fixture();
+    scope = new PlaceholderScope();
+  });
+  afterEach(() => {
+    scope.close();
+    fx.cleanup();
+  });
+
+  test('a hidden file replaced on the host (a credential rewritten by rename) stays hidden', async () => {
+    const secret = join(fx.outside, 'credentials');
+    writeFileSync(secret, 'token=old\n');
+    const exec = await executor(fx, scope, [secret]);
+    await untilHeld(exec);
+    expect((await exec(`cat ${secret}; echo end`)).output).toBe('end\n');
+    // What git credential-store, docker login or an editor do: a new file renamed over the old one.
+    writeFileSync(`${secret}.lock`, 'token=new\n');
+    renameSync(`${secret}.lock`, secret);
+    const result = await exec(`cat ${secret}; echo end`);
+    expect(result.output).not.toContain('token=new');
+    expect(result.output).toBe('end\n');
+  });
+});
