@@ -59,11 +59,12 @@ let broken = false;
 type Identity = string;
 
 function identity(path: string): Identity {
+  // Not throwing for an absent path: an exception costs more than the lstat, a dozen per command.
   try {
-    const info = lstatSync(path);
-    return `${info.dev}:${info.ino}:${info.mode}`;
-  } catch {
-    return '-';
+    const info = lstatSync(path, { throwIfNoEntry: false });
+    return info ? `${info.dev}:${info.ino}:${info.mode}` : '-';
+  } catch (error) {
+    return `!${(error as NodeJS.ErrnoException).code}`;
   }
 }
 
