@@ -15,7 +15,8 @@
 //   sandbox's pid namespace to its first process; after each command, anything found there besides
 //   the holder ends the whole sandbox (the next command starts another), before the output is read.
 // - One command at a time. A command that comes while another runs in the held sandbox gets a
-//   sandbox of its own, as before; so does the first command of a run, while the held one starts.
+//   sandbox of its own, as before; so do a run's first two commands: the held one starts with the
+//   second, so that a run of one command pays nothing for it.
 // - The namespaces are joined through a descriptor of the sandbox's first process's /proc directory,
 //   opened once it is started, never by pid again: a pid reused by another process is never joined.
 // Where nsenter is missing or the held sandbox fails its first command, every command gets its own
@@ -340,6 +341,8 @@ class Held {
 }
 
 const helds = new WeakMap<PlaceholderScope, Held>();
+/** Runs whose first command has come (and gone to a sandbox of its own). */
+const seen = new WeakSet<PlaceholderScope>();
 let failures = 0;
 
 /**
@@ -354,6 +357,13 @@ export function enterHeld(run: PlaceholderScope, options: string[], bwrap: strin
     if (held.starting || !held.idle) return null;
   }
   if (held && !held.idle) return null;
+  // A run of one command (the most common kind) would only pay for a sandbox it never uses: the
+  // held one starts with the run's second command.
+  if (!held && !seen.has(run)) {
+    seen.add(run);
+    run.onClose(() => seen.delete(run));
+    return null;
+  }
   held?.stop();
   const next = new Held(options, bwrap, Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]));
   if (!helds.has(run)) run.onClose(() => endHeld(run));
