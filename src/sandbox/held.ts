@@ -21,7 +21,7 @@
 //   opened once it is started, never by pid again: a pid reused by another process is never joined.
 // Where nsenter is missing or the held sandbox fails its first command, every command gets its own
 // sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out).
-import { closeSync, lstatSync, openSync, readlinkSync, readSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 import { loadLibc } from '../process/libc.ts';
 import { trackGroup } from '../process/spawn.ts';
 import { settleOrphans } from '../process/orphans.ts';
@@ -111,6 +111,19 @@ function childrenOf(pid: number): string | null {
   }
 }
 
+/**
+ * The sandbox's mount table as its first process sees it, through the descriptor of its /proc
+ * directory; null when it cannot be read. Mount points are shown by their present path: a directory
+ * renamed above one moves it, a mount point unlinked on the host loses it.
+ */
+function mountTable(procFd: number): string | null {
+  try {
+    return readFileSync(`/proc/self/fd/${procFd}/mountinfo`, 'latin1');
+  } catch {
+    return null;
+  }
+}
+
 export interface Entered {
   /** The command's argv: nsenter into the held namespaces, then the light bwrap. */
   argv(cwd: string, command: string[]): string[];
@@ -132,6 +145,7 @@ class Held {
   private holder = '';
   private nsFds: number[] = [];
   private nsArgs: string[] = [];
+  private mounts: string | null = null;
   private prefix: string[] = [];
   private readonly identities: [string, Identity][];
 
@@ -153,7 +167,12 @@ class Held {
 
   usable(): boolean {
     // Anything but the holder under the first process: a command's leftover, or the holder gone.
-    return this.state === 'ready' && !this.busy && childrenOf(this.init) === this.holder;
+    if (this.state !== 'ready' || this.busy || childrenOf(this.init) !== this.holder) return false;
+    // A command can rename a directory it can write that has a mount point below it: the run's
+    // temp dir holds the ones bwrap made for paths under /tmp (the workspace at /tmp/a/ws, the temp
+    // dir's own path). A sandbox of its own would have the mounts where they belong again; this one
+    // would run every later command in whatever was put in their place (or fail to chdir there).
+    return mountTable(this.nsFds[0]!) === this.mounts;
   }
 
   get idle(): boolean {
@@ -266,6 +285,8 @@ class Held {
         ...this.env,
       ];
       await this.verify();
+      this.mounts = mountTable(this.nsFds[0]!);
+      if (this.mounts === null) throw new Error('the held sandbox has no mount table to read');
       this.state = 'ready';
     } catch (error) {
       const stoppedMeanwhile = this.state === 'dead';

@@ -1,7 +1,7 @@
 // Attacks on the run's held sandbox (src/sandbox/held.ts): each case is something a command could
 // not do with a sandbox of its own, and must not be able to do in the held one either.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
@@ -61,5 +61,19 @@ run('attacks on the held sandbox', () => {
     const result = await exec(`cat ${secret}; echo end`);
     expect(result.output).not.toContain('token=new');
     expect(result.output).toBe('end\n');
+  });
+
+  test('a directory renamed above a mount point inside the sandbox does not move the next command elsewhere', async () => {
+    // The fixture's workspace is /tmp/conch-sbx-X/ws: inside, /tmp is the run's temp dir, and
+    // /tmp/conch-sbx-X a directory bwrap made there for the mount point, which a command can rename.
+    const exec = await executor(fx, scope);
+    await untilHeld(exec);
+    const moved = await exec('d=$(dirname "$PWD"); mv "$d" "$d.moved" && mkdir -p "$PWD/.git/hooks" && echo fake > "$PWD/.git/config" && echo moved');
+    expect(moved.output).toContain('moved');
+    const next = await exec('pwd; echo real > src/after.txt; cat .git/config');
+    expect(next.exitCode).toBe(0);
+    expect(next.output).not.toContain('fake');
+    expect(existsSync(join(fx.ws, 'src', 'after.txt'))).toBe(true);
+    expect(readFileSync(join(fx.ws, 'src', 'after.txt'), 'utf8')).toBe('real\n');
   });
 });
