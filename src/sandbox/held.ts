@@ -21,7 +21,7 @@
 //   opened once it is started, never by pid again: a pid reused by another process is never joined.
 // Where nsenter is missing or the held sandbox fails its first command, every command gets its own
 // sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out).
-import { closeSync, lstatSync, openSync, readFileSync, readlinkSync, readSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 import { loadLibc } from '../process/libc.ts';
 import { trackGroup } from '../process/spawn.ts';
 import { settleOrphans } from '../process/orphans.ts';
@@ -34,7 +34,6 @@ const NAMESPACES = [
   ['mnt', '--mount'],
   ['pid', '--pid'],
   ['net', '--net'],
-  ['ipc', '--ipc'],
   ['uts', '--uts'],
   ['cgroup', '--cgroup'],
 ] as const;
@@ -124,6 +123,24 @@ function mountTable(procFd: number): string | null {
   }
 }
 
+/**
+ * The sandbox's /dev and /dev/shm, entry by entry (name and inode). Both are the sandbox's own
+ * tmpfs, writable by its commands: a file left in /dev/shm, a /dev/stdout or /dev/fd pointed
+ * elsewhere would be there for every later command, where a sandbox of its own starts from a fresh one.
+ */
+function devEntries(procFd: number): string | null {
+  const root = `/proc/self/fd/${procFd}/root`;
+  try {
+    const out: string[] = [];
+    for (const dir of ['/dev', '/dev/shm']) {
+      for (const name of readdirSync(root + dir).sort()) out.push(`${dir}/${name}:${lstatSync(`${root}${dir}/${name}`).ino}`);
+    }
+    return out.join('\n');
+  } catch {
+    return null;
+  }
+}
+
 export interface Entered {
   /** The command's argv: nsenter into the held namespaces, then the light bwrap. */
   argv(cwd: string, command: string[]): string[];
@@ -146,6 +163,7 @@ class Held {
   private nsFds: number[] = [];
   private nsArgs: string[] = [];
   private mounts: string | null = null;
+  private dev: string | null = null;
   private prefix: string[] = [];
   private readonly identities: [string, Identity][];
 
@@ -172,7 +190,7 @@ class Held {
     // temp dir holds the ones bwrap made for paths under /tmp (the workspace at /tmp/a/ws, the temp
     // dir's own path). A sandbox of its own would have the mounts where they belong again; this one
     // would run every later command in whatever was put in their place (or fail to chdir there).
-    return mountTable(this.nsFds[0]!) === this.mounts;
+    return mountTable(this.nsFds[0]!) === this.mounts && devEntries(this.nsFds[0]!) === this.dev;
   }
 
   get idle(): boolean {
@@ -269,6 +287,9 @@ class Held {
         '--',
         this.bwrap,
         '--unshare-user',
+        // A fresh IPC namespace each, as a sandbox of its own gave: a System V segment or queue
+        // outlives every process, and so would pass from one command to the next.
+        '--unshare-ipc',
         '--uid',
         String(process.getuid!()),
         '--gid',
@@ -286,7 +307,8 @@ class Held {
       ];
       await this.verify();
       this.mounts = mountTable(this.nsFds[0]!);
-      if (this.mounts === null) throw new Error('the held sandbox has no mount table to read');
+      this.dev = devEntries(this.nsFds[0]!);
+      if (this.mounts === null || this.dev === null) throw new Error('the held sandbox has no mount table or /dev to read');
       this.state = 'ready';
     } catch (error) {
       const stoppedMeanwhile = this.state === 'dead';

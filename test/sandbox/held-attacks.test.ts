@@ -76,4 +76,23 @@ run('attacks on the held sandbox', () => {
     expect(existsSync(join(fx.ws, 'src', 'after.txt'))).toBe(true);
     expect(readFileSync(join(fx.ws, 'src', 'after.txt'), 'utf8')).toBe('real\n');
   });
+
+  test('what a command leaves in /dev, /dev/shm or System V IPC is not there for the next one', async () => {
+    const exec = await executor(fx, scope);
+    await untilHeld(exec);
+    const left = await exec(
+      [
+        'echo planted > /dev/shm/left',
+        'rm -f /dev/stdout && ln -s /tmp/captured /dev/stdout',
+        `${Bun.which('ipcmk') ?? 'false'} -M 4096 >/dev/null && echo segment`,
+      ].join('; '),
+    );
+    expect(left.output).toContain(Bun.which('ipcmk') ? 'segment' : '');
+    const next = await exec('ls /dev/shm; readlink /dev/stdout; grep -c . /proc/sysvipc/shm');
+    expect(next.output).not.toContain('left');
+    expect(next.output).toContain('/proc/self/fd/1');
+    expect(next.output).not.toContain('/tmp/captured');
+    // The header line only.
+    expect(next.output).toMatch(/^1$/m);
+  });
 });
