@@ -1,6 +1,6 @@
 // The libc calls conch needs that neither Bun nor Node exposes, through bun:ffi: flock(2)
 // (sandbox/user-lock.ts), prctl(2) and waitpid(2) (orphans.ts), pipe2(2) (merged-output.ts), fcntl(2) (plugins/output.ts, merged-output.ts),
-// poll(2) (acp/server.ts: is the editor still reading?), ioctl(2)'s NS_GET_USERNS (sandbox/held.ts), and kill(2) and read(2) that report failure as a value: Node's throw, and an exception made on
+// poll(2) (acp/server.ts: is the editor still reading?), ioctl(2)'s NS_GET_USERNS and pidfd_send_signal(2) (sandbox/held.ts), and kill(2) and read(2) that report failure as a value: Node's throw, and an exception made on
 // every command (ESRCH for a group that is gone, EAGAIN for an empty pipe) costs more than the call.
 // Loaded on first use, Linux only; null where the C library cannot be opened (the callers then do
 // without, and say so where it matters).
@@ -29,6 +29,8 @@ export interface Libc {
   pollNow(fd: number, events: number): number;
   /** ioctl(fd, NS_GET_USERNS): a new fd of the user namespace that owns namespace fd `fd`, or -1. */
   namespaceOwner(fd: number): number;
+  /** pidfd_send_signal(fd, signal): fd a pidfd or a /proc/PID directory; 0, or the errno. */
+  signalProcessFd(fd: number, signal: number): number;
 }
 
 export const POLLOUT = 0x4;
@@ -45,6 +47,8 @@ const F_SETPIPE_SZ = 1031;
 const WNOHANG = 1;
 // _IO(0xb7, 0x1), linux/nsfs.h
 const NS_GET_USERNS = 0xb701;
+// The same number on every architecture (syscalls added after 4.20 share one table).
+const SYS_PIDFD_SEND_SIGNAL = 424;
 const O_CLOEXEC = 0o2000000;
 const O_NONBLOCK = 0o4000;
 
@@ -66,9 +70,10 @@ export function loadLibc(): Libc | null {
         read: { args: [FFIType.i32, FFIType.ptr, FFIType.u64], returns: FFIType.i64_fast },
         poll: { args: [FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i32 },
         ioctl: { args: [FFIType.i32, FFIType.u64], returns: FFIType.i32 },
+        syscall: { args: [FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64, FFIType.i64], returns: FFIType.i64 },
         __errno_location: { args: [], returns: FFIType.ptr },
       });
-      const { flock, prctl, waitpid, pipe2, fcntl, kill, read: readFd, poll, ioctl, __errno_location } = lib.symbols;
+      const { flock, prctl, waitpid, pipe2, fcntl, kill, read: readFd, poll, ioctl, syscall, __errno_location } = lib.symbols;
       const errno = () => read.i32(__errno_location()!, 0);
       return (libc = {
         flock: (fd, operation) => flock(fd, operation) as number,
@@ -92,6 +97,7 @@ export function loadLibc(): Libc | null {
           return (poll(ptr(entry), 1, 0) as number) < 0 ? -1 : new Int16Array(entry.buffer)[3]!;
         },
         namespaceOwner: (fd) => ioctl(fd, NS_GET_USERNS) as number,
+        signalProcessFd: (fd, signal) => (Number(syscall(SYS_PIDFD_SEND_SIGNAL, fd, signal, 0, 0)) === 0 ? 0 : errno()),
       });
     } catch {
       // not this C library

@@ -368,9 +368,12 @@ class Held {
     if (this.state === 'dead') return;
     this.state = 'dead';
     const libc = loadLibc();
-    // The first process first: its death takes every process of the namespace with it.
-    if (this.init) libc?.kill(this.init, 9);
-    if (this.proc) {
+    // The first process first: its death takes every process of the namespace with it. Through
+    // its /proc descriptor once there is one: by pid, a process gone and reaped could be another's.
+    const exited = this.proc !== null && (this.proc.exitCode !== null || this.proc.signalCode !== null);
+    if (this.nsFds[0] !== undefined) libc?.signalProcessFd(this.nsFds[0], 9);
+    else if (this.init && !exited) libc?.kill(this.init, 9);
+    if (this.proc && !exited) {
       try {
         process.kill(-this.proc.pid, 'SIGKILL');
       } catch {
