@@ -3,39 +3,12 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable } from '../../src/sandbox/held.ts';
-import { createExecutor } from '../../src/shell/exec.ts';
-import { Workspace } from '../../src/workspace/paths.ts';
 import { canRun, fixture, type Fixture } from './harness.ts';
+import { hostProcesses, runExecutor, untilHeld } from './held-harness.ts';
 
 const run = canRun && heldAvailable() ? describe : describe.skip;
-
-async function executor(fx: Fixture, scope: PlaceholderScope, hidden: string[] = []) {
-  const exec = createExecutor({
-    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
-    unrestricted: false,
-    sandbox: { profile: 'workspace-write', network: false, writableRoots: [], protectedGlobs: [], hidden },
-    limits: DEFAULT_LIMITS,
-    env: {},
-    shellEnabled: true,
-    tmpDir: fx.tmp,
-    logDir: join(fx.root, 'logs'),
-    placeholders: scope,
-  });
-  return (command: string, timeoutMs?: number) =>
-    exec(command, { signal: new AbortController().signal, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
-}
-
-async function untilHeld(exec: Awaited<ReturnType<typeof executor>>): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const out = (await exec("readlink /proc/self/ns/pid; tr '\\0' ' ' < /proc/2/cmdline")).output;
-    if (out.includes('/bin/sh -c read _')) return out.split('\n')[0]!;
-    await Bun.sleep(10);
-  }
-  throw new Error('the held sandbox never served a command');
-}
 
 run('attacks on the held sandbox', () => {
   let fx: Fixture;
@@ -52,7 +25,7 @@ run('attacks on the held sandbox', () => {
   test('a hidden file replaced on the host (a credential rewritten by rename) stays hidden', async () => {
     const secret = join(fx.outside, 'credentials');
     writeFileSync(secret, 'token=old\n');
-    const exec = await executor(fx, scope, [secret]);
+    const exec = await runExecutor(fx, scope, { hidden: [secret] });
     await untilHeld(exec);
     expect((await exec(`cat ${secret}; echo end`)).output).toBe('end\n');
     // What git credential-store, docker login or an editor do: a new file renamed over the old one.
@@ -66,7 +39,7 @@ run('attacks on the held sandbox', () => {
   test('a directory renamed above a mount point inside the sandbox does not move the next command elsewhere', async () => {
     // The fixture's workspace is /tmp/conch-sbx-X/ws: inside, /tmp is the run's temp dir, and
     // /tmp/conch-sbx-X a directory bwrap made there for the mount point, which a command can rename.
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
     const moved = await exec('d=$(dirname "$PWD"); mv "$d" "$d.moved" && mkdir -p "$PWD/.git/hooks" && echo fake > "$PWD/.git/config" && echo moved');
     expect(moved.output).toContain('moved');
@@ -78,7 +51,7 @@ run('attacks on the held sandbox', () => {
   });
 
   test('what a command leaves in /dev, /dev/shm or System V IPC is not there for the next one', async () => {
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
     const left = await exec(
       [

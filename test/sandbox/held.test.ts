@@ -1,57 +1,15 @@
 // The run's held sandbox (src/sandbox/held.ts): commands after the first join one sandbox set up
 // once. Real bwrap and nsenter; each case is something a sandbox per command gave and this must too.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable } from '../../src/sandbox/held.ts';
-import { createExecutor } from '../../src/shell/exec.ts';
-import { Workspace } from '../../src/workspace/paths.ts';
 import { canRun, fixture, type Fixture } from './harness.ts';
+import { hostProcesses, runExecutor, untilHeld } from './held-harness.ts';
 
 const run = canRun && heldAvailable() ? describe : describe.skip;
 if (canRun && !heldAvailable()) console.warn('\n*** nsenter not found: the held sandbox tests are SKIPPED ***\n');
-
-/** Host processes whose command line contains `marker`. */
-function hostProcesses(marker: string): number[] {
-  const found: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      if (readFileSync(`/proc/${entry}/cmdline`, 'latin1').replaceAll('\0', ' ').includes(marker)) found.push(Number(entry));
-    } catch {
-      // gone
-    }
-  }
-  return found;
-}
-
-async function executor(fx: Fixture, scope: PlaceholderScope, network = false) {
-  const exec = createExecutor({
-    workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
-    unrestricted: false,
-    sandbox: { profile: 'workspace-write', network, writableRoots: [], protectedGlobs: [] },
-    limits: DEFAULT_LIMITS,
-    env: {},
-    shellEnabled: true,
-    tmpDir: fx.tmp,
-    logDir: join(fx.root, 'logs'),
-    placeholders: scope,
-  });
-  return (command: string, timeoutMs?: number) =>
-    exec(command, { signal: new AbortController().signal, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
-}
-
-/** Commands until one runs in the held sandbox (its pid 2 is the holder); returns that one's pid namespace. */
-async function untilHeld(exec: Awaited<ReturnType<typeof executor>>): Promise<string> {
-  for (let i = 0; i < 200; i++) {
-    const out = (await exec("readlink /proc/self/ns/pid; tr '\\0' ' ' < /proc/2/cmdline")).output;
-    if (out.includes('/bin/sh -c read _')) return out.split('\n')[0]!;
-    await Bun.sleep(10);
-  }
-  throw new Error('the held sandbox never served a command');
-}
 
 run('the held sandbox', () => {
   let fx: Fixture;
@@ -66,7 +24,7 @@ run('the held sandbox', () => {
   });
 
   test('serves the commands after the first, with every protection of a sandbox of their own', async () => {
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
     const result = await exec(
       [
@@ -99,7 +57,7 @@ run('the held sandbox', () => {
   });
 
   test('a process a command leaves behind is gone when the command returns, setsid or not', async () => {
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     const ns = await untilHeld(exec);
     const result = await exec('sleep 301.5 >/dev/null 2>&1 & setsid sleep 302.5 >/dev/null 2>&1 & echo started');
     expect(result.output.trim()).toBe('started');
@@ -113,7 +71,7 @@ run('the held sandbox', () => {
   });
 
   test('a command that times out takes its background processes with it', async () => {
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
     const result = await exec('sleep 303.5 & sleep 304.5', 500);
     expect(result.timedOut).toBe(true);
@@ -124,7 +82,7 @@ run('the held sandbox', () => {
   });
 
   test('a protected file replaced on the host (an editor saving .env by rename) stays read-only', async () => {
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
     writeFileSync(join(fx.ws, '.env.saved'), 'SECRET=2\n');
     renameSync(join(fx.ws, '.env.saved'), join(fx.ws, '.env'));
@@ -134,7 +92,7 @@ run('the held sandbox', () => {
   });
 
   test('a .git directory swapped on the host between commands stays read-only', async () => {
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
     renameSync(join(fx.ws, '.git'), join(fx.ws, 'old-git'));
     // The same entries as before, so that only the directory's identity differs.
@@ -147,7 +105,7 @@ run('the held sandbox', () => {
   });
 
   test('two commands at once each run, one of them in a sandbox of its own', async () => {
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
     const [a, b] = await Promise.all([exec('sleep 0.3; echo a > .env; echo A'), exec('sleep 0.3; echo b > .env; echo B')]);
     expect(a.output).toContain('A');
@@ -157,7 +115,7 @@ run('the held sandbox', () => {
   });
 
   test('the run ending ends its held sandbox', async () => {
-    const exec = await executor(fx, scope);
+    const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
     const holders = () => hostProcesses(`--chdir / -- /bin/sh -c read _`).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(fx.ws));
     expect(holders().length).toBeGreaterThan(0);
