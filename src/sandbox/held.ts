@@ -20,7 +20,8 @@
 // - The namespaces are joined through a descriptor of the sandbox's first process's /proc directory,
 //   opened once it is started, never by pid again: a pid reused by another process is never joined.
 // Where nsenter is missing or the held sandbox fails its first command, every command gets its own
-// sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out).
+// sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out);
+// CONCH_DEBUG_HELD=1 prints why a held sandbox did not start.
 import { closeSync, lstatSync, openSync, readdirSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 import { loadLibc } from '../process/libc.ts';
 import { trackGroup } from '../process/spawn.ts';
@@ -233,6 +234,8 @@ class Held {
       seccomp.close();
       closeSync(info[1]);
     }
+    // Never what keeps conch running: the run's end stops it, conch's exit ends it (its pipe).
+    this.proc.unref();
     this.untrack = trackGroup(this.proc.pid);
     void this.proc.exited.then(() => this.stop());
     try {
@@ -414,10 +417,14 @@ export function enterHeld(run: PlaceholderScope, options: string[], bwrap: strin
   const next = new Held(options, bwrap, Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]));
   if (!helds.has(run)) run.onClose(() => endHeld(run));
   helds.set(run, next);
-  next.start().catch((error: unknown) => {
-    if (process.env.CONCH_DEBUG_HELD) console.error('held sandbox:', error);
-    if (helds.get(run) === next) helds.delete(run);
-    if (!next.stopped && ++failures >= 3) broken = true;
+  // After this command is spawned: starting it first would hold that command up.
+  setImmediate(() => {
+    if (!next.starting) return; // stopped before it began
+    next.start().catch((error: unknown) => {
+      if (process.env.CONCH_DEBUG_HELD) console.error('held sandbox:', error);
+      if (helds.get(run) === next) helds.delete(run);
+      if (!next.stopped && ++failures >= 3) broken = true;
+    });
   });
   return null;
 }
