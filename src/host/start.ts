@@ -19,6 +19,7 @@ import { ProviderError, type Provider } from '../providers/types.ts';
 import { latestIndexDir, SessionError, sessionsDir } from '../sessions/dir.ts';
 import { narrowConfig, openRecording, planSession, policyFlags, type Recording, type SessionChoice, type SessionPlan } from '../sessions/open.ts';
 import { openSession, type RunLane, type Session } from './session.ts';
+import { probeSandbox } from '../sandbox/index.ts';
 import { prependText } from './skills.ts';
 import { buildGuard, buildPluginLoader, loadHostConfig, type Env } from './setup.ts';
 import type { Tracer } from '@opentelemetry/api';
@@ -141,6 +142,9 @@ async function open(flags: CliFlags, cwd: string, options: StartOptions): Promis
   const provider = await createRouteProvider(config.provider, config.fallbacks).catch((error) => {
     throw error instanceof ProviderError ? new SetupError(error.message) : error;
   });
+  // The sandbox probe runs a real bwrap; begun now, it runs while the session opens (the run dir,
+  // plugins, skills) instead of after it, before the first model request. Its result is cached.
+  if (!config.unrestricted && config.tools.shell) void probeSandbox().catch(() => {});
   const session = await openSession(config, {
     cwd,
     guard: await buildGuard(config, options.approver),
