@@ -8,6 +8,7 @@
 import { mkdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { SDK_BUNDLE } from './telemetry/open.ts';
+import { patchJitiBabel } from './plugins/babel-patch.ts';
 
 const root = resolve(import.meta.dir, '..');
 
@@ -100,6 +101,20 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     format: 'cjs',
     bytecode: true,
     minify: { whitespace: true, syntax: true, identifiers: true, keepNames: true },
+    // Babel's plugins instantiated once, not once per file, and only those a file can use
+    // (plugins/babel-patch.ts): the same output for less of a first start.
+    plugins: [
+      {
+        name: 'conch-jiti-babel',
+        setup(build) {
+          build.onLoad({ filter: /[\\/]babel\.cjs$/ }, async (args) => {
+            const patched = patchJitiBabel(await Bun.file(args.path).text());
+            if (!patched.applied) console.warn(`conch: jiti ${version}'s Babel is not the one plugins/babel-patch.ts knows; bundled unchanged (plugins transpile slower on a first start)`);
+            return { contents: patched.code, loader: 'js' };
+          });
+        },
+      },
+    ],
   });
   if (!result.success || !otel.success || !babel.success || !vendors.success) {
     await rm(staging, { recursive: true, force: true });
