@@ -116,9 +116,19 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
       },
     ],
   });
-  if (!result.success || !otel.success || !babel.success || !vendors.success) {
+  // jiti's core likewise, for every start with plugins: ≈ 25 ms from source, ≈ 4 ms from bytecode.
+  const jitiCore = await Bun.build({
+    entrypoints: [join(jiti, 'dist', 'jiti.cjs')],
+    outdir: staging,
+    naming: `jiti-core-${version}.[ext]`,
+    target: 'bun',
+    format: 'cjs',
+    bytecode: true,
+    minify: { whitespace: true, syntax: true, identifiers: true, keepNames: true },
+  });
+  if (!result.success || !otel.success || !babel.success || !jitiCore.success || !vendors.success) {
     await rm(staging, { recursive: true, force: true });
-    throw new AggregateError([...vendors.logs, ...result.logs, ...otel.logs, ...babel.logs], 'conch: the bundle failed to build');
+    throw new AggregateError([...vendors.logs, ...result.logs, ...otel.logs, ...babel.logs, ...jitiCore.logs], 'conch: the bundle failed to build');
   }
   // The stamp is written last: the launcher trusts the bundle only when it exists and is newest.
   const stamp = join(staging, 'BUILT');
@@ -126,7 +136,7 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
   await utimes(stamp, startedAt, startedAt);
   await rm(dist, { recursive: true, force: true });
   await rename(staging, dist);
-  return result.outputs.length + otel.outputs.length + babel.outputs.length + vendors.outputs.length;
+  return result.outputs.length + otel.outputs.length + babel.outputs.length + jitiCore.outputs.length + vendors.outputs.length;
 }
 
 if (import.meta.main) {
