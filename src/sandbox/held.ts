@@ -1,7 +1,7 @@
 // One bubblewrap sandbox per run, entered by each command. bwrap's setup is most of a sandboxed
 // command's cost: every protected bind re-reads /proc/self/mountinfo (bench/sandbox.ts measures
 // it), a dozen of them per command. Here the run's mounts are set up once, by a sandbox that holds
-// them (its only process waits on a pipe from conch), and each command joins its namespaces with
+// them (its only process, its pid 1, waits on a pipe from conch), and each command joins its namespaces with
 // nsenter and starts in a light bwrap of its own: a new user namespace with no capabilities, the
 // seccomp filter, a session of its own, over the held mount tree. Mounts made in the held namespace
 // are locked in the command's, so it can neither remove nor remount them.
@@ -12,8 +12,9 @@
 //   inode it was: a path renamed or replaced on the host would detach or move its mount in the
 //   held namespace (an editor that saves .env by renaming over it), so such a change starts a new one.
 // - Nothing outlives its command. Whatever a command leaves running is re-parented within the
-//   sandbox's pid namespace to its first process; after each command, anything found there besides
-//   the holder ends the whole sandbox (the next command starts another), before the output is read.
+//   sandbox's pid namespace to the holder, its pid 1; after each command, any child found there ends
+//   the whole sandbox (the next command starts another), before the output is read. No process
+//   inside can signal pid 1, so no command can end the sandbox under the next one.
 // - One command at a time. A command that comes while another runs in the held sandbox gets a
 //   sandbox of its own, as before; so do a run's first two commands: the held one starts with the
 //   second, so that a run of one command pays nothing for it.
@@ -160,7 +161,6 @@ class Held {
   private proc: Bun.Subprocess | null = null;
   private untrack: (() => void) | null = null;
   private init = 0;
-  private holder = '';
   private nsFds: number[] = [];
   private nsArgs: string[] = [];
   private mounts: string | null = null;
@@ -185,8 +185,8 @@ class Held {
   }
 
   usable(): boolean {
-    // Anything but the holder under the first process: a command's leftover, or the holder gone.
-    if (this.state !== 'ready' || this.busy || childrenOf(this.init) !== this.holder) return false;
+    // A child of the holder's: a command's leftover, re-parented to pid 1 (null: the holder is gone).
+    if (this.state !== 'ready' || this.busy || childrenOf(this.init) !== '') return false;
     // A command can rename a directory it can write that has a mount point below it: the run's
     // temp dir holds the ones bwrap made for paths under /tmp (the workspace at /tmp/a/ws, the temp
     // dir's own path). A sandbox of its own would have the mounts where they belong again; this one
@@ -208,31 +208,25 @@ class Held {
   async start(): Promise<void> {
     const libc = loadLibc()!;
     const info = libc.pipe({ nonBlocking: true });
-    if (!info) throw new Error('no pipe for bwrap --info-fd');
+    const ready = libc.pipe({ nonBlocking: true });
+    if (!info || !ready) throw new Error('no pipe for bwrap --info-fd');
     const seccomp = openSeccompFd();
-    // The holder waits on conch's pipe: when conch goes, however it goes, the sandbox goes too.
+    // The holder waits on conch's pipe: when conch goes, however it goes, the sandbox goes too. It
+    // is the namespace's pid 1 (--as-pid-1), which no process inside can signal: a command could
+    // otherwise kill it (the same user) as it exits, and the sandbox would die under the next one.
     // The options' --disable-userns would keep each command's bwrap from making its user namespace;
     // the seccomp filter refuses CLONE_NEWUSER to the commands all the same.
     const options = this.options.filter((arg) => arg !== '--disable-userns');
     const infoAt = options.indexOf('--info-fd');
     if (infoAt >= 0) options.splice(infoAt, 2);
-    const argv = [
-      ...options,
-      '--info-fd',
-      '4',
-      '--chdir',
-      '/',
-      '--',
-      '/bin/sh',
-      '-c',
-      'read _',
-    ];
+    const argv = [...options, '--as-pid-1', '--info-fd', '4', '--chdir', '/', '--', '/bin/sh', '-c', 'echo; read _'];
     try {
       // An empty environment: the sandbox's processes are readable from inside (/proc/1/environ).
-      this.proc = Bun.spawn(argv, { env: {}, detached: true, stdio: ['pipe', 'ignore', 'ignore', seccomp.fd, info[1]] });
+      this.proc = Bun.spawn(argv, { env: {}, detached: true, stdio: ['pipe', ready[1], 'ignore', seccomp.fd, info[1]] });
     } finally {
       seccomp.close();
       closeSync(info[1]);
+      closeSync(ready[1]);
     }
     // Never what keeps conch running: the run's end stops it, conch's exit ends it (its pipe).
     this.proc.unref();
@@ -241,22 +235,22 @@ class Held {
     try {
       const until = Date.now() + START_MS;
       const buffer = Buffer.alloc(1024);
-      let text = '';
-      while (!/"child-pid":\s*\d+/.test(text)) {
-        const n = libc.read(info[0], buffer);
-        if (n > 0) text += buffer.toString('latin1', 0, n);
-        else if (n === 0 || Date.now() > until || this.state === 'dead') throw new Error(`bwrap gave no child pid: ${text}`);
-        else await Bun.sleep(1);
-      }
+      /** Read `fd` until `done` says what came is enough. */
+      const readUntil = async (fd: number, done: (text: string) => boolean, what: string) => {
+        let text = '';
+        while (!done(text)) {
+          const n = libc.read(fd, buffer);
+          if (n > 0) text += buffer.toString('latin1', 0, n);
+          else if (n === 0 || Date.now() > until || this.state === 'dead') throw new Error(`the held sandbox did not start: ${what} (${text})`);
+          else await Bun.sleep(1);
+        }
+        return text;
+      };
+      const text = await readUntil(info[0], (t) => /"child-pid":\s*\d+/.test(t), 'bwrap gave no child pid');
       this.init = Number(/"child-pid":\s*(\d+)/.exec(text)![1]);
-      // bwrap's first process forks the holder once the mounts are in place.
-      let children: string | null;
-      while (!(children = childrenOf(this.init))) {
-        if (Date.now() > until || this.state === 'dead') throw new Error('the held sandbox did not start');
-        await Bun.sleep(1);
-      }
-      if (children.includes(' ')) throw new Error('the held sandbox started more than its holder');
-      this.holder = children;
+      // The holder's line: bwrap has put every mount in place and run it.
+      await readUntil(ready[0], (t) => t.includes('\n'), 'the holder said nothing');
+      if (childrenOf(this.init) !== '') throw new Error('the held sandbox started more than its holder');
       // The first process's /proc directory, as the child's fd 4: a descriptor stays with that
       // process, where a pid could be another's once it is gone.
       this.nsFds.push(openSync(`/proc/${this.init}`, 'r'));
@@ -282,7 +276,7 @@ class Held {
         this.nsArgs.push(`${flag}=/proc/self/fd/4/ns/${name}`);
       }
       // Opened by pid: make sure that pid was still the sandbox's, now that the descriptors are held.
-      if (childrenOf(this.init) !== this.holder) throw new Error('the held sandbox ended while starting');
+      if (childrenOf(this.init) !== '') throw new Error('the held sandbox ended while starting');
       this.prefix = [
         findNsenter()!,
         ...this.nsArgs,
@@ -320,6 +314,7 @@ class Held {
       throw error;
     } finally {
       closeSync(info[0]);
+      closeSync(ready[0]);
     }
   }
 
@@ -340,8 +335,7 @@ class Held {
     } finally {
       seccomp.close();
     }
-    const left = childrenOf(this.init);
-    if (left !== this.holder) throw new Error('the held sandbox kept a process of its first command');
+    if (childrenOf(this.init) !== '') throw new Error('the held sandbox kept a process of its first command');
   }
 
   enter(): Entered {
@@ -351,7 +345,7 @@ class Held {
       argv: (cwd, command) => [...this.prefix, '--chdir', cwd, '--', ...command],
       fds: this.nsFds,
       settle: async () => {
-        if (childrenOf(this.init) === this.holder) return;
+        if (childrenOf(this.init) === '') return;
         this.stop();
         // Its first process, re-parented to conch once bwrap is gone, ends the namespace as it dies.
         await settleOrphans(GONE_MS);

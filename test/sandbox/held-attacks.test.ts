@@ -68,4 +68,21 @@ run('attacks on the held sandbox', () => {
     // The header line only.
     expect(next.output).toMatch(/^1$/m);
   });
+  test('no command can signal the holder: the sandbox outlives a kill, a stop and a change of priority', async () => {
+    // The holder is the sandbox's pid 1 (bwrap --as-pid-1), to which the kernel delivers no signal
+    // from inside its namespace. As a plain child of pid 1 (the same user), a command could SIGKILL
+    // it as it exits: the sandbox then died under the next command, which failed to join it or was
+    // killed with no output (a red team's finding, the moment made long at idle priority on one CPU).
+    const exec = await runExecutor(fx, scope);
+    const ns = await untilHeld(exec);
+    for (let i = 0; i < 10; i++) {
+      const attack = await exec('chrt -i -p 0 1; taskset -p 1 1 >/dev/null; kill -9 1 2; kill -STOP 1 2; echo sent');
+      expect(attack.cleanupError).toBeUndefined();
+      const next = await exec('readlink /proc/self/ns/pid; grep State /proc/1/status');
+      expect(next.exitCode).toBe(0);
+      // The same sandbox, its holder asleep on its pipe as before.
+      expect(next.output).toContain(ns);
+      expect(next.output).toMatch(/State:\s+S/);
+    }
+  });
 });

@@ -26,11 +26,11 @@ export async function runExecutor(fx: Fixture, scope: PlaceholderScope, options:
   return (command, timeoutMs) => exec(command, { signal: new AbortController().signal, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
 }
 
-/** Commands until one runs in the held sandbox (its pid 2 is the holder); returns that one's pid namespace. */
+/** Commands until one runs in the held sandbox (its pid 1 is the holder); returns that one's pid namespace. */
 export async function untilHeld(exec: RunExecutor): Promise<string> {
   for (let i = 0; i < 200; i++) {
-    const out = (await exec("readlink /proc/self/ns/pid; tr '\\0' ' ' < /proc/2/cmdline")).output;
-    if (out.includes('/bin/sh -c read _')) return out.split('\n')[0]!;
+    const out = (await exec("readlink /proc/self/ns/pid; tr '\\0' ' ' < /proc/1/cmdline")).output;
+    if (out.includes('/bin/sh -c echo; read _')) return out.split('\n')[0]!;
     await Bun.sleep(10);
   }
   throw new Error('the held sandbox never served a command');

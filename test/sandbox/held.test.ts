@@ -117,7 +117,7 @@ run('the held sandbox', () => {
   test('the run ending ends its held sandbox', async () => {
     const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
-    const holders = () => hostProcesses(`--chdir / -- /bin/sh -c read _`).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(fx.ws));
+    const holders = () => hostProcesses(`--chdir / -- /bin/sh -c echo; read _`).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'latin1').includes(fx.ws));
     expect(holders().length).toBeGreaterThan(0);
     scope.close();
     const until = Date.now() + 5000;
