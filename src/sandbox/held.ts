@@ -93,6 +93,36 @@ function mountedPaths(options: string[]): string[] {
   return paths;
 }
 
+/**
+ * Where the options put a mount inside the sandbox: what its mount table must show once started.
+ * The -try binds are left out (an absent source mounts nothing).
+ */
+function mountPointsOf(options: string[]): string[] {
+  const points: string[] = [];
+  for (let i = 0; i < options.length; i++) {
+    const arg = options[i]!;
+    if (/^--(ro-|dev-)?bind$/.test(arg)) {
+      points.push(options[i + 2]!);
+      i += 2;
+    } else if (/^--(ro-|dev-)?bind-try$/.test(arg)) i += 2;
+    else if (arg === '--tmpfs' || arg === '--dev' || arg === '--proc') {
+      points.push(options[i + 1]!);
+      i += 1;
+    }
+  }
+  return points;
+}
+
+/** The mount points in a mount table (mountinfo's fifth field, octal escapes undone). */
+function mountPointsIn(table: string): Set<string> {
+  const points = new Set<string>();
+  for (const line of table.split('\n')) {
+    const field = line.split(' ')[4];
+    if (field !== undefined) points.add(field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))));
+  }
+  return points;
+}
+
 const childrenBuffer = Buffer.alloc(4096);
 
 /** The children file of a single-threaded process (bwrap's first process), or null when it is gone. */
@@ -200,6 +230,8 @@ class Held {
 
   /** Stopped from outside (the run's end, a change) rather than failed. */
   stopped = false;
+  /** Failed to start because a mount was not where the options put it (held.start says why). */
+  moved = false;
 
   get starting(): boolean {
     return this.state === 'starting';
@@ -306,6 +338,16 @@ class Held {
       this.mounts = mountTable(this.nsFds[0]!);
       this.dev = devEntries(this.nsFds[0]!);
       if (this.mounts === null || this.dev === null) throw new Error('the held sandbox has no mount table or /dev to read');
+      // The table later commands are held to is read only now, after the sandbox's first command:
+      // meanwhile the run's other commands (the one that started it runs in a sandbox of its own)
+      // may have renamed a directory above one of its mount points, as a command inside it could.
+      // Each mount must be where the options put it, or the sandbox is not what they describe.
+      const points = mountPointsIn(this.mounts);
+      const moved = mountPointsOf(options).find((point) => !points.has(point));
+      if (moved !== undefined) {
+        this.moved = true;
+        throw new Error(`the held sandbox has no mount at ${moved}`);
+      }
       this.state = 'ready';
     } catch (error) {
       const stoppedMeanwhile = this.state === 'dead';
@@ -387,6 +429,7 @@ const helds = new WeakMap<PlaceholderScope, Held>();
 /** Runs whose first command has come (and gone to a sandbox of its own). */
 const seen = new WeakSet<PlaceholderScope>();
 let failures = 0;
+let movedInARow = 0;
 
 /**
  * The run's held sandbox for these options, entered for one command; null when this command needs a
@@ -414,11 +457,22 @@ export function enterHeld(run: PlaceholderScope, options: string[], bwrap: strin
   // After this command is spawned: starting it first would hold that command up.
   setImmediate(() => {
     if (!next.starting) return; // stopped before it began
-    next.start().catch((error: unknown) => {
-      if (process.env.CONCH_DEBUG_HELD) console.error('held sandbox:', error);
-      if (helds.get(run) === next) helds.delete(run);
-      if (!next.stopped && ++failures >= 3) broken = true;
-    });
+    next.start().then(
+      () => {
+        movedInARow = 0;
+      },
+      (error: unknown) => {
+        if (process.env.CONCH_DEBUG_HELD) console.error('held sandbox:', error);
+        if (helds.get(run) === next) helds.delete(run);
+        // A moved mount is usually a command's doing, and the next start goes well: counted apart and
+        // reset by a start that does, so that it is not taken for a machine where held sandboxes fail.
+        // Three in a row (commands that keep at it, or a mount point bwrap reaches through a link
+        // here) and every command gets a sandbox of its own, which is safe either way.
+        if (next.moved) {
+          if (++movedInARow >= 3) broken = true;
+        } else if (!next.stopped && ++failures >= 3) broken = true;
+      },
+    );
   });
   return null;
 }

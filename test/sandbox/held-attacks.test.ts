@@ -50,6 +50,29 @@ run('attacks on the held sandbox', () => {
     expect(readFileSync(join(fx.ws, 'src', 'after.txt'), 'utf8')).toBe('real\n');
   });
 
+  test('a directory renamed above a mount point while the held sandbox starts does not become its baseline', async () => {
+    // The run's second command starts the held sandbox and runs in a sandbox of its own meanwhile:
+    // the held one's mounts are in place by the time it runs, and its mount table used to be read
+    // only after its first check. Renamed in between, the moved table was what every later command
+    // was compared to, and each of them ran in the fake workspace left at the old path.
+    // A race, though one the command wins most of the time: a few runs, each with its own sandbox.
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const run = new PlaceholderScope();
+      try {
+        const exec = await runExecutor(fx, run);
+        await exec('true');
+        const moved = await exec('d=$(dirname "$PWD"); mv "$d" "$d.moved.$$" && mkdir -p "$PWD/.git" && echo fake > "$PWD/.git/config" && echo moved');
+        expect(moved.output).toContain('moved');
+        await untilHeld(exec);
+        const next = await exec(`echo ${attempt} > src/after.txt; cat .git/config`);
+        expect(next.output).not.toContain('fake');
+        expect(readFileSync(join(fx.ws, 'src', 'after.txt'), 'utf8')).toBe(`${attempt}\n`);
+      } finally {
+        run.close();
+      }
+    }
+  });
+
   test('what a command leaves in /dev, /dev/shm or System V IPC is not there for the next one', async () => {
     const exec = await runExecutor(fx, scope);
     await untilHeld(exec);
