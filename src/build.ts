@@ -92,40 +92,35 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
   // fraction of the time (plugins/importer.ts takes this copy when it is beside the bundle).
   const jiti = dirname(Bun.resolveSync('jiti/package.json', root));
   const { version } = (await Bun.file(join(jiti, 'package.json')).json()) as { version: string };
-  const babel = await Bun.build({
-    entrypoints: [join(jiti, 'dist', 'babel.cjs')],
-    outdir: staging,
-    // Named for its jiti: an updated jiti never runs with an older Babel.
-    naming: `jiti-babel-${version}.[ext]`,
-    target: 'bun',
-    format: 'cjs',
-    bytecode: true,
-    minify: { whitespace: true, syntax: true, identifiers: true, keepNames: true },
-    // Babel's plugins instantiated once, not once per file, and only those a file can use
-    // (plugins/babel-patch.ts): the same output for less of a first start.
-    plugins: [
-      {
-        name: 'conch-jiti-babel',
-        setup(build) {
-          build.onLoad({ filter: /[\\/]babel\.cjs$/ }, async (args) => {
-            const patched = patchJitiBabel(await Bun.file(args.path).text());
-            if (!patched.applied) console.warn(`conch: jiti ${version}'s Babel is not the one plugins/babel-patch.ts knows; bundled unchanged (plugins transpile slower on a first start)`);
-            return { contents: patched.code, loader: 'js' };
-          });
-        },
+  // A bytecode copy of one of jiti's files, named for its jiti: an updated jiti never runs with an
+  // older copy.
+  const jitiCopy = (file: string, name: string, plugins: Bun.BunPlugin[] = []) =>
+    Bun.build({
+      entrypoints: [join(jiti, 'dist', file)],
+      outdir: staging,
+      naming: `jiti-${name}-${version}.[ext]`,
+      target: 'bun',
+      format: 'cjs',
+      bytecode: true,
+      minify: { whitespace: true, syntax: true, identifiers: true, keepNames: true },
+      plugins,
+    });
+  // Babel's plugins instantiated once, not once per file, and only those a file can use
+  // (plugins/babel-patch.ts): the same output for less of a first start.
+  const babel = await jitiCopy('babel.cjs', 'babel', [
+    {
+      name: 'conch-jiti-babel',
+      setup(build) {
+        build.onLoad({ filter: /[\\/]babel\.cjs$/ }, async (args) => {
+          const patched = patchJitiBabel(await Bun.file(args.path).text());
+          if (!patched.applied) console.warn(`conch: jiti ${version}'s Babel is not the one plugins/babel-patch.ts knows; bundled unchanged (plugins transpile slower on a first start)`);
+          return { contents: patched.code, loader: 'js' };
+        });
       },
-    ],
-  });
+    },
+  ]);
   // jiti's core likewise, for every start with plugins: ≈ 25 ms from source, ≈ 4 ms from bytecode.
-  const jitiCore = await Bun.build({
-    entrypoints: [join(jiti, 'dist', 'jiti.cjs')],
-    outdir: staging,
-    naming: `jiti-core-${version}.[ext]`,
-    target: 'bun',
-    format: 'cjs',
-    bytecode: true,
-    minify: { whitespace: true, syntax: true, identifiers: true, keepNames: true },
-  });
+  const jitiCore = await jitiCopy('jiti.cjs', 'core');
   if (!result.success || !otel.success || !babel.success || !jitiCore.success || !vendors.success) {
     await rm(staging, { recursive: true, force: true });
     throw new AggregateError([...vendors.logs, ...result.logs, ...otel.logs, ...babel.logs, ...jitiCore.logs], 'conch: the bundle failed to build');
