@@ -78,6 +78,8 @@ class Held {
   private untrack: (() => void) | null = null;
   private init = 0;
   private nsFds: number[] = [];
+  /** The write end of the holder's stdin, which it waits on. */
+  private input = -1;
   private nsArgs: string[] = [];
   private mounts: string | null = null;
   private dev: string | null = null;
@@ -125,10 +127,22 @@ class Held {
 
   async start(): Promise<void> {
     const libc = loadLibc()!;
-    const info = libc.pipe({ nonBlocking: true });
-    const ready = libc.pipe({ nonBlocking: true });
-    if (!info || !ready) throw new Error('no pipe for bwrap --info-fd');
-    const seccomp = openSeccompFd();
+    const pipes = [libc.pipe({ nonBlocking: true }), libc.pipe({ nonBlocking: true }), libc.pipe()];
+    const [info, ready, input] = pipes;
+    if (!info || !ready || !input) {
+      for (const pair of pipes) for (const fd of pair ?? []) closeSync(fd);
+      throw new Error('no pipe for the held sandbox');
+    }
+    // conch's end of the holder's stdin is only ever closed (close-on-exec: no other child holds it).
+    this.input = input[1];
+    let seccomp: ReturnType<typeof openSeccompFd>;
+    try {
+      seccomp = openSeccompFd();
+    } catch (error) {
+      for (const fd of [info[0], info[1], ready[0], ready[1], input[0]]) closeSync(fd);
+      this.stop();
+      throw error;
+    }
     // The holder waits on conch's pipe: when conch goes, however it goes, the sandbox goes too. It
     // is the namespace's pid 1 (--as-pid-1), which no process inside can signal: a command could
     // otherwise kill it (the same user) as it exits, and the sandbox would die under the next one.
@@ -140,9 +154,15 @@ class Held {
     const argv = [...options, '--as-pid-1', '--info-fd', '4', '--chdir', '/', '--', '/bin/sh', '-c', 'echo; read _'];
     try {
       // An empty environment: the sandbox's processes are readable from inside (/proc/1/environ).
-      this.proc = Bun.spawn(argv, { env: {}, detached: true, stdio: ['pipe', ready[1], 'ignore', seccomp.fd, info[1]] });
+      this.proc = Bun.spawn(argv, { env: {}, detached: true, stdio: [input[0], ready[1], 'ignore', seccomp.fd, info[1]] });
+    } catch (error) {
+      closeSync(info[0]);
+      closeSync(ready[0]);
+      this.stop();
+      throw error;
     } finally {
       seccomp.close();
+      closeSync(input[0]);
       closeSync(info[1]);
       closeSync(ready[1]);
     }
@@ -307,6 +327,8 @@ class Held {
     }
     this.untrack?.();
     for (const fd of this.nsFds) closeSync(fd);
+    if (this.input >= 0) closeSync(this.input);
+    this.input = -1;
     this.nsFds = [];
   }
 }
