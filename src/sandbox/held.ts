@@ -56,7 +56,7 @@ export function heldAvailable(): boolean {
   return process.platform === 'linux' && process.env.CONCH_SANDBOX_PER_COMMAND !== '1' && !broken && findNsenter() !== null && loadLibc() !== null;
 }
 
-/** Set when a held sandbox failed its first command here: every command gets its own from then on. */
+/** Set when held sandboxes fail here (a first command, or three starts): every command gets its own from then on. */
 let broken = false;
 
 export interface Entered {
@@ -72,6 +72,10 @@ export interface Entered {
 
 class Held {
   readonly key: string;
+  /** Stopped from outside (the run's end, a change) rather than failed. */
+  stopped = false;
+  /** Failed to start because a mount was not where the options put it (held.start says why). */
+  moved = false;
   private state: 'starting' | 'ready' | 'dead' = 'starting';
   private busy = false;
   private proc: Bun.Subprocess | null = null;
@@ -115,11 +119,6 @@ class Held {
   get idle(): boolean {
     return !this.busy;
   }
-
-  /** Stopped from outside (the run's end, a change) rather than failed. */
-  stopped = false;
-  /** Failed to start because a mount was not where the options put it (held.start says why). */
-  moved = false;
 
   get starting(): boolean {
     return this.state === 'starting';
@@ -346,21 +345,25 @@ let movedInARow = 0;
  */
 export function enterHeld(run: PlaceholderScope, options: string[], bwrap: string, env: Record<string, string>): Entered | null {
   const held = helds.get(run);
-  if (held && held.matches(options)) {
+  if (held?.matches(options)) {
     if (held.usable()) return held.enter();
-    if (held.starting || !held.idle) return null;
+    if (held.starting) return null;
   }
+  // Busy with a command (a background job): it is replaced once that is over.
   if (held && !held.idle) return null;
   // A run of one command (the most common kind) would only pay for a sandbox it never uses: the
-  // held one starts with the run's second command.
-  if (!held && !seen.has(run)) {
+  // held one starts with the run's second command. The run's end forgets both.
+  if (!seen.has(run)) {
     seen.add(run);
-    run.onClose(() => seen.delete(run));
+    run.onClose(() => {
+      seen.delete(run);
+      helds.get(run)?.stop();
+      helds.delete(run);
+    });
     return null;
   }
   held?.stop();
   const next = new Held(options, bwrap, Object.entries(env).flatMap(([name, value]) => ['--setenv', name, value]));
-  if (!helds.has(run)) run.onClose(() => endHeld(run));
   helds.set(run, next);
   // After this command is spawned: starting it first would hold that command up.
   setImmediate(() => {
@@ -383,10 +386,4 @@ export function enterHeld(run: PlaceholderScope, options: string[], bwrap: strin
     );
   });
   return null;
-}
-
-/** The run is over: its held sandbox goes (before its placeholders do). */
-function endHeld(run: PlaceholderScope): void {
-  helds.get(run)?.stop();
-  helds.delete(run);
 }
