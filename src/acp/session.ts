@@ -7,7 +7,7 @@ import type { RunEvent } from '../agent/events.ts';
 import { planStart, startRun, type StartedRun, type StartPlan } from '../host/start.ts';
 import { setupProblem } from '../host/setup-error.ts';
 import { acpApprover } from './permission.ts';
-import { SessionError } from '../sessions/dir.ts';
+import { SessionNotFoundError } from '../sessions/dir.ts';
 import { newSessionId } from '../sessions/store.ts';
 import { outcomeNotice, PromptContentError, promptContent, stopReasonFor, UpdateMapper } from './updates.ts';
 import type { ContentBlock as AcpContent, McpServer } from '@agentclientprotocol/sdk';
@@ -89,8 +89,10 @@ export class AcpSession {
     try {
       planned = await planStart(flags, cwd, { session: { ...(options.load ? { resume: options.load } : {}), ephemeral: options.ephemeral } });
       // A prefix is a convenience for people typing; an editor names a session exactly.
-      if (options.load && planned.plan.loaded?.header.id !== options.load) throw new SessionError(`no session '${options.load}'`);
+      if (options.load && planned.plan.loaded?.header.id !== options.load) throw new SessionNotFoundError(`no session '${options.load}'`);
     } catch (error) {
+      // ACP's own code for a session that does not exist, as session/prompt answers for one not open.
+      if (options.load && error instanceof SessionNotFoundError) throw new RequestError(-32002, error.message, { sessionId: options.load });
       throw setupError(error);
     }
     const id = options.load ?? (options.ephemeral ? crypto.randomUUID() : newSessionId());

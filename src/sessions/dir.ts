@@ -11,6 +11,9 @@ export class SessionError extends Error {
   override name = 'SessionError';
 }
 
+/** No stored session has the id asked for (an editor's session/load answers it as "resource not found"). */
+export class SessionNotFoundError extends SessionError {}
+
 /** Where the store is without loading a config (the same place config/load.ts puts in Config.sessions). */
 export function sessionsDir(env: Record<string, string | undefined> = process.env): string {
   return join(stateHome(env, env.HOME || homedir()), 'conch', 'sessions');

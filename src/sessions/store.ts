@@ -3,7 +3,7 @@
 // old ones.
 import { readdirSync, readSync, openSync, closeSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensurePrivateDir, SessionError } from './dir.ts';
+import { ensurePrivateDir, SessionError, SessionNotFoundError } from './dir.ts';
 import { loadSession, type LoadedSession } from './load.ts';
 import { SESSION_FORMAT, SESSION_VERSION, type HeaderRecord } from './records.ts';
 import { SessionWriter, writerHolds } from './writer.ts';
@@ -49,10 +49,10 @@ export class SessionStore {
   resolve(idOrPrefix: string): StoredFile {
     const wanted = idOrPrefix.trim().toLowerCase();
     if (!/^[0-9a-f]+$/.test(wanted)) {
-      throw new SessionError(`'${idOrPrefix}' is not a session id (ids are hex, e.g. 7f3c2a…); \`conch sessions\` lists them.`);
+      throw new SessionNotFoundError(`'${idOrPrefix}' is not a session id (ids are hex, e.g. 7f3c2a…); \`conch sessions\` lists them.`);
     }
     const hits = this.files(wanted);
-    if (hits.length === 0) throw new SessionError(`no session '${idOrPrefix}' in ${this.dir}; \`conch sessions --all\` lists them.`);
+    if (hits.length === 0) throw new SessionNotFoundError(`no session '${idOrPrefix}' in ${this.dir}; \`conch sessions --all\` lists them.`);
     if (hits.length > 1) {
       throw new SessionError(`'${idOrPrefix}' matches ${hits.length} sessions (${hits.slice(0, 5).map((h) => h.id).join(', ')}); give more of the id.`);
     }

@@ -170,6 +170,9 @@ describe('conch acp', () => {
     expect(wrongCwd.message + JSON.stringify(wrongCwd.data)).toContain(`belongs to ${dirs.workspace}`);
     const unknown = await agent.conn.agent.request('session/load', { sessionId: 'ffffffffffffffff', cwd: dirs.workspace, mcpServers: [] }).catch((e) => e);
     expect(unknown).toBeInstanceOf(RequestError);
+    // Resource not found, as for a prompt to a session that is not open; the id comes back in data.
+    expect([unknown.code, unknown.data?.sessionId]).toEqual([-32002, 'ffffffffffffffff']);
+    expect(unknown.message).toContain("no session 'ffffffffffffffff'");
     await agent.conn.agent.request('session/load', { sessionId, cwd: dirs.workspace, mcpServers: [] });
     expect(textOf(updatesOf(agent, sessionId))).toBe('shell answer');
     await prompt(agent, sessionId, 'and in the editor');
