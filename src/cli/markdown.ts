@@ -1,7 +1,9 @@
 // The model's Markdown as a terminal shows it. marked (18.x: the most used Markdown lexer, fast,
 // CommonMark + GFM tables, no dependencies) splits the text into blocks; each block is drawn here
 // with chalk. Streaming: text arrives in deltas, and a block is drawn once the next one has begun
-// (so it cannot change any more); the last block waits for more text or for the end.
+// (so it cannot change any more; a list once the next block can no longer be one of its items);
+// the last block waits for more text or for the end. What is drawn never depends on where the
+// deltas split (test/unit/markdown-stream.test.ts tries every split).
 // Paragraphs are not hard-wrapped: the terminal wraps them, and re-wraps them when it is resized.
 // Tables and rules are drawn to the width at the time they complete.
 import { Chalk, type ChalkInstance } from 'chalk';
@@ -25,7 +27,10 @@ export interface MarkdownStream {
 
 export function markdownStream(options: MarkdownOptions): MarkdownStream {
   const c = new Chalk({ level: options.color ? 2 : 0 });
+  // The text not drawn yet, exactly as it arrived (line ends made \n, as marked makes them).
   let pending = '';
+  // A \r that ended a delta: whether it is a line end of its own or half of \r\n shows with the next.
+  let cr = '';
   let blocks = 0;
   const draw = (tokens: Token[]) => {
     let out = '';
@@ -38,21 +43,40 @@ export function markdownStream(options: MarkdownOptions): MarkdownStream {
   };
   return {
     push(text) {
-      pending += text;
+      const more = cr + text;
+      cr = more.endsWith('\r') ? '\r' : '';
+      pending += (cr ? more.slice(0, -1) : more).replace(/\r\n?/g, '\n');
       const tokens = new Lexer().lex(pending);
       let last = tokens.length - 1;
       while (last >= 0 && tokens[last]!.type === 'space') last--;
-      if (last <= 0) return '';
-      const done = tokens.slice(0, last);
-      pending = tokens.slice(last).map((t) => t.raw).join('');
-      return draw(done);
+      let done = Math.max(0, last);
+      // A list stays open while the block after it may still turn out to be its next item
+      // ("1. a\n\n2" before ". b" arrives), or the items would be drawn as two lists.
+      let before = done - 1;
+      while (before >= 0 && tokens[before]!.type === 'space') before--;
+      if (before >= 0 && tokens[before]!.type === 'list' && /^[ \t]*(\d{1,9}|[-+*])?$/.test(source(tokens, done, pending))) done = before;
+      if (done <= 0) return '';
+      // What is kept is cut from the text itself: marked rewrites some raws ("- " becomes "-\n"),
+      // and text rebuilt from them would lex differently. If the raws do not add up to the text's
+      // start, nothing is final yet.
+      const drawn = tokens.slice(0, done).map((t) => t.raw).join('');
+      if (!pending.startsWith(drawn)) return '';
+      pending = pending.slice(drawn.length);
+      return draw(tokens.slice(0, done));
     },
     end() {
-      const out = pending.trim() ? draw(new Lexer().lex(pending)) : '';
-      pending = '';
+      const rest = pending + (cr ? '\n' : '');
+      const out = rest.trim() ? draw(new Lexer().lex(rest)) : '';
+      pending = cr = '';
       return out;
     },
   };
+}
+
+/** The text from token `from` on, as the tokens before it leave it ('' if their raws do not match the text). */
+function source(tokens: Token[], from: number, text: string): string {
+  const head = tokens.slice(0, from).map((t) => t.raw).join('');
+  return text.startsWith(head) ? text.slice(head.length) : '';
 }
 
 /** A whole text at once (tests, and a non-streamed answer). */
