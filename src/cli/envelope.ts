@@ -13,7 +13,14 @@ export interface EnvelopeFacts {
   sessionId: string | null;
 }
 
-export function envelope(runId: string, outcome: Outcome, facts: EnvelopeFacts | null, exitCode: number) {
+/** What is known of the run's setting so far: before run.started (a plugin stuck while it loads) only some of it. */
+export type KnownFacts = { [K in keyof EnvelopeFacts]: EnvelopeFacts[K] | null };
+
+/** The envelope facts of a run that never started. */
+export const NOT_STARTED: KnownFacts = { provider: null, model: null, mode: null, sandbox: null, sessionId: null };
+
+/** Every envelope has the facts' keys, null for what is not known (a script reads one shape). */
+export function envelope(runId: string, outcome: Outcome, facts: KnownFacts | null, exitCode: number) {
   return {
     version: ENVELOPE_VERSION,
     runId,
@@ -35,7 +42,7 @@ export function envelope(runId: string, outcome: Outcome, facts: EnvelopeFacts |
     answeredBy: outcome.answeredBy ?? [],
     durationMs: outcome.durationMs,
     exitCode,
-    ...(facts ?? {}),
+    ...(facts ?? NOT_STARTED),
   };
 }
 

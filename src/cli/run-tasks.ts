@@ -13,11 +13,11 @@ import { planStart, startHost, type StartedHost, type StartPlan } from '../host/
 import { offersMcpTools } from '../host/mcp.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { batchDocument, batchExitCode, summaryLine, type TaskEnvelope } from './batch.ts';
-import { envelope, envelopeSink } from './envelope.ts';
+import { envelope, envelopeSink, type KnownFacts } from './envelope.ts';
 import { cancelOnSignals } from './interrupts.ts';
 import { OrderedOutput, type Section } from './ordered-output.ts';
 import { describeOutcome, humanSink, terminalSafe } from './render.ts';
-import { NOT_STARTED, stdinTooLargeOutcome, type RunOutput } from './run.ts';
+import { configFacts, stdinTooLargeOutcome, type RunOutput } from './run.ts';
 import { setupFailure, terminalApprover } from './setup.ts';
 import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
 import { readTasksFile } from './tasks.ts';
@@ -33,7 +33,7 @@ export interface TasksOutput extends RunOutput {
 interface Finished {
   runId: string;
   outcome: Outcome;
-  facts: ReturnType<typeof envelopeSink>['facts'];
+  facts: KnownFacts | null;
 }
 
 /** `source`: the tasks, or the --tasks-file to read them from. */
@@ -88,6 +88,8 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
       beforePluginImport: async () => {
         const { startWatchdog } = await import('./watchdog.ts');
         watchdog ??= startWatchdog(randomUUID(), out.json, config.limits.deadline_ms);
+        // A plugin stuck while it loads ends every task: the document is the batch's from the start.
+        watchdog.document(batchDocument(taskEnvelopes(tasks, [], [], tasks.map(() => configFacts(config))), 0));
       },
     });
   } catch (error) {
@@ -105,6 +107,8 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   const interrupts = cancelOnSignals(controller, out.json);
   const finished: Finished[] = new Array(tasks.length);
   const runIds: string[] = [];
+  // The facts of the runs under way, so a task the watchdog ends still says where it ran.
+  const running: KnownFacts[] = [];
   const runOne = async (index: number): Promise<void> => {
     const section = output.section(index);
     if (!out.json) section.stdout.write(`${index > 0 ? '\n' : ''}── task ${index + 1}/${tasks.length}: ${label(tasks[index]!)}\n`);
@@ -116,7 +120,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     tellWatchdog();
   };
   // Should plugin code stop the main thread, the watchdog prints this document, the rest ended.
-  const tellWatchdog = () => watchdog?.document(batchDocument(taskEnvelopes(tasks, finished, runIds), Date.now() - startedAt));
+  const tellWatchdog = () => watchdog?.document(batchDocument(taskEnvelopes(tasks, finished, runIds, running), Date.now() - startedAt));
   tellWatchdog();
   const runTask = async (started: StartedHost, index: number, section: Section): Promise<Finished> => {
     const runId = randomUUID();
@@ -126,6 +130,15 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     const facts = envelopeSink();
     const display = { ...(await terminalOptions(out.json, cwd)), spinner: false, header: index === 0, ...(outputSchema !== undefined ? { jsonAnswer: true } : {}) };
     const sinks: EventSink[] = [out.json ? facts : humanSink(section, display)];
+    if (watchdog && out.json) {
+      sinks.push({
+        emit(event) {
+          if (event.type !== 'run.started' || !facts.facts) return;
+          running[index] = facts.facts;
+          tellWatchdog();
+        },
+      });
+    }
     if (trace) sinks.push(trace);
     // Each task has its own deadline; the watchdog keeps the latest of them.
     watchdog?.arm(config.limits.deadline_ms, interrupts.onSignal);
@@ -172,12 +185,11 @@ function report(tasks: string[], finished: Finished[], json: boolean, startedAt:
 }
 
 /** Each task's envelope; one not finished yet is marked `unfinished` (for the watchdog to end). */
-function taskEnvelopes(tasks: string[], finished: (Finished | undefined)[], started: string[]): TaskEnvelope[] {
+function taskEnvelopes(tasks: string[], finished: (Finished | undefined)[], started: string[], running: KnownFacts[] = []): TaskEnvelope[] {
   return tasks.map((task, i) => {
-    const f = finished[i] ?? { runId: started[i] ?? null, outcome: { ...notStarted().outcome, status: 'timed_out', message: undefined }, facts: null };
+    const f = finished[i] ?? { runId: started[i] ?? null, outcome: { ...notStarted().outcome, status: 'timed_out', message: undefined }, facts: running[i] ?? null };
     return {
       ...envelope(f.runId as string, f.outcome, f.facts, exitCodeFor(f.outcome)),
-      ...(f.facts ? {} : NOT_STARTED),
       task,
       ...(finished[i] ? {} : { unfinished: true }),
     };

@@ -1,5 +1,5 @@
 // `conch "task"`: the host start (host/start.ts) → one run → output and exit code.
-import type { CliFlags } from '../config/types.ts';
+import type { CliFlags, Config } from '../config/types.ts';
 import { emptyUsage, exitCodeFor, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
@@ -10,7 +10,7 @@ import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
 import { cancelOnSignals } from './interrupts.ts';
-import { envelope, envelopeSink } from './envelope.ts';
+import { envelope, envelopeSink, type KnownFacts } from './envelope.ts';
 import { traceFromFlags, type Trace } from './trace.ts';
 import { secretValues } from '../config/secret-values.ts';
 import type { Watchdog } from './watchdog.ts';
@@ -77,7 +77,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
       // Plugin code can block the main thread; from its first line on, a watchdog thread keeps the deadline.
       beforePluginImport: async () => {
         const { startWatchdog } = await import('./watchdog.ts');
-        watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms);
+        watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms, 'the run', configFacts(config));
       },
     });
   } catch (error) {
@@ -87,7 +87,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   trace?.hide(host.session.secrets);
   if (offersMcpTools(host.session)) {
     const { startWatchdog } = await import('./watchdog.ts');
-    watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms);
+    watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms, 'the run', configFacts(config));
   }
   // Warnings quote files and servers (a failed MCP server's stderr): no control sequence passes.
   for (const warning of host.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
@@ -129,12 +129,11 @@ function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
   const outcome = stdinTooLargeOutcome(maxBytes);
   const code = exitCodeFor(outcome);
   // No run started, so nothing to say about provider or sandbox; the keys stay, as in every envelope.
-  if (json) stdout.write(`${JSON.stringify({ ...envelope(runId, outcome, null, code), ...NOT_STARTED })}\n`);
+  if (json) stdout.write(`${JSON.stringify(envelope(runId, outcome, null, code))}\n`);
   else stderr.write(`${describeOutcome(outcome)}\n`);
   return code;
 }
 
-/** The envelope facts of a run that never started. */
 /** Going on with a session still takes the next task: the usage shown is the one for that. */
 function noTaskMessage(session: SessionChoice | undefined): string {
   const how = session?.resume !== undefined ? `conch --resume ${session.resume}` : session?.continue ? 'conch -c' : 'conch';
@@ -142,7 +141,14 @@ function noTaskMessage(session: SessionChoice | undefined): string {
   return `no task given. Usage: ${how} "${what}"  (or pipe text in: git diff | ${how} "review this")`;
 }
 
-export const NOT_STARTED = { provider: null, model: null, mode: null, sandbox: null, sessionId: null };
+/**
+ * What the config tells of a run before it starts, for an envelope the watchdog may have to write
+ * then (a plugin stuck while it loads): the sandbox is known once probed, the session id once its
+ * recording opens; run.started brings both.
+ */
+export function configFacts(config: Config): KnownFacts {
+  return { provider: config.provider?.name ?? null, model: config.provider?.model ?? null, mode: config.unrestricted ? 'unrestricted' : 'restricted', sandbox: null, sessionId: null };
+}
 
 export function stdinTooLargeOutcome(maxBytes: number): Outcome {
   return {

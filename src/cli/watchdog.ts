@@ -14,7 +14,7 @@ import type { EventSink, RunEvent } from '../agent/events.ts';
 import { addUsage, emptyUsage, EXIT_CODES, type Outcome } from '../agent/outcome.ts';
 import { watchExitRemovals } from '../process/exit-cleanup.ts';
 import { watchLiveGroups } from '../process/spawn.ts';
-import { envelope, type EnvelopeFacts } from './envelope.ts';
+import { envelope, NOT_STARTED, type KnownFacts } from './envelope.ts';
 import { shareTranspiling } from '../plugins/transpiling.ts';
 import { BEAT, BEAT_MS, PHASE, STATE_SLOTS, TRANSPILING, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
 
@@ -42,8 +42,9 @@ export interface Watchdog {
 /**
  * Start before the first plugin code runs. Until `arm`, the deadline counts from here, and a signal
  * ends the process as Bun's default would (conch has no listener yet), with the exit hooks' cleanup.
+ * `known`: the envelope facts known before run.started brings them all (null where not yet).
  */
-export function startWatchdog(runId: string, json: boolean, deadlineMs: number | null, label = 'the run'): Watchdog {
+export function startWatchdog(runId: string, json: boolean, deadlineMs: number | null, label = 'the run', known: KnownFacts = NOT_STARTED): Watchdog {
   const shared = new SharedArrayBuffer(STATE_SLOTS * Int32Array.BYTES_PER_ELEMENT);
   const state = new Int32Array(shared);
   const url = new URL(import.meta.url.endsWith('.ts') ? './watchdog-worker.ts' : './watchdog-worker.js', import.meta.url);
@@ -59,7 +60,7 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number |
   watchLiveGroups((groups) => send({ type: 'groups', groups }));
   watchExitRemovals((dirs) => send({ type: 'dirs', dirs }));
 
-  let facts: EnvelopeFacts | null = null;
+  let facts = known;
   let output = '';
   let usage = emptyUsage();
   const counts = { modelCalls: 0, toolCalls: 0, toolErrors: 0 };

@@ -3,7 +3,7 @@
 // severe task's exit code, and Ctrl-C leaves nothing running.
 import { describe, expect, test } from 'bun:test';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RecordedRequest, ScriptedTurn } from '../support/model-server.ts';
 import { anthropicEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
@@ -165,7 +165,29 @@ describe('conch run with several tasks', () => {
     expect(doc.tasks[0].output).toBe('quick done');
     expect(doc.tasks[1].unfinished).toBeUndefined();
     expect(typeof doc.tasks[1].runId).toBe('string');
+    // The stuck task had started: it says where it ran, as the finished one does.
+    const { provider, model, mode, sandbox } = doc.tasks[0];
+    expect(doc.tasks[1]).toMatchObject({ provider, model, mode, sandbox, sessionId: expect.any(String) });
+    expect(doc.tasks[1].sessionId).not.toBe(doc.tasks[0].sessionId);
     expect(doc.summary).toMatchObject({ tasks: 2, completed: 1, timed_out: 1, exitCode: 124 });
+  });
+
+  test('a plugin stuck while it loads: the watchdog prints the batch document, every task timed_out', async () => {
+    const tools = join(harness.dirs.configHome, 'conch', 'tools');
+    await mkdir(tools, { recursive: true });
+    await writeFile(join(tools, 'load-spin.ts'), 'for (;;) {}\nexport default {};\n');
+    try {
+      const r = await run(['run', '--json', '--timeout', '1s', 'task one', 'task two']);
+      expect(r.code).toBe(124);
+      const doc = JSON.parse(r.stdout);
+      expect(doc.tasks.map((t: any) => [t.task, t.status, t.provider, t.sandbox])).toEqual([
+        ['task one', 'timed_out', 'anthropic', null],
+        ['task two', 'timed_out', 'anthropic', null],
+      ]);
+      expect(doc.summary).toMatchObject({ tasks: 2, timed_out: 2, exitCode: 124 });
+    } finally {
+      await rm(join(tools, 'load-spin.ts'), { force: true });
+    }
   });
 
   test('Ctrl-C mid-way cancels every task, queued ones never start, and no command or bwrap survives', async () => {
