@@ -32,6 +32,11 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/** The line under a usage error: where that command's usage is. */
+export function usageHint(command: string): string {
+  return `Run 'conch ${command ? `${command} ` : ''}--help' for usage.\n`;
+}
+
 interface Flag {
   long: string;
   short?: string;

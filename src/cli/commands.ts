@@ -40,7 +40,7 @@ export async function toolsCommand(action: string | undefined, name: string | un
       await session.dispose();
     }
   } catch (error) {
-    return setupFailure(error, json, 'tools');
+    return setupFailure(error, json, null, 'tools');
   }
 }
 
@@ -57,7 +57,7 @@ export async function skillsCommand(json: boolean): Promise<number> {
     const set = await loadSkills({ home: process.env.HOME || homedir(), configDir: config.configDir, cwd, trusted: async () => trusted });
     return skillsList({ set, cwd, trusted, json, io: { out: (t) => stdout.write(t), err: (t) => stderr.write(t) } });
   } catch (error) {
-    return setupFailure(error, json, 'skills');
+    return setupFailure(error, json, null, 'skills');
   }
 }
 
@@ -77,7 +77,7 @@ export async function sandboxCommand(action: string | undefined, command: string
     try {
       config = await loadCliConfig(opts.profile === undefined ? {} : { profile: opts.profile });
     } catch (error) {
-      return setupFailure(error, false, 'sandbox');
+      return setupFailure(error, false, null, 'sandbox');
     }
     for (const warning of config.warnings ?? []) stderr.write(`conch: ${terminalSafe(warning)}\n`);
     return sandboxRun(command, {

@@ -95,7 +95,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   const setupProblem = async (error: unknown): Promise<number | null> => {
     const { setupFailure } = await import('./setup.ts');
     try {
-      return setupFailure(error, false, '');
+      return setupFailure(error, false, null);
     } catch {
       return null;
     }

@@ -1,7 +1,7 @@
 // Entry point. Answers --version, --help and the bare command without loading anything heavy;
 // every subcommand imports its code lazily so a run pays only for what it uses.
 import { EXIT_CODES } from '../agent/outcome.ts';
-import { closest, parseArgs, UsageError, type ParsedArgs } from './argv.ts';
+import { closest, parseArgs, usageHint, UsageError, type ParsedArgs } from './argv.ts';
 import { ALL_FLAGS, checkFlagsOf, COMMANDS, outputHelp, toFlags } from './flags.ts';
 import { READER_GONE, stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
 import { setupEnvelope } from './envelope.ts';
@@ -156,7 +156,7 @@ function notACommand(words: string[]): string {
 }
 
 function usageError(message: string): never {
-  stderr.write(`conch: ${message}\nRun 'conch ${helpCommand ? `${helpCommand} ` : ''}--help' for usage.\n`);
+  stderr.write(`conch: ${message}\n${usageHint(helpCommand)}`);
   // --json promises one document on stdout, even when the command line itself is wrong.
   if (argv.includes('--json')) {
     stdout.write(`${JSON.stringify(setupEnvelope(null, message))}\n`);

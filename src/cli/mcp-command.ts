@@ -27,7 +27,7 @@ export async function mcpCommand(flags: CliFlags, json: boolean): Promise<number
       await session.dispose();
     }
   } catch (error) {
-    return setupFailure(error, json, 'mcp');
+    return setupFailure(error, json, null, 'mcp');
   }
 }
 

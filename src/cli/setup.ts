@@ -3,8 +3,9 @@
 import { EXIT_CODES } from '../agent/outcome.ts';
 import type { CliFlags, Config } from '../config/types.ts';
 import { loadHostConfig } from '../host/setup.ts';
-import { setupProblem } from '../host/setup-error.ts';
+import { isFlagProblem, setupProblem } from '../host/setup-error.ts';
 import type { Approver } from '../policy/command-rules.ts';
+import { usageHint } from './argv.ts';
 import { setupEnvelope } from './envelope.ts';
 import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
 
@@ -20,12 +21,19 @@ export async function terminalApprover(signal: AbortSignal): Promise<Approver | 
   return ttyApprover(process.stdin, process.stderr, signal);
 }
 
-/** Report a user-caused setup problem and return exit code 2; a bug is rethrown. */
-export function setupFailure(error: unknown, json: boolean, runId: string): number {
+/**
+ * Report a user-caused setup problem and return exit code 2; a bug is rethrown. `runId` is the run
+ * that was being set up (null for a command that starts none); a bad flag value is a usage error
+ * like an unknown flag: it points to the command's help and has no run id, whatever was set up.
+ */
+export function setupFailure(error: unknown, json: boolean, runId: string | null, command = ''): number {
   const message = setupProblem(error);
   if (message === null) throw error;
+  const flag = isFlagProblem(error);
   if (json) {
-    stdout.write(`${JSON.stringify(setupEnvelope(runId, message))}\n`);
-  } else stderr.write(`conch: ${message}\n`);
+    stdout.write(`${JSON.stringify(setupEnvelope(flag ? null : runId, message))}\n`);
+  }
+  // As for an unknown flag, stderr says it under --json too.
+  if (!json || flag) stderr.write(`conch: ${message}\n${flag ? usageHint(command) : ''}`);
   return EXIT_CODES.setup_error;
 }

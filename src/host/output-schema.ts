@@ -3,7 +3,7 @@
 // that names the file and what is wrong.
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { SetupError } from '../core/errors.ts';
+import { ConfigError, SetupError } from '../core/errors.ts';
 import { parseJsonText } from '../config/json-text.ts';
 import { schemaProblems, type OutputSchema } from '../agent/output.ts';
 
@@ -14,7 +14,8 @@ export function loadOutputSchema(file: string, cwd: string): OutputSchema {
   } catch (error) {
     const code = (error as { code?: string }).code;
     const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (error as Error).message;
-    throw new SetupError(`--output-schema ${file}: cannot read the schema (${why}). Give the path of a JSON Schema file.`);
+    // The path typed is wrong: a flag's problem (setup-error.ts isFlagProblem), not the file's.
+    throw new ConfigError(`--output-schema ${file}: cannot read the schema (${why}). Give the path of a JSON Schema file.`, undefined, '--output-schema');
   }
   const parsed = parseJsonText(raw);
   if (!parsed.ok) throw new SetupError(`--output-schema ${file}: ${parsed.message}. The file must hold one JSON Schema.`);

@@ -12,3 +12,12 @@ export function setupProblem(error: unknown): string | null {
   if (error instanceof Error && (code === 'ENOENT' || code === 'EACCES' || code === 'ENOTDIR')) return error.message;
   return null;
 }
+
+/**
+ * A problem with a value typed on the command line (--timeout 5x, --env FOO=1, --policy FILE that
+ * is not there): a usage error, found before any run began, so no run id goes with it. Such a
+ * ConfigError names the flag as its key; a file's own problem (bad JSON in the policy) names none.
+ */
+export function isFlagProblem(error: unknown): boolean {
+  return error instanceof ConfigError && error.key?.startsWith('--') === true;
+}

@@ -23,14 +23,19 @@ async function usageError(args: string[], flag: string): Promise<string> {
   return r.stderr;
 }
 
-/** The same under --json: exactly one document on stdout, naming the flag. */
+/**
+ * The same under --json: exactly one document on stdout, naming the flag, with no run id (the
+ * command line was wrong, so no run began), and on stderr the pointer to the help.
+ */
 async function usageErrorJson(args: string[], flag: string): Promise<void> {
   const r = await conch(withModel(['--json', ...args]));
   expect(r.code).toBe(2);
   const lines = r.stdout.trim().split('\n');
   expect(lines).toHaveLength(1);
-  expect(JSON.parse(lines[0]!)).toMatchObject({ status: 'failed', code: 'config_invalid', exitCode: 2 });
+  expect(JSON.parse(lines[0]!)).toMatchObject({ runId: null, status: 'failed', code: 'config_invalid', exitCode: 2 });
   expect(JSON.parse(lines[0]!).message).toContain(flag);
+  expect(r.stderr).toContain(flag);
+  expect(r.stderr).toEndWith("Run 'conch --help' for usage.\n");
 }
 
 describe('flags are reported as typed', () => {
@@ -53,6 +58,31 @@ describe('flags are reported as typed', () => {
 });
 
 describe('every flag is checked for type and repetition before use', () => {
+  test('a bad flag value is a usage error like an unknown flag: runId null under --json, whichever check found it', async () => {
+    const schema = join(harness.dirs.home, 'no-such-schema.json');
+    const bad: [string[], string][] = [
+      [['--timeout', '5x'], '--timeout 5x'],
+      [['--limit', 'foo=1'], '--limit foo=1'],
+      [['--limit', 'tool_calls=x'], '--limit tool_calls=x'],
+      [['--env', 'FOO=1'], '--env FOO=1'],
+      [['--env', 'CONCH_TASK_X'], '--env CONCH_TASK_X'],
+      [['--profile', 'frost'], '--profile frost'],
+      [['--allow-net', 'bad..host'], '--allow-net'],
+      [['--plugin', 'nosuch'], '--plugin'],
+      [['--fallback-model', 'nope/x'], '--fallback-model'],
+      [['--output-schema', schema], '--output-schema'],
+      [['--max-turns', 'x'], '--max-turns'],
+    ];
+    for (const [args, flag] of bad) await usageErrorJson([...args, 'go'], flag);
+    // Several tasks: the same document shape, the same null.
+    await usageErrorJson(['run', '--timeout', '5x', 'one', 'two'], '--timeout 5x');
+    // A subcommand starts no run: no run id, and the pointer is to its own help.
+    const tools = await conch(['tools', '--json', '--timeout', '5x']);
+    expect(tools.code).toBe(2);
+    expect(JSON.parse(tools.stdout)).toMatchObject({ runId: null, message: expect.stringContaining('--timeout 5x') });
+    expect(tools.stderr).toEndWith("Run 'conch tools --help' for usage.\n");
+  });
+
   test('--policy "" is a setup error, never a run without a policy', async () => {
     await usageError(['--policy', '', 'go'], '--policy');
     await usageErrorJson(['--policy', '', 'go'], '--policy');

@@ -46,7 +46,8 @@ describe('durations out of range are setup errors naming the flag', () => {
     test(args.join(' '), async () => {
       const r = await run([...args, 'go']);
       expect(r.code).toBe(2);
-      expect(r.stderr).toBe(`conch: ${message}\n`);
+      // A flag's bad value is a usage error: its message, then where the usage is.
+      expect(r.stderr).toBe(`conch: ${message}\nRun 'conch --help' for usage.\n`);
       expect(harness.server.requests).toHaveLength(0);
     });
   }
