@@ -1,6 +1,7 @@
 // conch's commands and flags: one table that drives both the parser (argv.ts) and the help (cac),
 // and the typed CliFlags built from what was parsed.
 import type { CliFlags } from '../config/types.ts';
+import { plainDecimal, plainWhole } from '../core/numbers.ts';
 import { UsageError, type FlagSpec, type HelpFacts, type ParsedArgs } from './argv.ts';
 
 const GLOBAL: FlagSpec[] = [
@@ -152,14 +153,15 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
   const count = (name: string) => {
     const v = one(name);
     if (v === undefined) return undefined;
-    if (!/^\d+$/.test(v)) throw new UsageError(`--${name} takes a whole number (0 = unlimited), got '${v}'`);
-    return Number(v);
+    const n = plainWhole(v);
+    if (n === null) throw new UsageError(`--${name} takes a whole number (0 = unlimited), got '${v}'`);
+    return n;
   };
   const number = (name: string, min: number, max: number, what: string) => {
     const v = one(name);
     if (v === undefined) return undefined;
-    const n = Number(v);
-    if (v.trim() === '' || !Number.isFinite(n) || n < min || n > max) throw new UsageError(`--${name} takes ${what}, got '${v}'`);
+    const n = plainDecimal(v);
+    if (n === null || n < min || n > max) throw new UsageError(`--${name} takes ${what}, got '${v}'`);
     return n;
   };
   const maxOutputTokens = count('max-output-tokens');
@@ -177,8 +179,8 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
     fallbackModel: all('fallback-model'),
     maxOutputTokens,
     thinking: thinking as CliFlags['thinking'],
-    temperature: number('temperature', 0, 2, 'a number from 0 to 2'),
-    maxCost: number('max-cost', 0, Number.MAX_SAFE_INTEGER, 'US dollars, a number ≥ 0 such as 0.50 (0 = unlimited)'),
+    temperature: number('temperature', 0, 2, 'a number from 0 to 2 in plain decimal, such as 0.7'),
+    maxCost: number('max-cost', 0, Number.MAX_SAFE_INTEGER, 'US dollars, a number ≥ 0 in plain decimal such as 0.50 (0 = unlimited)'),
     baseUrl,
     maxTurns: count('max-turns'),
     maxToolCalls: count('max-tool-calls'),

@@ -8,6 +8,7 @@ import { unknownProfile } from '../sandbox/profile-names.ts';
 import type { PolicyLayer } from './layers.ts';
 import type { CliFlags } from './types.ts';
 import { ConfigError } from '../core/errors.ts';
+import { plainDecimal, plainWhole } from '../core/numbers.ts';
 
 /** --timeout: seconds as a number, or "90", "30s", "5m", "1h", "2d", "250ms"; null when refused. */
 export function parseDuration(value: string | number): number | null {
@@ -17,7 +18,9 @@ export function parseDuration(value: string | number): number | null {
 
 /** --timeout as milliseconds, undefined when not given. */
 export function timeoutFlag(flags: CliFlags): number | undefined {
-  const timeout = flags.timeout === undefined ? undefined : parseDurationText(flags.timeout);
+  // Typed text is taken as typed: ' 5' is no duration a person means, though a config value may be padded.
+  const padded = typeof flags.timeout === 'string' && flags.timeout.trim() !== flags.timeout;
+  const timeout = flags.timeout === undefined ? undefined : padded ? { ok: false as const, problem: 'expected seconds or a duration such as 30s, 5m, 1h or 2d, without spaces' } : parseDurationText(flags.timeout);
   if (timeout && !timeout.ok) throw new ConfigError(`--timeout ${flags.timeout}: ${timeout.problem}.`, undefined, '--timeout');
   return timeout?.ms;
 }
@@ -87,11 +90,12 @@ export function limitOverrides(values: string[] | undefined): Partial<Limits> {
   for (const raw of values ?? []) {
     const eq = raw.indexOf('=');
     const name = raw.slice(0, eq) as keyof Limits;
-    const value = Number(raw.slice(eq + 1));
     if (eq < 1 || !(name in DEFAULT_LIMITS)) {
       throw new ConfigError(`--limit ${raw}: expected NAME=VALUE with NAME one of ${Object.keys(DEFAULT_LIMITS).join(', ')}.`, undefined, '--limit');
     }
-    if (name === 'cost_usd' ? !Number.isFinite(value) || value < 0 || raw.slice(eq + 1).trim() === '' : !Number.isInteger(value) || value < 0) {
+    // As typed: 0x10, 1e3 or ' 5' is no value a person means (core/numbers.ts).
+    const value = name === 'cost_usd' ? plainDecimal(raw.slice(eq + 1)) : plainWhole(raw.slice(eq + 1));
+    if (value === null) {
       const what = name === 'cost_usd' ? 'a number of US dollars ≥ 0, such as 0.50' : 'a whole number (bytes, milliseconds or a count)';
       throw new ConfigError(`--limit ${raw}: the value must be ${what}.`, undefined, '--limit');
     }

@@ -83,6 +83,42 @@ describe('every flag is checked for type and repetition before use', () => {
     expect(tools.stderr).toEndWith("Run 'conch tools --help' for usage.\n");
   });
 
+  test('numeric flags take plain decimals only: hex, exponents, Infinity and padding are refused naming flag and value', async () => {
+    const refused: [string, string][] = [
+      ['--temperature', '0x1'],
+      ['--temperature', '1e0'],
+      ['--temperature', 'Infinity'],
+      ['--temperature', ' 1'],
+      ['--temperature', '1.'],
+      ['--temperature', '-0'],
+      ['--max-cost', '0x10'],
+      ['--max-cost', '1e'],
+      ['--max-cost', '1e2'],
+      ['--max-cost', 'Infinity'],
+      ['--max-cost', '1 '],
+      ['--max-turns', '0x10'],
+      ['--max-output-tokens', '1e3'],
+      ['--limit', 'cost_usd=0x10'],
+      ['--limit', 'tool_calls=1e3'],
+      ['--limit', 'tool_calls=0x10'],
+      ['--limit', 'stdin_bytes= 5'],
+      ['--timeout', ' 5'],
+    ];
+    for (const [flag, value] of refused) {
+      const stderr = await usageError([flag, value, 'go'], flag);
+      expect(stderr).toContain(value);
+    }
+    await usageErrorJson(['--temperature', '0x1', 'go'], "--temperature takes a number from 0 to 2 in plain decimal, such as 0.7, got '0x1'");
+    await usageErrorJson(['--max-cost', '0x10', 'go'], "--max-cost takes US dollars, a number ≥ 0 in plain decimal such as 0.50 (0 = unlimited), got '0x10'");
+    // Plain decimals are taken (a cost limit on the unpriced test model ends the run as limit_exceeded, after the check).
+    harness.server.script(() => ({ text: 'ok' }));
+    for (const args of [['--temperature', '.5'], ['--temperature', '0.7'], ['--max-cost', '0.50'], ['--limit', 'cost_usd=2'], ['--limit', 'tool_calls=10']]) {
+      const r = await conch(withModel(['--json', ...args, 'go']));
+      expect(r.code).not.toBe(2);
+      expect(JSON.parse(r.stdout).runId).toEqual(expect.any(String));
+    }
+  });
+
   test('--policy "" is a setup error, never a run without a policy', async () => {
     await usageError(['--policy', '', 'go'], '--policy');
     await usageErrorJson(['--policy', '', 'go'], '--policy');
