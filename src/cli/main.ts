@@ -151,8 +151,9 @@ function notACommand(words: string[]): string {
   const asTask = `To run 'help ${words.join(' ')}' as a task: conch -- help ${words.join(' ')}`;
   if (words.length > 1) return `'conch help' takes one command name, got: ${words.join(' ')}. ${asTask}`;
   const near = closest(words[0]!, names);
-  const hint = near ? `did you mean 'conch help ${near}'?` : `the commands are ${names.join(', ')}`;
-  return `'${words[0]}' is not a command; ${hint}. ${asTask}`;
+  // A question ends its own sentence: no full stop after the question mark.
+  const hint = near ? `did you mean 'conch help ${near}'?` : `the commands are ${names.join(', ')}.`;
+  return `'${words[0]}' is not a command; ${hint} ${asTask}`;
 }
 
 function usageError(message: string): never {

@@ -190,7 +190,7 @@ describe('commands and tasks', () => {
     expect(sessions.stdout).toContain('`show ID`, `rm ID`, `prune --older-than 30d`');
     const typo = await conch(['help', 'tool']);
     expect(typo.code).toBe(2);
-    expect(typo.stderr).toContain("'tool' is not a command; did you mean 'conch help tools'?");
+    expect(typo.stderr).toContain("'tool' is not a command; did you mean 'conch help tools'? To run 'help tool' as a task: conch -- help tool");
     expect(typo.stderr).toContain('conch -- help tool');
     const far = await conch(['help', 'refactor']);
     expect(far.code).toBe(2);
@@ -243,6 +243,14 @@ describe('commands and tasks', () => {
       expect(r.stderr).toContain(`conch run ${typed}`);
     }
     expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('a suggestion is one question: never "?." or "?)." after it', async () => {
+    for (const args of [['help', 'tool'], ['help', 'refactor'], ['tool'], ['--modle', 'x', 'go'], ['tools', '--jsn'], ['sessions', '--al']]) {
+      const r = await conch(args);
+      expect(r.code).toBe(2);
+      expect(r.stderr).not.toMatch(/\?[.,]|\.\./);
+    }
   });
 
   test('conch run WORD, conch -- WORD and a multi-word task are tasks', async () => {
