@@ -64,8 +64,11 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
       code === 'EACCES' ? 'permission denied' : code === 'EISDIR' ? 'it is a directory' : code === 'ENOTREG' ? 'it is not a regular file' : (code ?? String(e));
     throw new ConfigError(`${file}: the config file cannot be read (${why}). Make it a readable JSON file or remove it.`, file);
   }
-  const parsed = parseJsonText(text);
-  if (!parsed.ok) throw new ConfigError(`${file}: ${parsed.message}. A config file is one JSON object.`, file);
+  // An empty file is an empty config (`touch config.json` before filling it in), as {} would be.
+  const parsed = isBlank(text) ? { ok: true as const, value: {} } : parseJsonText(text);
+  if (!parsed.ok) {
+    throw new ConfigError(`${file}: ${parsed.message}. A config file is one JSON object, e.g. {"model": "anthropic/claude-sonnet-5-5"}: fix the JSON there, or empty or remove the file for the defaults.`, file);
+  }
   const value = parsed.value;
   if (depthOf(value) > MAX_DEPTH) {
     throw new ConfigError(`${file}: the JSON is nested more than ${MAX_DEPTH} levels deep; a config file is a shallow object.`, file);
@@ -77,6 +80,11 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
   const config: ConfigFile = { kind, file, base, value: value as ConfigFileValue };
   checkFile(config);
   return config;
+}
+
+/** Nothing but whitespace (and the byte-order mark an editor may write). */
+function isBlank(text: string): boolean {
+  return /^\uFEFF?\s*$/.test(text);
 }
 
 /** Shared with the policy file: `env` permits variables, which a deny rule has no use for. */

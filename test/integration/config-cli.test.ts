@@ -21,8 +21,29 @@ describe('a config file with a syntax error', () => {
     const r = await runConch({ dirs: harness.dirs, args: ['go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`${file}: not valid JSON at line 4, column 3`);
+    expect(r.stderr).toContain('fix the JSON there, or empty or remove the file for the defaults.');
     expect(r.stderr).not.toMatch(/\n\s+at /);
     expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('an empty one (0 bytes, or only whitespace) is read as {}, a user or a project file', async () => {
+    const user = join(harness.dirs.configHome, 'conch', 'config.json');
+    const project = join(harness.dirs.workspace, '.conch', 'config.json');
+    await mkdir(join(harness.dirs.workspace, '.conch'), { recursive: true });
+    for (const [file, text] of [[user, ''], [user, ' \n\t\r\n'], [user, '\uFEFF'], [project, '\n']] as const) {
+      await writeFile(file, text);
+      harness.server.script([{ text: 'fine' }]);
+      const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('fine\n');
+      await writeFile(file, '{}');
+    }
+    // Whitespace around something that is not JSON is still an error.
+    await writeFile(user, '\n  {"limits": \n');
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`${user}: not valid JSON at line 3, column 1, at the end of the file`);
   });
 
   test('that starts with a byte-order mark is read', async () => {
