@@ -37,6 +37,17 @@ const GLOBAL: FlagSpec[] = [
   { usage: '--skill <name>', description: "Put this skill's instructions into the task up front (repeatable; see `conch skills`)", repeatable: true },
 ];
 
+/**
+ * The flags that change which tools (plugins, MCP servers, skills) the model is offered: what
+ * `conch tools` and `conch mcp` list depends on these and on nothing else of a run's (the model, its
+ * budget and limits, the deadline), so their help lists only these.
+ */
+const CATALOG_FLAGS = new Set([
+  'unrestricted', 'no-network', 'allow-net', 'no-shell', 'no-filesystem', 'read-only', 'allow-home-writes', 'tools', 'no-plugins', 'no-mcp',
+  'tools-dir', 'plugin', 'project-tools', 'policy', 'allow-write', 'profile', 'skill',
+]);
+const CATALOG: FlagSpec[] = GLOBAL.filter((f) => CATALOG_FLAGS.has(/--([a-z][a-z0-9-]*)/.exec(f.usage)![1]!));
+
 const EPHEMERAL: FlagSpec = { usage: '--ephemeral', description: 'Store nothing: no session file for this run' };
 const OTEL: FlagSpec = { usage: '--otel', description: 'Export an OpenTelemetry trace per run over OTLP (also on when OTEL_EXPORTER_OTLP_ENDPOINT is set)' };
 
@@ -76,12 +87,12 @@ export const COMMANDS: Record<string, CommandSpec> = {
   tools: {
     usage: 'tools [action] [name]',
     description: 'List the tool catalog as the model sees it; `tools new NAME` writes a starter plugin',
-    flags: [...GLOBAL, { usage: '--json', description: 'Print the catalog as JSON' }],
+    flags: [...CATALOG, { usage: '--json', description: 'Print the catalog as JSON' }],
   },
   mcp: {
     usage: 'mcp',
     description: 'List the MCP servers: whether each started, its tools, why a failed one failed',
-    flags: [...GLOBAL, { usage: '--json', description: 'Print the servers as JSON' }],
+    flags: [...CATALOG, { usage: '--json', description: 'Print the servers as JSON' }],
   },
   skills: {
     usage: 'skills',
@@ -136,7 +147,8 @@ export async function outputHelp(command?: string): Promise<void> {
   // cac's help of one command leaves out what the command does (the actions of `sessions`, say).
   const about = command ? COMMANDS[command]?.description : undefined;
   cli.help((sections) => {
-    const out = sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '') }));
+    // cac pads every option line for a default it then leaves out: no line ends in spaces.
+    const out = sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '').replace(/[ \t]+$/gm, '') }));
     if (about) out.splice(2, 0, { body: `  ${about}` });
     return out;
   });

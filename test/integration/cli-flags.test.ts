@@ -77,9 +77,9 @@ describe('every flag is checked for type and repetition before use', () => {
     // Several tasks: the same document shape, the same null.
     await usageErrorJson(['run', '--timeout', '5x', 'one', 'two'], '--timeout 5x');
     // A subcommand starts no run: no run id, and the pointer is to its own help.
-    const tools = await conch(['tools', '--json', '--timeout', '5x']);
+    const tools = await conch(['tools', '--json', '--profile', 'frost']);
     expect(tools.code).toBe(2);
-    expect(JSON.parse(tools.stdout)).toMatchObject({ runId: null, message: expect.stringContaining('--timeout 5x') });
+    expect(JSON.parse(tools.stdout)).toMatchObject({ runId: null, message: expect.stringContaining('--profile frost') });
     expect(tools.stderr).toEndWith("Run 'conch tools --help' for usage.\n");
   });
 
@@ -245,6 +245,31 @@ describe('commands and tasks', () => {
     expect(harness.server.requests).toHaveLength(0);
   });
 
+  test("each command's help lists only its own options, and no help line ends in whitespace", async () => {
+    const commands = ['', 'run', 'tools', 'mcp', 'skills', 'trust', 'sandbox', 'acp', 'sessions', 'help'];
+    const helps = new Map<string, string>();
+    for (const command of commands) {
+      const r = await conch(command ? [command, '--help'] : ['--help']);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toContain('Usage:');
+      expect(r.stdout.split('\n').filter((line) => /\s$/.test(line))).toEqual([]);
+      helps.set(command, r.stdout);
+    }
+    expect((await conch(['help', 'tools'])).stdout).toBe(helps.get('tools')!);
+    // A run's model, budget and deadline flags are a run's; the listings take what shapes the tools.
+    for (const command of ['tools', 'mcp']) {
+      for (const own of ['--tools-dir', '--no-plugins', '--no-mcp', '--policy', '--profile', '--json']) expect(helps.get(command)).toContain(own);
+      for (const other of ['--model', '--temperature', '--max-cost', '--timeout', '--max-turns', '--limit', '--trace', '--continue']) expect(helps.get(command)).not.toContain(`${other} `);
+      const r = await conch([command, '--temperature', '1']);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(`'conch ${command}' has no option '--temperature'`);
+    }
+    for (const command of ['sessions', 'skills', 'trust', 'sandbox', 'help']) expect(helps.get(command)).not.toMatch(/--model|--temperature|--tools-dir/);
+    // An editor's session is a run: conch acp takes a run's model and policy flags.
+    expect(helps.get('acp')).toContain('--temperature');
+    expect(helps.get('')).toContain('--max-concurrent');
+  });
+
   test('a suggestion is one question: never "?." or "?)." after it', async () => {
     for (const args of [['help', 'tool'], ['help', 'refactor'], ['tool'], ['--modle', 'x', 'go'], ['tools', '--jsn'], ['sessions', '--al']]) {
       const r = await conch(args);
@@ -281,8 +306,9 @@ describe('commands and tasks', () => {
       `so --tools-dir ${harness.dirs.home}, --project-tools would do nothing`,
     );
     await usageErrorJson(['--no-plugins', '--plugin', 'git', 'go'], '--no-plugins');
-    const tools = await conch(withModel(['tools', '--no-plugins', '--plugin', 'git']));
+    const tools = await conch(['tools', '--no-plugins', '--plugin', 'git']);
     expect(tools.code).toBe(2);
+    expect(tools.stderr).toContain('--no-plugins loads no plugin');
   });
 
   test('--unrestricted with --no-network, --allow-net or --profile is a setup error: unsandboxed commands would have the network and the whole filesystem', async () => {
