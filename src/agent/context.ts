@@ -52,15 +52,22 @@ export interface Fit {
   elided: { results: number; bytes: number } | null;
 }
 
-/** Elide the oldest tool results of `request.messages` (in place) until the request fits `limit`. */
+/**
+ * Elide the oldest tool results of `request.messages` until the request fits `limit`. A tool
+ * message with an elided result is replaced in the array by a new message object, never edited:
+ * the providers keep each message's conversion from one request to the next and tell a changed
+ * message by its identity (providers/converted-history.ts).
+ */
 export function fitContext(request: ModelRequest, limit: number): Fit {
   let bytes = requestBytes(request);
   if (bytes <= limit) return { bytes, elided: null };
   let results = 0;
   let removed = 0;
-  for (const message of request.messages) {
-    if (bytes <= limit) break;
+  const { messages } = request;
+  for (let m = 0; m < messages.length && bytes > limit; m++) {
+    const message = messages[m]!;
     if (message.role !== 'tool') continue;
+    let kept: ToolResultMessage[] | null = null;
     for (let i = 0; i < message.results.length && bytes > limit; i++) {
       const result = message.results[i]!;
       if (isElided(result)) continue;
@@ -68,13 +75,15 @@ export function fitContext(request: ModelRequest, limit: number): Fit {
       const content = [{ type: 'text' as const, text: elisionNote(before) }];
       const after = bytesOf(content);
       if (after >= before) continue;
-      message.results[i] = { ...result, content };
-      measured.delete(request.messages);
+      kept ??= message.results.slice();
+      kept[i] = { ...result, content };
       // The content array appears verbatim in the serialized request, so the saving is exact.
       bytes -= before - after;
       results++;
       removed += before;
     }
+    if (kept) messages[m] = { ...message, results: kept };
   }
+  if (results > 0) measured.delete(messages);
   return { bytes, elided: results > 0 ? { results, bytes: removed } : null };
 }

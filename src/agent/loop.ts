@@ -361,11 +361,15 @@ function sealConversation(conversation: Message[], reason: string): ToolResultMe
   } else if (last?.role === 'assistant' && last.toolCalls.length > 0) {
     results = [];
     calls = last.toolCalls;
-    conversation.push({ role: 'tool', results });
   } else return [];
   const added = calls.slice(results.length).map((call): ToolResultMessage => (
     { callId: call.id, name: call.name, content: [{ type: 'text', text: `not run: the run stopped (${reason})` }], isError: true }
   ));
-  results.push(...added);
+  if (added.length === 0) return added;
+  // A new tool message rather than more results in the old one: providers tell a changed message
+  // by its identity (providers/converted-history.ts).
+  const sealed: Message = { role: 'tool', results: [...results, ...added] };
+  if (last.role === 'tool') conversation[conversation.length - 1] = sealed;
+  else conversation.push(sealed);
   return added;
 }

@@ -3,6 +3,7 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
 import { addCacheBreakpoints } from './anthropic-cache.ts';
+import { historyConverter } from './converted-history.ts';
 import { controlsFor } from './families.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
 import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type ToolResultMessage, type Usage } from './types.ts';
@@ -26,24 +27,15 @@ function toolUseId(id: string): string {
   return id.replace(/[^a-zA-Z0-9_-]/g, '_') || 'call';
 }
 
-// A long run sends the same messages on every turn: each is converted once. A tool message's
-// results are converted one by one (they arrive one by one, and an elided result is a new object).
-// The cache breakpoints never mark these shared objects; they mark copies (anthropic-cache.ts).
-const converted = new WeakMap<Message, Anthropic.MessageParam | null>();
-const convertedResults = new WeakMap<ToolResultMessage, Anthropic.ToolResultBlockParam>();
-
 function toolResult(r: ToolResultMessage): Anthropic.ToolResultBlockParam {
-  let param = convertedResults.get(r);
-  if (!param) {
-    const content = r.content.filter((b) => b.type !== 'text' || b.text !== '').map(block);
-    param = { type: 'tool_result', tool_use_id: toolUseId(r.callId), ...(content.length > 0 ? { content } : {}), is_error: r.isError };
-    convertedResults.set(r, param);
-  }
-  return param;
+  const content = r.content.filter((b) => b.type !== 'text' || b.text !== '').map(block);
+  return { type: 'tool_result', tool_use_id: toolUseId(r.callId), ...(content.length > 0 ? { content } : {}), is_error: r.isError };
 }
 
-function convert(m: Exclude<Message, { role: 'tool' }>): Anthropic.MessageParam | null {
-  if (m.role === 'user') return { role: 'user', content: m.content.map(block) };
+/** One neutral message as Anthropic takes it: tool results travel as a user turn of tool_result blocks. */
+function convert(m: Message): Anthropic.MessageParam[] {
+  if (m.role === 'tool') return [{ role: 'user', content: m.results.map(toolResult) }];
+  if (m.role === 'user') return [{ role: 'user', content: m.content.map(block) }];
   const content: Anthropic.ContentBlockParam[] = [];
   // Signed thinking goes back byte for byte, first, as the API requires in a tool-use turn.
   for (const t of m.thinking ?? []) {
@@ -55,23 +47,20 @@ function convert(m: Exclude<Message, { role: 'tool' }>): Anthropic.MessageParam 
   for (const c of m.toolCalls) {
     content.push({ type: 'tool_use', id: toolUseId(c.id), name: c.name, input: historyArguments(c.arguments) });
   }
-  return content.length > 0 ? { role: 'assistant', content } : null;
+  return content.length > 0 ? [{ role: 'assistant', content }] : [];
 }
 
-/** Neutral conversation → Anthropic messages. Tool results travel as a user turn of tool_result blocks. */
-export function toAnthropicMessages(messages: Message[]): Anthropic.MessageParam[] {
-  const out: Anthropic.MessageParam[] = [];
-  for (const m of messages) {
-    if (m.role === 'tool') {
-      out.push({ role: 'user', content: m.results.map(toolResult) });
-      continue;
-    }
-    let param = converted.get(m);
-    if (param === undefined) converted.set(m, (param = convert(m)));
-    if (param) out.push(param);
-  }
-  return out;
+/** Neutral conversation → Anthropic messages, converted from scratch. */
+export function toAnthropicMessages(messages: readonly Message[]): Anthropic.MessageParam[] {
+  return messages.flatMap(convert);
 }
+
+/**
+ * Neutral conversation → Anthropic messages, converting only what was added since the last request
+ * of the same conversation (converted-history.ts). The cache breakpoints never mark the kept
+ * objects; they mark copies (anthropic-cache.ts).
+ */
+export const keptAnthropicMessages = historyConverter(convert);
 
 /**
  * `format`: the output schema as Anthropic's structured output (output_config.format), which
@@ -90,7 +79,8 @@ export function toAnthropicParams(
     ...(controls.thinkingBudget !== undefined ? { thinking: { type: 'enabled', budget_tokens: controls.thinkingBudget } } : {}),
     ...(controls.temperature !== undefined ? { temperature: controls.temperature } : {}),
     ...(format ? { output_config: { format } } : {}),
-    messages: toAnthropicMessages(request.messages),
+    // A copy of the kept array: the breakpoints replace two of its entries.
+    messages: keptAnthropicMessages(request.messages).slice(),
     ...(request.system !== '' ? { system: request.system } : {}),
     ...(request.tools.length > 0
       ? {

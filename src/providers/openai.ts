@@ -3,6 +3,7 @@
 // usage, finish_reason and tool-call ids may all be missing. The SDK is loaded on first use.
 import type OpenAI from 'openai';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
+import { historyConverter } from './converted-history.ts';
 import { controlsFor } from './families.ts';
 import { abortError, withRetry, type RetryContext } from './retry.ts';
 import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type Usage } from './types.ts';
@@ -18,68 +19,71 @@ function part(b: ContentBlock): ContentPart {
     : { type: 'image_url', image_url: { url: `data:${b.mediaType};base64,${b.data}` } };
 }
 
-/** Each call's history arguments, parsed once: a long run sends every earlier call on every turn. */
-const historyTexts = new WeakMap<ToolCall, string>();
-
 /** Arguments for history: the raw text when it is a JSON object, else `{}` (servers that parse it would choke). */
 function historyArgumentText(call: ToolCall): string {
-  let text = historyTexts.get(call);
-  if (text === undefined) {
-    text = Object.keys(historyArguments(call.arguments)).length === 0 ? '{}' : call.arguments;
-    historyTexts.set(call, text);
-  }
-  return text;
+  return Object.keys(historyArguments(call.arguments)).length === 0 ? '{}' : call.arguments;
 }
 
 /**
- * Neutral conversation → Chat Completions messages. A `tool` message may carry only text, so an
+ * One neutral message as Chat Completions takes it. A `tool` message may carry only text, so an
  * image a tool returned is announced in the tool message and sent in a user message right after
  * the tool messages (they must directly follow the assistant's tool calls).
  */
-export function toOpenAIMessages(system: string, messages: Message[]): ChatMessage[] {
-  const out: ChatMessage[] = system !== '' ? [{ role: 'system', content: system }] : [];
-  for (const m of messages) {
-    if (m.role === 'user') {
-      const only = m.content.length === 1 ? m.content[0] : undefined;
-      // Plain string content is what every compatible server understands.
-      out.push({ role: 'user', content: only?.type === 'text' ? only.text : m.content.map(part) });
-    } else if (m.role === 'assistant') {
-      const msg: OpenAI.Chat.ChatCompletionAssistantMessageParam = {
-        role: 'assistant',
-        content: m.text !== '' || m.toolCalls.length === 0 ? m.text : null,
-      };
-      if (m.toolCalls.length > 0) {
-        msg.tool_calls = m.toolCalls.map((c) => ({
-          id: c.id,
-          type: 'function' as const,
-          function: { name: c.name, arguments: historyArgumentText(c) },
-        }));
-      }
-      out.push(msg);
-    } else {
-      const images: ContentPart[] = [];
-      for (const r of m.results) {
-        const lines: string[] = [];
-        for (const b of r.content) {
-          if (b.type === 'text') {
-            lines.push(b.text);
-          } else {
-            images.push(part(b));
-            lines.push(`[image ${images.length} (${b.mediaType}) follows in the next user message]`);
-          }
-        }
-        let text = lines.join('\n');
-        // Chat Completions has no error flag on tool results; say it in the text.
-        if (r.isError && !/^error\b/i.test(text)) text = `Error: ${text}`;
-        out.push({ role: 'tool', tool_call_id: r.callId, content: text });
-      }
-      if (images.length > 0) {
-        out.push({ role: 'user', content: [{ type: 'text', text: 'Images returned by the tool calls above:' }, ...images] });
+function convert(m: Message): ChatMessage[] {
+  if (m.role === 'user') {
+    const only = m.content.length === 1 ? m.content[0] : undefined;
+    // Plain string content is what every compatible server understands.
+    return [{ role: 'user', content: only?.type === 'text' ? only.text : m.content.map(part) }];
+  }
+  if (m.role === 'assistant') {
+    const msg: OpenAI.Chat.ChatCompletionAssistantMessageParam = {
+      role: 'assistant',
+      content: m.text !== '' || m.toolCalls.length === 0 ? m.text : null,
+    };
+    if (m.toolCalls.length > 0) {
+      msg.tool_calls = m.toolCalls.map((c) => ({
+        id: c.id,
+        type: 'function' as const,
+        function: { name: c.name, arguments: historyArgumentText(c) },
+      }));
+    }
+    return [msg];
+  }
+  const out: ChatMessage[] = [];
+  const images: ContentPart[] = [];
+  for (const r of m.results) {
+    const lines: string[] = [];
+    for (const b of r.content) {
+      if (b.type === 'text') {
+        lines.push(b.text);
+      } else {
+        images.push(part(b));
+        lines.push(`[image ${images.length} (${b.mediaType}) follows in the next user message]`);
       }
     }
+    let text = lines.join('\n');
+    // Chat Completions has no error flag on tool results; say it in the text.
+    if (r.isError && !/^error\b/i.test(text)) text = `Error: ${text}`;
+    out.push({ role: 'tool', tool_call_id: r.callId, content: text });
+  }
+  if (images.length > 0) {
+    out.push({ role: 'user', content: [{ type: 'text', text: 'Images returned by the tool calls above:' }, ...images] });
   }
   return out;
 }
+
+const systemMessage = (system: string): ChatMessage[] => (system !== '' ? [{ role: 'system', content: system }] : []);
+
+/** Neutral conversation → Chat Completions messages, converted from scratch. */
+export function toOpenAIMessages(system: string, messages: readonly Message[]): ChatMessage[] {
+  return [...systemMessage(system), ...messages.flatMap(convert)];
+}
+
+/**
+ * The conversation's messages converted only as far as they were not for the last request of the
+ * same conversation (converted-history.ts).
+ */
+const keptOpenAIMessages = historyConverter(convert);
 
 export function toOpenAIParams(
   config: ProviderConfig,
@@ -91,7 +95,7 @@ export function toOpenAIParams(
     model: config.model,
     stream: true,
     stream_options: { include_usage: true },
-    messages: toOpenAIMessages(request.system, request.messages),
+    messages: [...systemMessage(request.system), ...keptOpenAIMessages(request.messages)],
     ...(request.tools.length > 0
       ? {
           tools: request.tools.map((t) => ({

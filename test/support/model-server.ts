@@ -63,6 +63,8 @@ export interface RecordedRequest {
   headers: Record<string, string>;
   /** The parsed JSON body (undefined if the body was not JSON). */
   body: any;
+  /** The body exactly as it arrived, for tests that compare bytes (what the SDK serialised). */
+  raw: string;
 }
 
 export type TurnSource = ScriptedTurn | ((req: RecordedRequest) => ScriptedTurn);
@@ -110,7 +112,7 @@ export async function startModelServer(): Promise<ModelServer> {
       } catch {
         body = undefined;
       }
-      const recorded: RecordedRequest = { protocol, path, headers: Object.fromEntries(req.headers), body };
+      const recorded: RecordedRequest = { protocol, path, headers: Object.fromEntries(req.headers), body, raw };
       requests.push(recorded);
       const next = dynamic ?? queue.shift();
       const turn: ScriptedTurn =
