@@ -6,7 +6,8 @@
 //                 stopped: measured as the issue measured Karl. This server starts faster than the
 //                 issue's (≈ 78 ms), so the ratio is taken net of each side's own server: (row − server)
 //                 against (Karl − 78 ms); the gross ratio is printed beside it
-//   long run      per-turn time at turn 50 and at turn 1,000 of one 1,000-turn run
+//   long run      per-turn time at turn 50 and at turn 1,000 of one 1,000-turn run, and conch's side of
+//                 it alone (the last response byte handed back → the next request)
 //   plugins       `conch tools --json` with 20 new plugins (empty transpile cache) against none
 //   sandbox       bench/sandbox.ts's in-process ratio, conch's sandbox against bare bwrap
 // Run: ./node_modules/.bin/bun bench/summary.ts [runs [section…]]   (runs per figure, default 7)
@@ -160,9 +161,12 @@ try {
   // ── a 1,000-turn run: per-turn time at turn 50 and at turn 1,000 ───────────────────────────
   if (want('long')) {
     // A server of its own: the test server keeps every request body, which a 1,000-turn run would
-    // grow to hundreds of MB. This one only notes when each request arrived.
+    // grow to hundreds of MB. This one only notes when each request arrived and when the last byte
+    // of each response was handed back: from then to the next request is conch's side of a turn,
+    // the server's own work (reading the growing body, writing the response) left out.
     const TURNS = 1000;
     let arrivals: number[] = [];
+    let answered: number[] = [];
     const server = Bun.serve({
       hostname: '127.0.0.1',
       port: 0,
@@ -170,23 +174,35 @@ try {
         arrivals.push(performance.now());
         await req.arrayBuffer();
         const turn: ScriptedTurn = arrivals.length <= TURNS ? { toolCalls: [{ name: 'read', arguments: { path: 'small.txt' } }] } : { text: 'done' };
-        return anthropicResponse(turn, { stream: true, model: 'bench' });
+        const response = anthropicResponse(turn, { stream: true, model: 'bench' });
+        const at = arrivals.length - 1;
+        const body = response.body!.pipeThrough(new TransformStream({ flush: () => void (answered[at] = performance.now()) }));
+        return new Response(body, { headers: response.headers });
       },
     });
     const runEnv = env({ ANTHROPIC_BASE_URL: `http://127.0.0.1:${server.port}` });
     const at50: number[] = [];
     const at1000: number[] = [];
+    const side50: number[] = [];
+    const side1000: number[] = [];
     const window = (from: number) => median(arrivals.slice(from, from + 20).map((t, i) => arrivals[from + i + 1]! - t));
+    const conchSide = (from: number) => median(answered.slice(from, from + 20).map((t, i) => arrivals[from + i + 1]! - t));
     for (let i = 0; i < Math.max(3, Math.ceil(RUNS / 2)); i++) {
       arrivals = [];
+      answered = [];
       await spawn([CONCH, '--model', 'anthropic/bench', '--unrestricted', '--json', 'bench'], runEnv);
       at50.push(window(40));
       at1000.push(window(TURNS - 21));
+      side50.push(conchSide(40));
+      side1000.push(conchSide(TURNS - 21));
     }
     await server.stop(true);
     const early = median(at50);
     const late = median(at1000);
     report('1,000-turn run, per-turn time at turn 1,000 / turn 50', `${early.toFixed(2)} → ${late.toFixed(2)} ms per turn (loopback round trip and a 'read' included)`, late / early, 1.5, '×');
+    const sideEarly = median(side50);
+    const sideLate = median(side1000);
+    console.log(`conch's side of a turn (response handed back → next request): ${sideEarly.toFixed(2)} → ${sideLate.toFixed(2)} ms at turn 50 → 1,000  ${(sideLate / sideEarly).toFixed(2)} ×`);
   }
 
   // ── first start with 20 new plugins ────────────────────────────────────────────────────────
