@@ -92,13 +92,23 @@ function requestBytes(spec: RunSpec): number {
   return Buffer.byteLength(JSON.stringify({ system: spec.system, messages: spec.conversation, tools, cacheKey: spec.runId }), 'utf8');
 }
 
-async function longRun(protocol: Protocol, opts: { limits?: Partial<Limits>; bigResults: boolean }) {
+interface RunOptions {
+  limits?: Partial<Limits>;
+  bigResults?: boolean;
+  /** A conversation to continue (as ACP sessions and `conch -c` do); a new one otherwise. */
+  conversation?: Message[];
+  task?: string;
+  /** Turn i of this run; scriptedTurn by default. */
+  script?: (i: number) => ScriptedTurn;
+}
+
+async function longRun(protocol: Protocol, opts: RunOptions) {
   const provider = await createProvider(providerConfig(protocol));
   const events: RunEvent[] = [];
   const spec: RunSpec = {
     runId: `history-${protocol}`,
-    task: [{ type: 'text', text: 'a long task' }],
-    conversation: [],
+    task: [{ type: 'text', text: opts.task ?? 'a long task' }],
+    conversation: opts.conversation ?? [],
     system: SYSTEM,
     catalog: catalogOf(echo, picture),
     limits: { ...DEFAULT_LIMITS, ...opts.limits },
@@ -121,7 +131,8 @@ async function longRun(protocol: Protocol, opts: { limits?: Partial<Limits>; big
       bytes: requestBytes(spec),
       elidedSoFar: events.filter((e) => e.type === 'context.elided').length,
     });
-    return scriptedTurn(server.requests.length - 1, opts.bigResults);
+    const i = server.requests.length - 1;
+    return opts.script ? opts.script(i) : scriptedTurn(i, opts.bigResults ?? false);
   });
   const outcome = await runTask(spec, provider, { emit: (e) => events.push(e) }, new AbortController().signal);
   return { outcome, events, checked, spec };
@@ -163,6 +174,31 @@ for (const protocol of ['anthropic', 'openai'] as const) {
       // At the limit itself the request goes.
       const { checked } = await longRun(protocol, { limits: { context_bytes: sizes[40]! }, bigResults: false });
       expect(checked.length).toBeGreaterThan(40);
+    }, 60_000);
+
+    test('a conversation continued after a run stopped between its calls, and after one cut back (an ACP prompt that failed)', async () => {
+      // Two calls a turn; the tool-call limit stops the run at the second call of turn 20, and the
+      // sealed tool message (a "not run" result added) is what the next run sends first.
+      const twoCalls = (run: string, turns: number) => (i: number): ScriptedTurn =>
+        i < turns ? { toolCalls: [0, 1].map((n) => ({ id: `${run}_${i}_${n}`, name: 'echo', arguments: { text: `${run} ${i} ${n}` } })) } : { text: `${run} done` };
+      const conversation: Message[] = [];
+      const first = await longRun(protocol, { conversation, limits: { tool_calls: 41 }, script: twoCalls('a', 30) });
+      expect(first.outcome.limit).toBe('tool_calls');
+      expect(JSON.stringify(conversation.at(-1))).toContain('not run: the run stopped');
+      const second = await longRun(protocol, { conversation, script: twoCalls('b', 10) });
+      expect(second.outcome.status).toBe('completed');
+      expect(second.checked[0]!.same).toBe(true);
+      expect(JSON.stringify(server.requests[0]!.body)).toContain('not run: the run stopped');
+      // A prompt whose first request fails is cut back (ACP drops a failed prompt's messages), and the
+      // next prompt's first request is as long as the failed one, with another message at its end.
+      const beforeFailed = conversation.length;
+      const failed = await longRun(protocol, { conversation, task: 'the failed prompt', script: () => ({ error: { status: 400, message: 'refused' } }) });
+      expect(failed.outcome.status).toBe('failed');
+      conversation.length = beforeFailed;
+      const third = await longRun(protocol, { conversation, script: twoCalls('c', 10) });
+      expect(third.outcome.status).toBe('completed');
+      expect(JSON.stringify(server.requests[0]!.body)).not.toContain('the failed prompt');
+      for (const run of [first, second, failed, third]) expect(run.checked.filter((c) => !c.same)).toEqual([]);
     }, 60_000);
   });
 }
