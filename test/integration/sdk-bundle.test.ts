@@ -38,6 +38,22 @@ test('each SDK is a file of its own; the Anthropic one sends Messages and holds 
   for (const path of ['/v1/messages', '/chat/completions']) expect(main).not.toContain(path);
 });
 
+test('TypeBox is a file of its own, and the schema checks conch makes with it work through the bundle', async () => {
+  const main = await readFile(join(outdir, 'main.js'), 'utf8');
+  const typebox = await readFile(join(outdir, 'vendor-typebox.js'), 'utf8');
+  // '~kind' is the key TypeBox marks each of its schemas with; 'date-time' one of the formats it registers.
+  for (const mark of ["'~kind'", '"~kind"', '"date-time"']) expect(main).not.toContain(mark);
+  expect(typebox).toContain('~kind');
+  // Arguments that fail the tool's schema: the error names the field (Compile and Errors from the vendor file).
+  harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 42 } }] }, { text: 'done' }]);
+  const run = await conch(['--model', 'anthropic/test-model', '--json', 'go']);
+  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+  expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', counts: { toolCalls: 1, toolErrors: 1 } });
+  const toolResult = JSON.stringify(harness.server.requests.at(-1)!.body);
+  expect(toolResult).toContain('path');
+  expect(toolResult).toContain('must be string');
+});
+
 test('a run on each provider through the bundle: tool turn, structured output, API error', async () => {
   const schema = join(harness.dirs.home, 'answer.schema.json');
   await writeFile(schema, JSON.stringify({ type: 'object', properties: { answer: { type: 'string' } }, required: ['answer'] }));
