@@ -2,6 +2,7 @@
 // dir, the sandbox settings, the executor, the MCP servers, the catalog (kernel, plugins, MCP tools,
 // narrowing), the skills (host/skills.ts), the sandbox check and the system prompt. host/start.ts calls it for every host.
 import { canonical } from '../core/paths.ts';
+import { homedir } from 'node:os';
 import type { Config } from '../config/types.ts';
 import type { CommandDecision } from '../core/command-decision.ts';
 import type { ContextFactory } from '../agent/dispatch.ts';
@@ -165,7 +166,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   const checked = await checkSandbox(config, sandbox, catalog);
   if (checked.warning) warnings.push(checked.warning);
 
-  const guidance = await loadGuidance(config.configDir, workspace.root, (path) => workspace.resolve(path, 'read'));
+  const guidance = await loadGuidance(config.configDir, workspace.root, (path) => workspace.resolve(path, 'read'), process.env.HOME || homedir());
   const system = systemPrompt({
     workspaceRoot: workspace.root,
     tools: catalog.names(),

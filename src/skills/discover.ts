@@ -3,8 +3,9 @@
 // the repository root down to the working directory, so the most specific one wins (as Codex does).
 // Synchronous on purpose: a start does this before anything else can run, and a sync stat costs a
 // few microseconds where an awaited one costs a thread-pool round trip (5x slower for 50 skills).
-import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readdirSync, realpathSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { repositoryChain } from '../workspace/repository-chain.ts';
 import type { FileStamp } from './cache.ts';
 
 export type SkillSource = 'user' | 'conch' | 'project';
@@ -41,19 +42,6 @@ export function skillRoots(opts: { home: string; configDir: string; cwd: string 
     roots.push({ source: 'project', dir: skills });
   }
   return roots;
-}
-
-/**
- * The directories from the repository root (the nearest ancestor holding `.git`) down to `cwd`;
- * just `cwd` outside a repository, so a stray folder above never joins in.
- */
-function repositoryChain(cwd: string): string[] {
-  const chain: string[] = [];
-  for (let dir = cwd; ; dir = dirname(dir)) {
-    chain.unshift(dir);
-    if (lstatSync(join(dir, '.git'), { throwIfNoEntry: false })) return chain;
-    if (dirname(dir) === dir) return [cwd];
-  }
 }
 
 function real(path: string): string {

@@ -1,0 +1,30 @@
+// Where a project's own files are looked for (skills' .agents/skills, AGENTS.md): in every directory
+// from the repository root down to the working directory, as Codex and Claude Code do, so a run in a
+// monorepo's package sees the guidance of the whole repository and of that package.
+import { lstatSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { isWithin } from '../core/paths.ts';
+
+/**
+ * The directories from the repository root (the nearest ancestor holding `.git`, a directory or a
+ * worktree's file) down to `cwd`, root first; just `cwd` outside a repository, so a stray folder
+ * above never joins in. With `ceiling` (the home directory), a walk that would climb above it stops
+ * as outside a repository: a `.git` in /home or / does not make the folders above home the project's.
+ */
+export function repositoryChain(cwd: string, ceiling?: string): string[] {
+  const chain: string[] = [];
+  for (let dir = cwd; ; dir = dirname(dir)) {
+    if (ceiling !== undefined && dir !== ceiling && isWithin(ceiling, dir)) return [cwd];
+    chain.unshift(dir);
+    if (hasGit(dir)) return chain;
+    if (dirname(dir) === dir) return [cwd];
+  }
+}
+
+function hasGit(dir: string): boolean {
+  try {
+    return lstatSync(join(dir, '.git'), { throwIfNoEntry: false }) !== undefined;
+  } catch {
+    return false; // a folder conch may not look into holds no repository it can use
+  }
+}
