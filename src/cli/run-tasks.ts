@@ -85,15 +85,18 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     host = await startHost(flags, cwd, {
       approver,
       planned,
-      beforePluginImport: async () => {
+      beforePluginImport: async (loadTimeoutMs) => {
         const { startWatchdog } = await import('./watchdog.ts');
         watchdog ??= startWatchdog(randomUUID(), out.json, config.limits.deadline_ms);
         // A plugin stuck while it loads ends every task: the document is the batch's from the start.
         watchdog.document(batchDocument(taskEnvelopes(tasks, [], [], tasks.map(() => configFacts(config))), 0));
+        watchdog.loading(loadTimeoutMs);
       },
     });
   } catch (error) {
     return setupFailure(error, out.json, randomUUID());
+  } finally {
+    watchdog?.loading(null);
   }
   // Known once the servers are: their tokens are as secret as the provider key.
   trace?.hide(host.session.secrets);

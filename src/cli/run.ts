@@ -74,14 +74,18 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
     host = await startRun(flags, process.cwd(), {
       approver,
       planned,
-      // Plugin code can block the main thread; from its first line on, a watchdog thread keeps the deadline.
-      beforePluginImport: async () => {
+      // Plugin code can block the main thread; from its first line on, a watchdog thread keeps the
+      // deadline, and ends the run when a plugin never finishes loading (as -i, acp and tools do).
+      beforePluginImport: async (loadTimeoutMs) => {
         const { startWatchdog } = await import('./watchdog.ts');
         watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms, 'the run', configFacts(config));
+        watchdog.loading(loadTimeoutMs);
       },
     });
   } catch (error) {
     return setupFailure(error, out.json, runId);
+  } finally {
+    watchdog?.loading(null);
   }
   // Known once the servers are: their tokens are as secret as the provider key.
   trace?.hide(host.session.secrets);

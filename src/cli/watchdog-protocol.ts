@@ -30,6 +30,8 @@ export type ToWatchdog =
   | { type: 'arm'; deadlineAt: number | null; fresh: boolean }
   /** Plugins are loading, each within `limitMs`: a main thread stuck past that (plus GRACE_MS) is a plugin that never yields. null: done. */
   | { type: 'loading'; limitMs: number | null }
+  /** The plugin file loading now (plugins/loading.ts), for the message if it never finishes; null: none. */
+  | { type: 'plugin'; path: string | null }
   | { type: 'groups'; groups: number[] }
   | { type: 'dirs'; dirs: string[] }
   | { type: 'envelope'; doc: Record<string, unknown> }

@@ -25,6 +25,7 @@ let startedAt = Date.now();
 let json = false;
 let label = 'the run';
 let loadingLimit: number | null = null;
+let loadingPath: string | null = null;
 let groups: number[] = [];
 let dirs: string[] = [];
 let doc: Record<string, unknown> = {};
@@ -58,6 +59,9 @@ self.onmessage = (event: MessageEvent<ToWatchdog>) => {
       break;
     case 'loading':
       loadingLimit = m.limitMs;
+      break;
+    case 'plugin':
+      loadingPath = m.path;
       break;
     case 'groups':
       groups = m.groups;
@@ -126,7 +130,8 @@ function tick(): void {
   }
   // Conch transpiling a plugin (the main thread busy in Babel) is not the plugin stuck loading.
   if (loadingLimit !== null && now - Math.max(lastBeatAt, transpiledAt) > loadingLimit + GRACE_MS) {
-    return end('timed_out', `a plugin did not finish loading within ${loadingLimit} ms and conch's main thread did not answer`);
+    const plugin = loadingPath === null ? 'a plugin' : `the plugin ${loadingPath}`;
+    return end('timed_out', `${plugin} did not finish loading within ${loadingLimit} ms and conch's main thread did not answer`);
   }
   if (deadlineAt !== null && ((stuck && now > deadlineAt + GRACE_MS) || now > deadlineAt + HARD_CAP_MS)) {
     return end('timed_out', 'the run deadline passed and conch\'s main thread did not answer');

@@ -16,6 +16,7 @@ import { watchExitRemovals } from '../process/exit-cleanup.ts';
 import { watchLiveGroups } from '../process/spawn.ts';
 import { envelope, NOT_STARTED, type KnownFacts } from './envelope.ts';
 import { shareTranspiling } from '../plugins/transpiling.ts';
+import { watchPluginLoads } from '../plugins/loading.ts';
 import { BEAT, BEAT_MS, PHASE, STATE_SLOTS, TRANSPILING, type FromWatchdog, type ToWatchdog } from './watchdog-protocol.ts';
 
 export interface Watchdog {
@@ -59,6 +60,7 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number |
   shareTranspiling(state, TRANSPILING);
   watchLiveGroups((groups) => send({ type: 'groups', groups }));
   watchExitRemovals((dirs) => send({ type: 'dirs', dirs }));
+  watchPluginLoads((path) => send({ type: 'plugin', path }));
 
   let facts = known;
   let output = '';
@@ -111,6 +113,7 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number |
       shareTranspiling(null);
       watchLiveGroups(null);
       watchExitRemovals(null);
+      watchPluginLoads(null);
       send({ type: 'stop' });
     },
   };

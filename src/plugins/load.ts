@@ -12,6 +12,7 @@ import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from '
 import { materialize, readFolder, snapshotRoot, type FolderContent } from './snapshot.ts';
 import { CHANGED_REASON, trustedHash } from './trust.ts';
 import { install as installPluginOutput, pluginLabel, runAsPlugin } from './output.ts';
+import { loadingPlugin } from './loading.ts';
 import { reportThrown } from './throw-site.ts';
 
 export interface PluginReport {
@@ -70,18 +71,18 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
       cwd: opts.cwd,
       configFile: join(opts.configDir, 'config.json'),
     };
-    return runAsPlugin(label, () => startFactory(outcome.module, setup, timeout));
+    return runAsPlugin(label, () => loadingPlugin(c.path, () => startFactory(outcome.module, setup, timeout)));
   };
   const importOne = async (c: PluginCandidate): Promise<ImportOutcome> => {
     installPluginOutput();
     const label = pluginLabel(c.path);
     if (!c.snapshot) {
       const jiti = await getImporter(cacheDir);
-      return runAsPlugin(label, () => importPlugin(jiti, c.path, timeout));
+      return runAsPlugin(label, () => loadingPlugin(c.path, () => importPlugin(jiti, c.path, timeout)));
     }
     const jiti = await getImporter(cacheDir, c.snapshot.root);
     const snapshot = c.snapshot;
-    const outcome = await runAsPlugin(label, () => importPlugin(jiti, snapshot.file, timeout));
+    const outcome = await runAsPlugin(label, () => loadingPlugin(c.path, () => importPlugin(jiti, snapshot.file, timeout)));
     // Name the workspace's files, not the private copies.
     if (!outcome.ok) return { ok: false, reason: outcome.reason.replaceAll(c.snapshot.root, projectToolsDir(opts.cwd)) };
     return { ok: true, module: commonJsDefault(outcome.module) };

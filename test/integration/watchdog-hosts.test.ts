@@ -66,7 +66,7 @@ describe('conch tools', () => {
     expect(r.code).toBe(124);
     const doc = JSON.parse(r.stdout);
     expect(doc).toMatchObject({ tools: null, status: 'timed_out', exitCode: 124 });
-    expect(doc.message).toContain('a plugin did not finish loading within 5000 ms');
+    expect(doc.message).toContain(`the plugin ${join(harness.dirs.configHome, 'conch', 'tools', 'load-spin.ts')} did not finish loading within 5000 ms`);
     expect(r.stderr).toContain('the watchdog ended conch tools');
   }, SLOW);
 

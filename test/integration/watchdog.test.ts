@@ -101,6 +101,26 @@ describe('the watchdog', () => {
     });
   });
 
+  // As in `conch tools`, `acp` and -i: the load limit (5 s) ends the run, not the run deadline (1 h).
+  for (const [stuck, calm] of [['a-stuck.ts', 'b-calm.ts'], ['z-stuck.ts', 'a-calm.ts']] as const) {
+    test(`a plugin that never finishes loading ends a run without --timeout, naming it (${stuck} beside ${calm})`, async () => {
+      const dir = join(harness.dirs.configHome, 'conch', 'tools');
+      await writeFile(join(dir, calm), `import { defineTool, Type } from 'conch';\nexport default defineTool({ name: 'calm', description: 'c', parameters: Type.Object({}), execute: () => 'ok' });`);
+      await writeFile(join(dir, stuck), `import { readFileSync } from 'node:fs';\nimport { Type } from 'conch';\nvoid readFileSync, Type;\nfor (;;) {}\nexport default {};\n`);
+      harness.server.script([{ text: 'unreachable' }]);
+      await withTmp(async (tmp) => {
+        const r = await run(['--json', 'go'], tmp);
+        expect(r.code).toBe(124);
+        const doc = JSON.parse(r.stdout);
+        expect(doc).toMatchObject({ status: 'timed_out', exitCode: 124 });
+        expect(doc.message).toContain(`the plugin ${join(dir, stuck)} did not finish loading within 5000 ms`);
+        expect(r.stderr).toContain(join(dir, stuck));
+        expect(harness.server.requests).toHaveLength(0);
+        expect(leftovers(tmp)).toEqual([]);
+      });
+    });
+  }
+
   test('without --json the answer stream stays empty and the reason is on stderr', async () => {
     await spinningPlugin(marker());
     await withTmp(async (tmp) => {
