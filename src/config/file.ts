@@ -22,6 +22,8 @@ export interface ConfigFile {
   /** Relative paths in the file resolve against this directory. */
   base: string;
   value: ConfigFileValue;
+  /** The file's text as read: trust pins a project file to it (plugins/trust.ts). */
+  text: string;
 }
 
 /** Deeper than any real config; validation recurses, so a hostile file must not. */
@@ -77,7 +79,7 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
   const { ConfigFileSchema, firstProblem, keyPath } = await import('./schema.ts');
   const problem = firstProblem(ConfigFileSchema, value);
   if (problem) fail(file, keyPath(problem.path), problem.text);
-  const config: ConfigFile = { kind, file, base, value: value as ConfigFileValue };
+  const config: ConfigFile = { kind, file, base, value: value as ConfigFileValue, text };
   checkFile(config);
   return config;
 }

@@ -4,7 +4,8 @@
 //   flag-values.ts    flags checked first, so a typo is reported as itself
 //   file-settings.ts  limits, retry, model, prices, sessions and plugins from the files (a project
 //                     file, someone else's, may only lower limits and cannot switch plugins on)
-//   untrusted-model.ts a project file's model and providers count only in a trusted workspace
+//   untrusted-model.ts a project file's model and providers count only in a trusted workspace,
+//                     and only while the file is as it was trusted
 //   route.ts          the providers and the model route (--model > CONCH_MODEL > files)
 //   layers.ts         policy (tools, paths, commands, network, sandbox), which only ever narrows
 //   own-dirs.ts, home.ts  conch's own folders and the home directory inside a workspace
@@ -22,7 +23,7 @@ import { protectOwnDirs } from './own-dirs.ts';
 import { checkPluginNames } from './plugin-names.ts';
 import { resolveRoute } from './route.ts';
 import { secretPolicy } from './secrets.ts';
-import { type IsTrusted, untrustedModelChoice } from './untrusted-model.ts';
+import { type ProjectTrust, untrustedModelChoice } from './untrusted-model.ts';
 import { cacheHome, configDirOf, stateHome } from './xdg.ts';
 import type { ShellRules } from './command-layer.ts';
 import { type CliFlags, type Config } from './types.ts';
@@ -37,10 +38,11 @@ export interface LoadInput {
   env: Env;
   flags: CliFlags;
   /**
-   * Whether the user trusted this workspace (`conch trust`, plugins/trust.ts). Only then may the
-   * project config choose the model or add providers. Absent: never trusted.
+   * Whether the user trusted this workspace with this project config (`conch trust`,
+   * plugins/trust.ts). Only then may the project config choose the model or add providers. Absent:
+   * never trusted.
    */
-  isTrusted?: IsTrusted;
+  projectTrust?: ProjectTrust;
 }
 
 export async function loadConfig(input: LoadInput): Promise<Config> {
@@ -54,7 +56,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     await readConfigFile('user', userPath, configDir),
     await readConfigFile('project', join(cwd, '.conch', 'config.json'), cwd),
   ].filter((f): f is ConfigFile => f !== null);
-  const chooser = await untrustedModelChoice(files, configDir, cwd, input.isTrusted);
+  const chooser = await untrustedModelChoice(files, configDir, cwd, input.projectTrust);
   const policyLayer = flags.policy ? await (await import('./policy-file.ts')).loadPolicyFile(flags.policy, cwd) : undefined;
 
   // Flags are checked before anything that depends on them, so a typo is reported as itself.

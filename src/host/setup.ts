@@ -7,9 +7,11 @@ export type Env = Record<string, string | undefined>;
 
 export async function loadHostConfig(flags: CliFlags, cwd: string, env: Env = process.env): Promise<Config> {
   const { loadConfig } = await import('../config/load.ts');
-  // The same trust as project plugins decides whether the project config may choose the model.
-  const isTrusted = async (configDir: string, workspace: string) => (await import('../plugins/trust.ts')).isTrusted(configDir, workspace);
-  return loadConfig({ cwd, env, flags, isTrusted });
+  // The same trust as project plugins decides whether the project config may choose the model,
+  // pinned to the file's text as trusted.
+  const projectTrust = async (configDir: string, workspace: string, text: string) =>
+    (await import('../plugins/trust.ts')).projectConfigTrust(configDir, workspace, text);
+  return loadConfig({ cwd, env, flags, projectTrust });
 }
 
 /** The command guard for this config; `approver` answers `ask` rules (TTY prompt, or ACP permission). */

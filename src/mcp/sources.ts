@@ -7,7 +7,7 @@ import { ConfigError } from '../core/errors.ts';
 import { parseJsonText } from '../config/json-text.ts';
 import { parseServers, type ServerSpec } from './config.ts';
 import { PROJECT_FILE } from './gate.ts';
-import { mcpFileHash, readMcpText } from '../plugins/trust.ts';
+import { contentHash, readMcpText } from '../plugins/trust.ts';
 
 
 export interface SourcesInput {
@@ -37,7 +37,7 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
     // One that cannot be read at all (a directory, a FIFO, too large) has no bytes to have trusted:
     // in a trusted workspace it is a setup error, in any other it is skipped.
     const trusted = await input.trustedHash();
-    if (read.text === null ? trusted !== null : trusted === mcpFileHash(read.text)) throw read.problem;
+    if (read.text === null ? trusted !== null : trusted === contentHash(read.text)) throw read.problem;
     return { servers, skipped: `${read.problem.message}. Its servers are not started (it is the repository's file and not trusted); --no-mcp silences this.` };
   }
   const project = read.servers;
@@ -45,7 +45,7 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
   const names = Object.keys((project ?? {}) as object).filter((n) => !taken.has(n));
   if (names.length === 0) return { servers, skipped: shadowNote(file, project, taken, input.user?.file) };
   const trusted = await input.trustedHash();
-  if (trusted !== mcpFileHash(read.text)) {
+  if (trusted !== contentHash(read.text)) {
     const what = `${file}: MCP server${names.length > 1 ? 's' : ''} ${names.join(', ')} not started`;
     const them = names.length > 1 ? 'them' : 'it';
     return {

@@ -1,5 +1,8 @@
 // Workspace trust: project plugins (./.conch/tools) are code from whoever wrote the repository, so they
 // run only after the user said so for this exact folder content. A clone must never execute anything.
+// The project's .mcp.json and .conch/config.json (its model and providers) are pinned the same way,
+// each to its bytes as trusted: a pull, or anything that can write the workspace, must not change
+// which programs start or which server drives the tools without a new `conch trust`.
 import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
 import { readSmallFile } from '../workspace/small-file.ts';
 import { join } from 'node:path';
@@ -14,6 +17,8 @@ interface TrustRecord {
   hash: string;
   /** sha256 of .mcp.json when it was trusted ('' when there was none); absent in older records. */
   mcp?: string;
+  /** sha256 of .conch/config.json when it was trusted ('' when there was none); absent in older records. */
+  config?: string;
   trustedAt: string;
 }
 
@@ -71,12 +76,17 @@ export const CHANGED_REASON = 'changed since trusted: .conch/tools differs from 
  * compares it with the hash of the very bytes it is about to import (snapshot.ts).
  */
 export async function trustedHash(configDir: string, cwd: string): Promise<{ ok: true; workspace: string; hash: string } | { ok: false; workspace: string; reason: string }> {
+  const found = await trustRecord(configDir, cwd);
+  return found.ok ? { ok: true, workspace: found.workspace, hash: found.record.hash } : found;
+}
+
+async function trustRecord(configDir: string, cwd: string): Promise<{ ok: true; workspace: string; record: TrustRecord } | { ok: false; workspace: string; reason: string }> {
   const workspace = canonical(cwd);
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, workspace, reason: file.message };
   const record = file.data.workspaces[workspace];
   if (!record || typeof record.hash !== 'string') return { ok: false, workspace, reason: NOT_TRUSTED_REASON };
-  return { ok: true, workspace, hash: record.hash };
+  return { ok: true, workspace, record };
 }
 
 /** Whether the project plugins of `cwd` may run: trusted, never trusted, or changed since trusted. */
@@ -101,12 +111,25 @@ export async function isTrusted(configDir: string, cwd: string): Promise<boolean
 }
 
 /**
- * .mcp.json names programs the next run starts with the ${VAR}s it asks for, API keys included, and
- * the model (or a pull) can rewrite it after `conch trust`: its servers start only while its bytes are
- * the ones trusted. The hash of `text` as read, '' for no file.
+ * The hash a trust record pins a file to: of `text` as read, '' for no file. .mcp.json names programs
+ * the next run starts with the ${VAR}s it asks for, API keys included, and the model (or a pull) can
+ * rewrite it after `conch trust`: its servers start only while its bytes are the ones trusted; the
+ * same holds for .conch/config.json and the model server it chooses.
  */
-export function mcpFileHash(text: string | null): string {
+export function contentHash(text: string | null): string {
   return text === null ? '' : new Bun.CryptoHasher('sha256').update(text).digest('hex');
+}
+
+/**
+ * Whether the project config of `cwd`, read as `text`, may choose the model and add providers: in a
+ * trusted workspace (its .conch/tools unchanged) while the file is as it was trusted. 'changed': the
+ * workspace is trusted but the file is not the one trusted (or the record predates config hashes).
+ */
+export async function projectConfigTrust(configDir: string, cwd: string, text: string): Promise<'trusted' | 'untrusted' | 'changed'> {
+  const found = await trustRecord(configDir, cwd);
+  if (!found.ok) return 'untrusted';
+  if ((await hashFolder(projectToolsDir(found.workspace))).hash !== found.record.hash) return 'untrusted';
+  return found.record.config === contentHash(text) ? 'trusted' : 'changed';
 }
 
 /** The .mcp.json hash trusted for `cwd`: null when the workspace is not trusted, undefined when the record predates it. */
@@ -137,14 +160,21 @@ async function readMcpFile(workspace: string): Promise<string | null> {
   return readMcpText(join(workspace, '.mcp.json')).catch(() => null);
 }
 
-/** Record the canonical workspace path and the current hash of its .conch/tools folder. */
+/** The project config's text as config/file.ts reads it (the same bound), null when there is none or it cannot be read. */
+async function readProjectConfig(workspace: string): Promise<string | null> {
+  const read = await readSmallFile(join(workspace, '.conch', 'config.json'), MCP_FILE_MAX_BYTES).catch(() => null);
+  return read && !read.truncated ? read.bytes.toString('utf8') : null;
+}
+
+/** Record the canonical workspace path and the current hashes of its .conch/tools folder, .mcp.json and .conch/config.json. */
 export async function trustWorkspace(configDir: string, cwd: string): Promise<TrustResult> {
   const workspace = canonical(cwd);
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, message: file.message };
   const { hash, files } = await hashFolder(projectToolsDir(workspace));
   const mcp = await readMcpFile(workspace);
-  file.data.workspaces[workspace] = { hash, mcp: mcpFileHash(mcp), trustedAt: new Date().toISOString() };
+  const config = await readProjectConfig(workspace);
+  file.data.workspaces[workspace] = { hash, mcp: contentHash(mcp), config: contentHash(config), trustedAt: new Date().toISOString() };
   try {
     await mkdir(configDir, { recursive: true, mode: 0o700 });
     // Write then rename: a crash mid-write must not leave a truncated trust file behind.

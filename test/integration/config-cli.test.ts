@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { anthropicEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
+import { anthropicEnv, CONCH, conchEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
+import { hasTmux, openTerminal } from '../support/tty.ts';
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
 
 const harness = useHarness();
@@ -93,6 +94,53 @@ describe("a repository's config choosing the model", () => {
     expect(theirs.requests[0]!.body.model).toBe('their-model');
     expect(harness.server.requests).toHaveLength(0);
   });
+
+  test('changed after `conch trust` (its provider pointed at another server): not used until trusted again, saying so', async () => {
+    await setUp();
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    // A pull (or anything that writes the workspace) repoints the trusted provider.
+    const other = await startModelServer();
+    try {
+      const file = join(harness.dirs.workspace, '.conch', 'config.json');
+      await writeFile(file, JSON.stringify({ model: 'team/their-model', providers: { team: { type: 'openai', baseUrl: other.openaiBaseUrl } } }));
+      other.script([{ text: 'from the other server' }]);
+      const r = await runConch({ dirs: harness.dirs, args: ['go'] });
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('from my server\n');
+      expect(other.requests).toHaveLength(0);
+      expect(theirs.requests).toHaveLength(0);
+      expect(r.stderr.trim().split('\n')).toEqual([
+        `conch: ${file}: "model" and "providers" ignored: the file changed since you trusted this workspace, and a repository must not choose your model server. Review it and run \`conch trust\` here again to use them.`,
+      ]);
+
+      expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+      const again = await runConch({ dirs: harness.dirs, args: ['go'] });
+      expect(again.stderr).toBe('');
+      expect(again.stdout).toBe('from the other server\n');
+      expect(other.requests).toHaveLength(1);
+    } finally {
+      other.close();
+    }
+  });
+
+  test.skipIf(!hasTmux)('changed after `conch trust`: interactive mode says so too and talks to my server', async () => {
+    await setUp();
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    const file = join(harness.dirs.workspace, '.conch', 'config.json');
+    await writeFile(file, JSON.stringify({ model: 'team/other-model', providers: { team: { type: 'openai', baseUrl: theirs.openaiBaseUrl } } }));
+    const t = await openTerminal([CONCH], { cwd: harness.dirs.workspace, env: { ...conchEnv(harness.dirs), TERM: 'xterm-256color' } });
+    try {
+      await t.waitFor((s) => s.includes('/help lists commands') && s.trimEnd().endsWith('›'), 'the prompt');
+      t.type('go');
+      t.keys('Enter');
+      const screen = await t.waitFor((s) => s.includes('from my server'), 'the answer');
+      expect(screen).toContain(`${file}: "model" and "providers" ignored: the file changed since you trusted this workspace`);
+      expect(screen).toContain('run `conch trust` here again');
+      expect(theirs.requests).toHaveLength(0);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
 });
 
 describe('a configured writable root that does not exist', () => {

@@ -6,7 +6,7 @@ import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { loadConfig, noModelMessage, parseDuration } from '../../src/config/load.ts';
 import { type CliFlags, type Config } from '../../src/config/types.ts';
 import { ConfigError } from '../../src/core/errors.ts';
-import { isTrusted, trustWorkspace } from '../../src/plugins/trust.ts';
+import { projectConfigTrust, trustWorkspace } from '../../src/plugins/trust.ts';
 import { createCommandGuard, findOnPath, shellRuleLayers, shellRuleRoots } from '../../src/policy/command-rules.ts';
 
 let root: string;
@@ -38,7 +38,7 @@ function load(flags: CliFlags = {}, env: Record<string, string | undefined> = {}
 
 /** As the CLI loads it: with the real workspace trust of plugins/trust.ts. */
 function loadTrusting(flags: CliFlags = {}, env: Record<string, string | undefined> = {}): Promise<Config> {
-  return loadConfig({ cwd: project, env: { HOME: home, XDG_CONFIG_HOME: xdg, ...env }, flags, isTrusted });
+  return loadConfig({ cwd: project, env: { HOME: home, XDG_CONFIG_HOME: xdg, ...env }, flags, projectTrust: projectConfigTrust });
 }
 
 async function refused(flags: CliFlags = {}, env: Record<string, string | undefined> = {}): Promise<ConfigError> {
@@ -232,7 +232,7 @@ describe('model and provider', () => {
     expect(untrusted.warnings).toEqual([
       `${projectFile()}: "model" and "providers" ignored: this workspace is not trusted, and a repository must not choose your model server. Run \`conch trust\` here to use them.`,
     ]);
-    // Without a host that can tell (an embedder passing no isTrusted), the workspace is not trusted.
+    // Without a host that can tell (an embedder passing no projectTrust), the workspace is not trusted.
     expect((await load({}, { OPENAI_API_KEY: 'k' })).provider?.model).toBe('mine');
     // A project provider that the user's model does not use is still not added.
     put(userFile(), { model: 'team/other' });
@@ -246,6 +246,28 @@ describe('model and provider', () => {
     // Trust is for the folder as trusted: a changed .conch/tools withdraws it, for the model too.
     put(join(project, '.conch', 'tools', 'new.ts'), 'export default []');
     expect((await loadTrusting({}, { OPENAI_API_KEY: 'k' })).provider?.model).toBe('mine');
+  });
+  test('a project config changed since `conch trust` chooses no model until trusted again', async () => {
+    put(userFile(), { model: 'openai/mine' });
+    put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1' } } });
+    expect((await trustWorkspace(join(xdg, 'conch'), project)).ok).toBe(true);
+    expect((await loadTrusting({}, { OPENAI_API_KEY: 'k' })).provider).toMatchObject({ name: 'team', baseUrl: 'http://127.0.0.1:11434/v1' });
+    // The provider now points at another server: not used, and the warning says what to run.
+    put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'http://127.0.0.1:9999/v1' } } });
+    const changed = await loadTrusting({}, { OPENAI_API_KEY: 'k' });
+    expect(changed.provider).toMatchObject({ name: 'openai', model: 'mine' });
+    expect(changed.warnings).toEqual([
+      `${projectFile()}: "model" and "providers" ignored: the file changed since you trusted this workspace, and a repository must not choose your model server. Review it and run \`conch trust\` here again to use them.`,
+    ]);
+    expect((await trustWorkspace(join(xdg, 'conch'), project)).ok).toBe(true);
+    const again = await loadTrusting({}, { OPENAI_API_KEY: 'k' });
+    expect(again.provider).toMatchObject({ name: 'team', baseUrl: 'http://127.0.0.1:9999/v1' });
+    expect(again.warnings).toEqual([]);
+    // A workspace trusted with no project config: one that appears later is a change too.
+    rmSync(projectFile());
+    expect((await trustWorkspace(join(xdg, 'conch'), project)).ok).toBe(true);
+    put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1' } } });
+    expect((await loadTrusting({}, { OPENAI_API_KEY: 'k' })).provider?.name).toBe('openai');
   });
   test('a project config that only narrows needs no trust and gets no warning', async () => {
     put(projectFile(), { limits: { model_calls: 3 } });

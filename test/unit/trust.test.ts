@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hashFolder, isTrusted, trustFilePath, trustState, trustWorkspace } from '../../src/plugins/trust.ts';
+import { hashFolder, isTrusted, projectConfigTrust, trustFilePath, trustState, trustWorkspace } from '../../src/plugins/trust.ts';
 
 let root: string;
 beforeAll(async () => {
@@ -80,6 +80,24 @@ describe('trust', () => {
     expect(await trustState(ws.configDir, ws.cwd)).toMatchObject({ state: 'changed', reason: expect.stringContaining('changed since trusted') });
     await trustWorkspace(ws.configDir, ws.cwd);
     expect(await isTrusted(ws.configDir, ws.cwd)).toBe(true);
+  });
+
+  test('the project config is pinned to its text as trusted; a record from before config hashes counts as changed', async () => {
+    const ws = await workspace({ 'tool.ts': 'x' });
+    const text = '{"model":"team/qwen"}';
+    await writeFile(join(ws.cwd, '.conch', 'config.json'), text);
+    expect(await projectConfigTrust(ws.configDir, ws.cwd, text)).toBe('untrusted');
+    await trustWorkspace(ws.configDir, ws.cwd);
+    expect(await projectConfigTrust(ws.configDir, ws.cwd, text)).toBe('trusted');
+    expect(await projectConfigTrust(ws.configDir, ws.cwd, `${text}\n`)).toBe('changed');
+    // A changed .conch/tools withdraws the trust as a whole.
+    await writeFile(join(ws.cwd, '.conch', 'tools', 'added.ts'), 'y');
+    expect(await projectConfigTrust(ws.configDir, ws.cwd, text)).toBe('untrusted');
+    await trustWorkspace(ws.configDir, ws.cwd);
+    const file = JSON.parse(await readFile(trustFilePath(ws.configDir), 'utf8'));
+    delete file.workspaces[ws.cwd].config;
+    await writeFile(trustFilePath(ws.configDir), JSON.stringify(file));
+    expect(await projectConfigTrust(ws.configDir, ws.cwd, text)).toBe('changed');
   });
 
   test('the canonical path is recorded: a symlink to the workspace is the same workspace, a copy is not', async () => {
