@@ -126,9 +126,22 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
   ]);
   // jiti's core likewise, for every start with plugins: ≈ 25 ms from source, ≈ 4 ms from bytecode.
   const jitiCore = await jitiCopy('jiti.cjs', 'core');
-  if (!result.success || !otel.success || !babel.success || !jitiCore.success || !vendors.success) {
+  // sucrase, the fast transform of a first start (plugins/sucrase.ts), from the one module that
+  // gathers what conch uses of it; named for its version as jiti's copies are.
+  const sucraseVersion = ((await Bun.file(join(dirname(Bun.resolveSync('sucrase/package.json', root)), 'package.json')).json()) as { version: string }).version;
+  const sucrase = await Bun.build({
+    entrypoints: [join(root, 'src', 'plugins', 'sucrase-lib.ts')],
+    outdir: staging,
+    naming: `sucrase-${sucraseVersion}.[ext]`,
+    target: 'bun',
+    format: 'cjs',
+    bytecode: true,
+    minify: { whitespace: true, syntax: true, identifiers: true, keepNames: true },
+  });
+  const copies = [babel, jitiCore, sucrase];
+  if (!result.success || !otel.success || !vendors.success || copies.some((c) => !c.success)) {
     await rm(staging, { recursive: true, force: true });
-    throw new AggregateError([...vendors.logs, ...result.logs, ...otel.logs, ...babel.logs, ...jitiCore.logs], 'conch: the bundle failed to build');
+    throw new AggregateError([...vendors.logs, ...result.logs, ...otel.logs, ...copies.flatMap((c) => c.logs)], 'conch: the bundle failed to build');
   }
   // The stamp is written last: the launcher trusts the bundle only when it exists and is newest.
   const stamp = join(staging, 'BUILT');
@@ -136,7 +149,7 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
   await utimes(stamp, startedAt, startedAt);
   await rm(dist, { recursive: true, force: true });
   await rename(staging, dist);
-  return result.outputs.length + otel.outputs.length + babel.outputs.length + jitiCore.outputs.length + vendors.outputs.length;
+  return result.outputs.length + otel.outputs.length + vendors.outputs.length + copies.reduce((n, c) => n + c.outputs.length, 0);
 }
 
 if (import.meta.main) {

@@ -1,15 +1,17 @@
 // Importing one plugin file with jiti: TypeScript without a build step, `conch` and `typebox` mapped to
 // conch's own module instances wherever the file lives, transpiled output cached on disk.
-import { existsSync, mkdirSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
 import { homedir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Jiti, JitiOptions } from 'jiti';
 import { startTimer, type Timer } from '../core/duration.ts';
 import { thrownText } from '../core/errors.ts';
 import { confineTo, REFUSED_CODE, type Confinement } from './confine.ts';
-import { transpiledMs, transpiling } from './transpiling.ts';
+import { jitiFile } from './bundled-copies.ts';
+import { pluginTransform } from './transform.ts';
+import { transpiledMs } from './transpiling.ts';
 
 /** Every entry point typebox 1.x exports; a plugin may import any of them. */
 const TYPEBOX_ENTRIES = ['', '/compile', '/error', '/format', '/guard', '/schema', '/system', '/type', '/value'];
@@ -62,7 +64,9 @@ async function createImporter(cacheDir: string | false, confine: string | undefi
     // Bun's native import would run a plugin once natively and, when that throws (e.g. on the 'conch'
     // import it cannot resolve), a second time through jiti: side effects twice. Always transform.
     tryNative: false,
-    fsCache: cacheDir,
+    // The cache is the transform's (transform.ts): one folder per transpiler.
+    fsCache: false,
+    transform: pluginTransform(cacheDir) as JitiOptions['transform'],
     // Re-evaluate on every load so an edited plugin is picked up by a long-lived host.
     moduleCache: false,
     // We read `default` ourselves; jiti's merging proxy would blur "no default export".
@@ -90,7 +94,6 @@ type JitiCore = (id: string, options: JitiOptions, runtime: { onError: (e: unkno
 function createGuardedJiti(options: JitiOptions, confinement?: Confinement): Jiti {
   const require = createRequire(import.meta.url);
   const core = require(jitiFile('core', 'jiti.cjs')) as JitiCore;
-  const transform = babelTransform as JitiOptions['transform'];
   const guardedRequire = ((id: string | URL) => {
     const real = createRequire(id);
     const resolve = ((request: string, opts?: { paths?: string[] }) => {
@@ -102,53 +105,12 @@ function createGuardedJiti(options: JitiOptions, confinement?: Confinement): Jit
     resolve.paths = real.resolve.paths;
     return Object.assign((request: string) => real(request), real, { resolve });
   }) as typeof createRequire;
-  return core(import.meta.url, { ...options, transform }, {
+  return core(import.meta.url, options, {
     onError: (error) => {
       throw error;
     },
     nativeImport: confinement?.nativeImport ?? ((id) => import(String(id))),
     createRequire: confinement?.createRequire ?? guardedRequire,
-  });
-}
-
-function jitiDist(): string {
-  return join(dirname(createRequire(import.meta.url).resolve('jiti/package.json')), 'dist');
-}
-
-/**
- * One of jiti's files: the bundle's bytecode copy (src/build.ts names it for its jiti version) when
- * conch runs bundled, else jiti's own. jiti's core (190 KB) from bytecode loads in ≈ 4 ms, from
- * source ≈ 25 ms, on every start with plugins.
- */
-function jitiFile(copy: 'core' | 'babel', name: string): string {
-  const dist = jitiDist();
-  const { version } = createRequire(import.meta.url)(join(dist, '..', 'package.json')) as { version: string };
-  const bundled = join(import.meta.dir, `jiti-${copy}-${version}.js`);
-  return existsSync(bundled) ? bundled : join(dist, name);
-}
-
-/** What jiti's transform gets (its own options plus the file) and gives back. */
-export interface TransformRequest {
-  source: string;
-  filename: string;
-  ts?: boolean;
-  async?: boolean;
-  jsx?: boolean;
-  interopDefault?: boolean;
-  babel?: Record<string, unknown>;
-}
-
-let babel: ((opts: TransformRequest) => { code: string; error?: unknown }) | undefined;
-
-/**
- * The transform jiti runs plugins through, loaded on first use (a cached plugin never needs it):
- * the bundle's bytecode copy of jiti's Babel (src/build.ts) when conch runs bundled, else jiti's own.
- */
-export function babelTransform(opts: TransformRequest): { code: string; error?: unknown } {
-  // Babel's first load counts as transpiling too.
-  return transpiling(() => {
-    if (!babel) babel = createRequire(import.meta.url)(jitiFile('babel', 'babel.cjs')) as typeof babel;
-    return babel!(opts);
   });
 }
 

@@ -6,7 +6,7 @@ import { extname } from 'node:path';
 import { tildePath } from '../core/display-path.ts';
 import { thrownText } from '../core/errors.ts';
 import { stderr } from '../core/stdio.ts';
-import { babelTransform } from './importer.ts';
+import { sourceMapOf, type Shift } from './transform.ts';
 
 export interface PluginFile {
   /** The plugin file as the author knows it. */
@@ -51,7 +51,8 @@ const maps = new Map<string, Map<number, Array<[generated: number, source: numbe
 /**
  * The column in the author's source for a stack position. jiti runs TypeScript (and ES-module .js)
  * through Babel, which keeps lines but rewrites spacing and drops types, so the stack's columns are
- * the transpiled code's: the same transform with a source map gives the original column back.
+ * the transpiled code's: the same transform with a source map gives the original column back
+ * (sucrase's or Babel's, whichever made the code: transform.ts routes both requests alike).
  * Files jiti imports untouched (.mjs, .cjs, CommonJS .js) keep their columns. Null when unknown.
  */
 export async function sourceColumn(path: string, line: number, column: number): Promise<number | null> {
@@ -62,11 +63,10 @@ export async function sourceColumn(path: string, line: number, column: number): 
   const key = `${path}\0${Bun.hash(source)}`;
   let byLine = maps.get(key);
   if (!byLine) {
-    // The same options jiti's import uses (async module, no interop), so the code is the code that ran.
-    const out = babelTransform({ source, filename: path, ts: TYPESCRIPT.test(path), async: true, jsx: false, interopDefault: false, babel: { sourceFileName: path, sourceMaps: 'inline' } });
-    const inline = /\/\/# sourceMappingURL=data:application\/json;[^,]*base64,(\S+)\s*$/.exec(out.code ?? '');
-    if (!inline) return null;
-    byLine = decodeMappings((JSON.parse(Buffer.from(inline[1]!, 'base64').toString()) as { mappings: string }).mappings);
+    // The request jiti's import makes (async module, no interop), so the map is the code that ran's.
+    const map = sourceMapOf({ source, filename: path, ts: TYPESCRIPT.test(path), async: true, jsx: false, interopDefault: false, babel: {} });
+    if (!map) return null;
+    byLine = decodeMappings(map.mappings, map.shifts);
     maps.clear(); // one file at a time is what a failing tool needs
     maps.set(key, byLine);
   }
@@ -81,9 +81,9 @@ const BASE64 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/
 
 /**
  * Source map v3 mappings → for each generated line (0-based), its [generated column, source column]
- * pairs that map to the same line of the source (retainLines keeps them aligned; others are Babel's).
+ * pairs that map to the same line of the source (both transforms keep lines; others are Babel's helpers).
  */
-function decodeMappings(mappings: string): Map<number, Array<[number, number]>> {
+function decodeMappings(mappings: string, shifts: Shift[]): Map<number, Array<[number, number]>> {
   const out = new Map<number, Array<[number, number]>>();
   let sourceLine = 0;
   let sourceColumn = 0;
@@ -97,11 +97,18 @@ function decodeMappings(mappings: string): Map<number, Array<[number, number]>> 
       if (fields.length < 4) continue;
       sourceLine += fields[2]!;
       sourceColumn += fields[3]!;
-      if (sourceLine === generatedLine) pairs.push([generatedColumn, sourceColumn]);
+      if (sourceLine === generatedLine) pairs.push([shifted(generatedLine, generatedColumn, shifts), sourceColumn]);
     }
     if (pairs.length) out.set(generatedLine, pairs);
   }
   return out;
+}
+
+/** Where a column of the mapped code ended up after the edits made to it since (sucrase.ts). */
+function shifted(line: number, column: number, shifts: Shift[]): number {
+  let moved = column;
+  for (const shift of shifts) if (shift.line === line && shift.column < column) moved += shift.delta;
+  return moved;
 }
 
 function vlq(segment: string): number[] {
