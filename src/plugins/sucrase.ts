@@ -17,7 +17,10 @@ interface SucraseLib {
   TokenType: Record<string, number>;
 }
 
-/** A column moved after sucrase wrote the code: on `line` (0-based), everything after `column` is `delta` further right. */
+/**
+ * A column moved after sucrase wrote the code: on `line` (0-based), everything after `column` is
+ * `delta` further right. Shifts apply in order, each to the code as the ones before it left it.
+ */
 export interface Shift {
   line: number;
   column: number;
@@ -69,11 +72,18 @@ export function babelReason(req: TransformRequest): string | null {
   return null;
 }
 
+/** An exported function declaration: `exports[exported] = local` holds before any of the module runs. */
+interface HoistedExport {
+  exported: string;
+  local: string;
+}
+
 /**
- * Why the file's tokens must go to Babel, or null. The imports must all come first: Babel hoists
- * every import above the module's code (as ES modules evaluate), sucrase leaves each where it is.
+ * Why the file's tokens must go to Babel, or null; `hoisted` gets its exported function
+ * declarations. The imports must all come first: Babel hoists every import above the module's code
+ * (as ES modules evaluate), sucrase leaves each where it is.
  */
-function tokenReason(source: string, tokens: Token[], tt: Record<string, number>): string | null {
+function tokenReason(source: string, tokens: Token[], tt: Record<string, number>, hoisted: HoistedExport[]): string | null {
   const text = (t: Token | undefined) => (t ? source.slice(t.start, t.end) : '');
   let i = 0;
   // The header: `import … from 'x';` declarations, each ended by its module name.
@@ -110,6 +120,18 @@ function tokenReason(source: string, tokens: Token[], tt: Record<string, number>
         // Babel keeps exports in step with every assignment.
         if (next?.type === tt.braceL) return 'an export list';
         if (next?.type === tt._let || next?.type === tt._var) return 'an exported let or var';
+        {
+          let j = i + 1;
+          const isDefault = tokens[j]?.type === tt._default;
+          if (isDefault) j++;
+          if (tokens[j]?.type === tt._class && isDefault && tokens[j + 1]?.type !== tt.name) return 'an anonymous default class';
+          if (tokens[j]?.type === tt.name && text(tokens[j]) === 'async') j++;
+          if (tokens[j]?.type !== tt._function) break;
+          j++;
+          if (tokens[j]?.type === tt.star) j++;
+          if (tokens[j]?.type !== tt.name) return 'an anonymous default function';
+          hoisted.push({ exported: isDefault ? 'default' : text(tokens[j]), local: text(tokens[j]) });
+        }
         break;
       case tt.name:
         // sucrase reads the `import` of `import.meta` as a name.
@@ -148,8 +170,9 @@ export function sucraseTransform(req: TransformRequest, map = false): FastResult
     const s = sucrase();
     if (!s) return { ok: false, reason: 'sucrase is not installed' };
     let out: { code: string; sourceMap?: { mappings: string } };
+    const hoisted: HoistedExport[] = [];
     try {
-      const reason = tokenReason(req.source, s.parse(req.source, false, true, false).tokens, s.TokenType);
+      const reason = tokenReason(req.source, s.parse(req.source, false, true, false).tokens, s.TokenType, hoisted);
       if (reason) return { ok: false, reason };
       out = s.transform(req.source, {
         transforms: ['typescript', 'imports'],
@@ -176,6 +199,15 @@ export function sucraseTransform(req: TransformRequest, map = false): FastResult
     }
     if ((code.match(/function _interopRequire/g)?.length ?? 0) !== replaced) return { ok: false, reason: "sucrase's interop helpers read differently" };
     const shifts: Shift[] = [];
+    if (hoisted.length > 0) {
+      // Babel assigns an exported function before the imports run, as an ES module's function
+      // exists before any of it runs: a helper that imports this file back (a cycle) can call it
+      // at once. Sucrase assigns it after the declaration; the line above its code says so again.
+      if (!code.startsWith(PREFIX)) return { ok: false, reason: "sucrase's prefix reads differently" };
+      const assign = hoisted.map((h) => `exports.${h.exported} = ${h.local};`).join('');
+      code = PREFIX + assign + code.slice(PREFIX.length);
+      shifts.push({ line: 0, column: PREFIX.length - 1, delta: assign.length });
+    }
     if (req.async) code = awaitImports(code, shifts);
     try {
       // As jiti wraps it (eval_evalModule): a mistake in sucrase's output is Babel's to report.
@@ -187,6 +219,9 @@ export function sucraseTransform(req: TransformRequest, map = false): FastResult
   });
 }
 
+/** What sucrase starts a module with exports with (RootTransformer, CJSImportTransformer). */
+const PREFIX = '"use strict";Object.defineProperty(exports, "__esModule", {value: true});';
+
 const AWAITED = 'await jitiImport(';
 
 /**
@@ -196,13 +231,17 @@ const AWAITED = 'await jitiImport(';
 function awaitImports(code: string, shifts: Shift[]): string {
   let line = 0;
   let lineStart = 0;
+  let added = 0;
   const delta = AWAITED.length - 'require('.length;
   return code.replace(/\brequire\(/g, (_text, at: number) => {
     for (let n = code.indexOf('\n', lineStart); n >= 0 && n < at; n = code.indexOf('\n', n + 1)) {
       line++;
       lineStart = n + 1;
+      added = 0;
     }
-    shifts.push({ line, column: at - lineStart, delta });
+    // In the code as the shifts before this one left it.
+    shifts.push({ line, column: at - lineStart + added, delta });
+    added += delta;
     return AWAITED;
   });
 }

@@ -107,7 +107,7 @@ function decodeMappings(mappings: string, shifts: Shift[]): Map<number, Array<[n
 /** Where a column of the mapped code ended up after the edits made to it since (sucrase.ts). */
 function shifted(line: number, column: number, shifts: Shift[]): number {
   let moved = column;
-  for (const shift of shifts) if (shift.line === line && shift.column < column) moved += shift.delta;
+  for (const shift of shifts) if (shift.line === line && shift.column < moved) moved += shift.delta;
   return moved;
 }
 

@@ -86,6 +86,8 @@ describe('which transform a plugin file goes through', () => {
     ['require, even in a string', `export default 'require';\n`, 'mentions require'],
     ['export *', `export * from './x.ts';\nexport default 1;\n`, 'export *'],
     ['a re-export list', `export { a } from './x.ts';\nexport default 1;\n`, 'an export list'],
+    ['an anonymous default function', `export default async function () { return 1; }\n`, 'an anonymous default function'],
+    ['an anonymous default class', `export default class { x = 1; }\n`, 'an anonymous default class'],
     ['an exported let', `export let n = 1;\nexport function bump() { n++; }\nexport default 1;\n`, 'an exported let or var'],
     ['a TS namespace', `namespace N { export const a = 1; }\nexport default N.a;\n`, 'the name namespace'],
     ['an enum', `enum E { A, B }\nexport default E.B;\n`, 'an enum'],
@@ -195,6 +197,20 @@ export default defineTool({ name: 'same', description: 'd', parameters: P, execu
     expect(Object.keys(viaFast).sort()).toEqual(Object.keys(viaBabel).sort());
     expect(viaFast.default.name).toBe(viaBabel.default.name);
     expect(viaFast.__esModule).toBe(true);
+  });
+
+  test('a cycle between helpers: exported functions exist before the imports run, as Babel (and ES modules) have them', async () => {
+    const dir = await folderWith({
+      'cyc-a.ts': `import { fromB } from './cyc-b.ts';\nexport function helperA(x: string): string { return 'A(' + x + ')'; }\nexport default function named() { return 'def'; }\nexport async function* gen() { yield 1; }\nexport const seen = fromB;\n`,
+      'cyc-b.ts': `import { helperA, gen } from './cyc-a.ts';\nimport defA from './cyc-a.ts';\nexport const fromB = [helperA('b'), typeof defA, typeof gen];\n`,
+    });
+    const file = join(dir, 'cyc-a.ts');
+    const viaBabel = await jitiWith(babelTransform as JitiOptions['transform']).import<Record<string, any>>(file);
+    const viaFast = await jitiWith(pluginTransform(false) as JitiOptions['transform']).import<Record<string, any>>(file);
+    expect(viaBabel.seen).toEqual(['A(b)', 'function', 'function']);
+    expect(viaFast.seen).toEqual(viaBabel.seen);
+    expect(viaFast.default()).toBe('def');
+    for (const f of ['cyc-a.ts', 'cyc-b.ts']) expect(sucraseTransform(request(await readFile(join(dir, f), 'utf8'), join(dir, f)))).toMatchObject({ ok: true });
   });
 });
 
