@@ -120,6 +120,13 @@ function tokenReason(source: string, tokens: Token[], tt: Record<string, number>
         // Babel keeps exports in step with every assignment.
         if (next?.type === tt.braceL) return 'an export list';
         if (next?.type === tt._let || next?.type === tt._var) return 'an exported let or var';
+        // sucrase 3.35 drops the declaration of every name after the first
+        // (`export const a = 1, b = 2` → `const a = 1; exports.a = a, b = 2;`) and of a pattern's.
+        if (next?.type === tt._const) {
+          const first = tokens[i + 2]?.type;
+          if (first === tt.braceL || first === tt.bracketL) return 'an exported destructuring';
+          if (commaBeforeEnd(tokens, i + 2, tt)) return 'an export of several declarations';
+        }
         {
           let j = i + 1;
           const isDefault = tokens[j]?.type === tt._default;
@@ -143,6 +150,23 @@ function tokenReason(source: string, tokens: Token[], tt: Record<string, number>
     }
   }
   return null;
+}
+
+/**
+ * Whether a comma outside brackets and types comes before the `;` that ends the statement at
+ * `from`. Without that `;` the search runs on: a later statement's comma only sends the file to Babel.
+ */
+function commaBeforeEnd(tokens: Token[], from: number, tt: Record<string, number>): boolean {
+  let depth = 0;
+  for (let i = from; i < tokens.length; i++) {
+    const { type, isType } = tokens[i]!;
+    if (isType) continue;
+    if (type === tt.braceL || type === tt.parenL || type === tt.bracketL || type === tt.dollarBraceL) depth++;
+    else if (type === tt.braceR || type === tt.parenR || type === tt.bracketR) depth--;
+    else if (depth === 0 && type === tt.comma) return true;
+    else if (depth === 0 && type === tt.semi) return false;
+  }
+  return false;
 }
 
 const ASYNC_FUNCTION = Object.getPrototypeOf(async () => {}).constructor as FunctionConstructor;

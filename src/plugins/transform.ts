@@ -13,7 +13,7 @@ import { readCached, writeCached } from './transpile-cache.ts';
  * Raised whenever what the fast path takes or writes changes, so no entry an older conch cached
  * through it is read back (Babel's folder is named for jiti's version, whose Babel it is).
  */
-const FAST_PATH_REVISION = 2;
+const FAST_PATH_REVISION = 3;
 
 /** The cache folders, one per transform; sucrase's first, the one most files are in. */
 export function transformFolders(cacheDir: string): { sucrase: string; babel: string } {

@@ -88,6 +88,8 @@ describe('which transform a plugin file goes through', () => {
     ['a re-export list', `export { a } from './x.ts';\nexport default 1;\n`, 'an export list'],
     ['an anonymous default function', `export default async function () { return 1; }\n`, 'an anonymous default function'],
     ['an anonymous default class', `export default class { x = 1; }\n`, 'an anonymous default class'],
+    ['an exported destructuring', `export const { a, b: [c] } = { a: 1, b: [2] };\nexport default a + c;\n`, 'an exported destructuring'],
+    ['an export of several declarations', `export const a: Record<string, number> = { x: 1 }, b = 2;\nexport default b;\n`, 'an export of several declarations'],
     ['an exported let', `export let n = 1;\nexport function bump() { n++; }\nexport default 1;\n`, 'an exported let or var'],
     ['a TS namespace', `namespace N { export const a = 1; }\nexport default N.a;\n`, 'the name namespace'],
     ['an enum', `enum E { A, B }\nexport default E.B;\n`, 'an enum'],
@@ -159,13 +161,17 @@ describe('a fast-path module behaves as the Babel one', () => {
 
   test('default, named and namespace imports of conch, typebox and relative helpers; exports in the same shape', async () => {
     const dir = await folderWith({
-      'helper.ts': `export default function shout(s: string): string { return s.toUpperCase(); }\nexport const suffix: string = '!';\nexport function twice(s: string) { return s + s; }\nexport class Box { value: number; constructor(public readonly label: string) { this.value = label.length; } }\n`,
+      'helper.ts': `export default function shout(s: string): string { return s.toUpperCase(); }\nexport const suffix: string = '!';\nexport function twice(s: string) { return s + s; }\nexport class Box { value: number; declare hidden: string; early = (this as any).label; static count = 1; constructor(public readonly label: string) { this.value = label.length; } }\nexport abstract class Base { abstract name(): string; hello() { return 'hi ' + this.name(); } }\nexport type Alias = string;\nexport interface Shape { a: number }\n`,
+      // Several declarations in one export: Babel's (sucrase would drop the later ones), imported by fast-path files.
+      'multi.ts': `export const p: number = 1, r = 2;\nexport const single = [3, 4].map((n, i) => n + i)[0], after = 0;\n`,
       'other.ts': `import shout, { suffix } from './helper.ts';\nexport const loud = (s: string) => shout(s) + suffix;\n`,
       'data.mjs': `export default { kind: 'mjs' };\nexport const n = 7;\n`,
       'plugin.ts': `import { defineTool, Type, ok } from 'conch';
 import * as conchAll from 'conch';
 import { Type as T2 } from 'typebox';
-import shout, { twice, Box } from './helper.ts';
+import shout, { twice, Box, Base, type Alias } from './helper.ts';
+import { p, r, single } from './multi.ts';
+import { default as shout2 } from './helper.ts';
 import * as helpers from './helper.ts';
 import { loud } from './other.ts';
 import mjs, { n } from './data.mjs';
@@ -177,6 +183,9 @@ export const seen = {
   shout: shout('a'), twice: twice('b'), box: new Box('xyz').value, boxLabel: new Box('q').label,
   helperKeys: Object.keys(helpers).sort(), loud: loud('c'), mjs, n,
   opt: (undefined as { a?: number } | undefined)?.a ?? 'none',
+  boxKeys: Object.keys(new Box('k')), early: new Box('e').early, count: Box.count, destructured: [p, r, single],
+  base: new (class extends Base { name() { return 'x'; } })().hello(), same: shout2 === shout, topThis: typeof this,
+  alias: ('a' satisfies Alias) as Alias, big: 1_000n.toString(), fnName: shout.name,
 };
 export default defineTool({ name: 'same', description: 'd', parameters: P, execute: ({ s }: Static<typeof P>) => s });
 `,
@@ -189,14 +198,37 @@ export default defineTool({ name: 'same', description: 'd', parameters: P, execu
       if (sucraseTransform(req).ok) fastSeen.push(req.filename);
       return fast(req);
     }) as JitiOptions['transform']).import<Record<string, any>>(file);
-    // Every TypeScript file above took the fast path (the .mjs is not transpiled by either).
+    // Every TypeScript file above but multi.ts took the fast path (the .mjs is not transpiled by either).
     expect(fastSeen.sort()).toEqual(['helper.ts', 'other.ts', 'plugin.ts'].map((f) => join(dir, f)));
     expect(viaFast.seen).toEqual(viaBabel.seen);
     expect(viaFast.seen.shout).toBe('A');
-    expect(viaFast.seen.helperKeys).toEqual(['Box', 'default', 'suffix', 'twice']);
+    expect(viaFast.seen.helperKeys).toEqual(['Base', 'Box', 'default', 'suffix', 'twice']);
+    expect(viaFast.seen.destructured).toEqual([1, 2, 3]);
+    expect(viaFast.seen.boxKeys).toEqual(['value', 'early', 'label']);
     expect(Object.keys(viaFast).sort()).toEqual(Object.keys(viaBabel).sort());
     expect(viaFast.default.name).toBe(viaBabel.default.name);
     expect(viaFast.__esModule).toBe(true);
+  });
+
+  test("conch's first-party plugins: every file sucrase takes gives the same exports as through Babel", async () => {
+    const pluginsDir = join(import.meta.dir, '../../plugins');
+    // Names, kinds, arities and (for data) values, two levels deep: what a plugin file hands conch.
+    const shape = (value: unknown, depth = 0): unknown => {
+      if (typeof value === 'function') return `function ${value.name}/${value.length}`;
+      if (!value || typeof value !== 'object') return value;
+      if (depth > 1) return Array.isArray(value) ? `array ${value.length}` : 'object';
+      return Object.fromEntries(Object.keys(value).sort().map((k) => [k, shape((value as Record<string, unknown>)[k], depth + 1)]));
+    };
+    let fastFiles = 0;
+    for (const rel of new Bun.Glob('*/*.ts').scanSync({ cwd: pluginsDir })) {
+      const file = join(pluginsDir, rel);
+      if (!sucraseTransform(request(await readFile(file, 'utf8'), file)).ok) continue;
+      fastFiles++;
+      const viaBabel = await jitiWith(babelTransform as JitiOptions['transform']).import(file);
+      const viaFast = await jitiWith(pluginTransform(false) as JitiOptions['transform']).import(file);
+      expect([rel, shape(viaFast)]).toEqual([rel, shape(viaBabel)]);
+    }
+    expect(fastFiles).toBeGreaterThan(10);
   });
 
   test('a cycle between helpers: exported functions exist before the imports run, as Babel (and ES modules) have them', async () => {
