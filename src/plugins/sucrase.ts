@@ -107,6 +107,9 @@ function tokenReason(source: string, tokens: Token[], tt: Record<string, number>
       case tt.at:
         return 'a decorator';
       case tt._import:
+        // `typeof import('./x')` is a type, gone from both outputs. (Only here: sucrase also counts
+        // a whole `namespace N {}` as a type, and drops it, where Babel compiles it.)
+        if (token.isType) break;
         if (next?.type === tt.parenL) return 'a dynamic import()';
         if (next?.type === tt.dot) return 'import.meta';
         return 'an import after other code';

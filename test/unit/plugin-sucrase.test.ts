@@ -105,6 +105,12 @@ describe('which transform a plugin file goes through', () => {
     });
   }
 
+  test('import() in a type stays on the fast path; a declared namespace still goes to Babel (sucrase counts any namespace a type)', () => {
+    const source = `import { defineTool } from 'conch';\ntype Lazy = typeof import('./x.ts');\nlet q: import('./y.ts').T | undefined;\nexport default defineTool;\n`;
+    expect(sucraseTransform(request(source))).toMatchObject({ ok: true });
+    expect(sucraseTransform(request(`declare namespace N { const a: string; }\nexport default 1;\n`))).toEqual({ ok: false, reason: 'the name namespace' });
+  });
+
   test('TSX, CommonJS TypeScript and JavaScript files go to Babel', () => {
     expect(sucraseTransform({ ...request('export default 1;\n', '/p/t.tsx'), jsx: true })).toMatchObject({ ok: false });
     expect(sucraseTransform(request('export default 1;\n', '/p/t.cts'))).toMatchObject({ ok: false });
