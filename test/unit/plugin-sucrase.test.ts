@@ -177,6 +177,8 @@ import * as conchAll from 'conch';
 import { Type as T2 } from 'typebox';
 import shout, { twice, Box, Base, type Alias } from './helper.ts';
 import { p, r, single } from './multi.ts';
+import fs, { existsSync } from 'node:fs';
+import * as nodePath from 'node:path';
 import { default as shout2 } from './helper.ts';
 import * as helpers from './helper.ts';
 import { loud } from './other.ts';
@@ -191,7 +193,7 @@ export const seen = {
   opt: (undefined as { a?: number } | undefined)?.a ?? 'none',
   boxKeys: Object.keys(new Box('k')), early: new Box('e').early, count: Box.count, destructured: [p, r, single],
   base: new (class extends Base { name() { return 'x'; } })().hello(), same: shout2 === shout, topThis: typeof this,
-  alias: ('a' satisfies Alias) as Alias, big: 1_000n.toString(), fnName: shout.name,
+  alias: ('a' satisfies Alias) as Alias, builtins: [typeof fs, typeof fs?.readFileSync, existsSync === fs?.existsSync, typeof nodePath.join], big: 1_000n.toString(), fnName: shout.name,
 };
 export default defineTool({ name: 'same', description: 'd', parameters: P, execute: ({ s }: Static<typeof P>) => s });
 `,
@@ -210,6 +212,7 @@ export default defineTool({ name: 'same', description: 'd', parameters: P, execu
     expect(viaFast.seen.shout).toBe('A');
     expect(viaFast.seen.helperKeys).toEqual(['Base', 'Box', 'default', 'suffix', 'twice']);
     expect(viaFast.seen.destructured).toEqual([1, 2, 3]);
+    expect(viaFast.seen.builtins).toEqual(['object', 'function', true, 'function']);
     expect(viaFast.seen.boxKeys).toEqual(['value', 'early', 'label']);
     expect(Object.keys(viaFast).sort()).toEqual(Object.keys(viaBabel).sort());
     expect(viaFast.default.name).toBe(viaBabel.default.name);
