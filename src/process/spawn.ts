@@ -7,7 +7,7 @@ import { loadLibc } from './libc.ts';
 import { BoundedOutput } from './output.ts';
 import { startTimer } from '../core/duration.ts';
 import { groupAlive, killGroup, killPids, pipeHolders, processAlive } from './group.ts';
-import { mergedOutput } from './merged-output.ts';
+import { mergedOutput, type MergedOutput } from './merged-output.ts';
 import { adoptOrphans, killEscapees, settleOrphans, settleSandbox, sweepOrphans } from './orphans.ts';
 
 export interface SpawnOptions {
@@ -40,6 +40,13 @@ export interface SpawnOptions {
    * a sandbox it shares (sandbox/held.ts), in place of the settling of a sandbox of its own.
    */
   settle?: () => Promise<void>;
+  /** Fds for the child after all the above (a process started ahead: sandbox/held.ts). */
+  afterFds?: number[];
+  /**
+   * A process started ahead for this command (sandbox/held.ts), adopted as its process when claim
+   * gives it: from then on the same output, deadline, kill and reaping as one spawned here.
+   */
+  ready?: { claim(options: SpawnOptions): StartedProcess | null };
   /** Grace between SIGTERM and SIGKILL of the process group. */
   killGraceMs?: number;
   onOutput?: (chunk: string) => void;
@@ -92,37 +99,14 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
   });
   if (options.signal?.aborted) return notStarted('cancelled before the command started', true);
 
-  guardExit();
-  const output = mergedOutput(options.argv, options.outputFd === undefined ? {} : { outputFd: options.outputFd });
-  const stdio: ['ignore', ...Bun.Spawn.Readable[]] = ['ignore', output.stdout, output.stderr, ...(options.extraFds ?? []), ...(options.channel ? ['pipe' as const] : [])];
-  if (output.atOutputFd !== undefined) {
-    if (stdio.length !== options.outputFd) throw new Error(`runProcess: outputFd ${options.outputFd} is not the next fd (${stdio.length})`);
-    stdio.push(output.atOutputFd);
+  let child = options.ready?.claim(options) ?? null;
+  if (child === null) {
+    const spawned = startProcess(options);
+    if (typeof spawned === 'string') return notStarted(spawned);
+    child = spawned;
   }
-  const info = output.atOutputFd !== undefined && options.infoFd === stdio.length ? sandboxInfo() : null;
-  if (info) stdio.push(info.writeEnd);
-  let proc: Bun.Subprocess;
-  try {
-    // detached: a session and process group of its own, led by the command itself.
-    proc = Bun.spawn({
-      cmd: output.cmd,
-      cwd: options.cwd,
-      env: options.env,
-      detached: true,
-      stdio: stdio as ['ignore', Bun.Spawn.Readable, Bun.Spawn.Readable, ...Bun.Spawn.Readable[]],
-    });
-    if (options.channel) options.channel((proc.stdio as unknown[])[3 + (options.extraFds?.length ?? 0)] as number);
-  } catch (error) {
-    info?.close();
-    output.spawned();
-    output.close();
-    return notStarted(`could not start ${options.argv[0]} in ${options.cwd}: ${(error as Error).message}`);
-  }
-  output.spawned();
-  info?.spawned();
+  const { proc, output, info } = child;
   const pgid = proc.pid;
-  liveGroups.add(pgid);
-  groupsListener?.([...liveGroups]);
   const pipe = output.identity(pgid);
   const sink = new BoundedOutput(options.maxShownBytes, options.logDir, options.onOutput, options.maxLogBytes);
   const reader = output.stream(proc.stdout).getReader();
@@ -211,6 +195,68 @@ export async function runProcess(options: SpawnOptions): Promise<ProcessResult> 
       ? { cleanupError: [...(leaderExited ? [] : [`process ${pgid} did not exit after SIGKILL`]), ...problems].join('; ') }
       : {}),
   };
+}
+
+/** What startProcess needs of SpawnOptions. */
+export type StartOptions = Pick<SpawnOptions, 'argv' | 'cwd' | 'env' | 'extraFds' | 'channel' | 'outputFd' | 'infoFd' | 'afterFds'>;
+
+/** A command's process as spawned, its output not yet read: runProcess's, or one started ahead (SpawnOptions.ready). */
+export interface StartedProcess {
+  proc: Bun.Subprocess;
+  output: MergedOutput;
+  info: SandboxInfo | null;
+}
+
+/**
+ * Spawn the command with its output pipe and descriptors, its process group tracked (a second
+ * Ctrl-C, conch's exit) from now on; or why it could not start.
+ */
+export function startProcess(options: StartOptions): StartedProcess | string {
+  guardExit();
+  const output = mergedOutput(options.argv, options.outputFd === undefined ? {} : { outputFd: options.outputFd });
+  const stdio: ['ignore', ...Bun.Spawn.Readable[]] = ['ignore', output.stdout, output.stderr, ...(options.extraFds ?? []), ...(options.channel ? ['pipe' as const] : [])];
+  if (output.atOutputFd !== undefined) {
+    if (stdio.length !== options.outputFd) throw new Error(`startProcess: outputFd ${options.outputFd} is not the next fd (${stdio.length})`);
+    stdio.push(output.atOutputFd);
+  }
+  const info = output.atOutputFd !== undefined && options.infoFd === stdio.length ? sandboxInfo() : null;
+  if (info) stdio.push(info.writeEnd);
+  stdio.push(...(options.afterFds ?? []));
+  let proc: Bun.Subprocess;
+  try {
+    // detached: a session and process group of its own, led by the command itself.
+    proc = Bun.spawn({
+      cmd: output.cmd,
+      cwd: options.cwd,
+      env: options.env,
+      detached: true,
+      stdio: stdio as ['ignore', Bun.Spawn.Readable, Bun.Spawn.Readable, ...Bun.Spawn.Readable[]],
+    });
+    if (options.channel) options.channel((proc.stdio as unknown[])[3 + (options.extraFds?.length ?? 0)] as number);
+  } catch (error) {
+    info?.close();
+    output.spawned();
+    output.close();
+    return `could not start ${options.argv[0]} in ${options.cwd}: ${(error as Error).message}`;
+  }
+  output.spawned();
+  info?.spawned();
+  liveGroups.add(proc.pid);
+  groupsListener?.([...liveGroups]);
+  return { proc, output, info };
+}
+
+/**
+ * A process started ahead that no command was given: once it is gone (it ends by itself, or its
+ * owner kills it), its pipes close and its group is forgotten.
+ */
+export function discardProcess(started: StartedProcess): void {
+  void started.proc.exited.then(() => {
+    started.info?.close();
+    started.output.close();
+    liveGroups.delete(started.proc.pid);
+    groupsListener?.([...liveGroups]);
+  });
 }
 
 /**
@@ -361,7 +407,14 @@ export function killAllNow(): void {
 const infoBuffer = Buffer.alloc(1024);
 
 /** bwrap's --info-fd: a non-blocking pipe read once bwrap is gone (it writes and closes it early). */
-function sandboxInfo(): { writeEnd: number; spawned(): void; childPid(): number | null; close(): void } | null {
+interface SandboxInfo {
+  writeEnd: number;
+  spawned(): void;
+  childPid(): number | null;
+  close(): void;
+}
+
+function sandboxInfo(): SandboxInfo | null {
   const libc = loadLibc();
   const fds = libc?.pipe({ nonBlocking: true }) ?? null;
   if (!libc || !fds) return null;

@@ -20,13 +20,33 @@
 //   second, so that a run of one command pays nothing for it.
 // - The namespaces are joined through a descriptor of the sandbox's first process's /proc directory,
 //   opened once it is started, never by pid again: a pid reused by another process is never joined.
+//
+// The next command's process is started ahead, while the sandbox is idle (after a command's
+// teardown and settling, nothing of it left): nsenter and the light bwrap, set up up to bwrap's
+// --block-fd, where it waits before it reads the seccomp filter, changes to the cwd, starts its
+// session or runs anything. A command that passes every check above (the same checks, in the same
+// place: enterHeld) and has the cwd and environment it was prepared with is written to it, as
+// `exec /bin/sh -c …`, the argv a command started as usual has; any other command starts as usual,
+// and the prepared one is let go with no script, so that it runs nothing and ends by itself (killed,
+// its bwrap's child would stay a zombie of the holder's and end the sandbox). Why that is safe,
+// though the prepared process joins the namespaces and copies the held mount tree before the
+// checks of the command it will run:
+// - A failed check never reaches it: the sandbox is stopped, which kills its holder and with it
+//   the prepared process, before the command starts elsewhere; it is never given a command.
+// - Its mounts are the held namespace's, which no process changes while it is idle (nothing of the
+//   last command is left in it), and a change from the host shows in the checks, which compare that
+//   namespace, not the copy; a held sandbox replaced takes its prepared process with it.
+// - While it waits it has no capabilities (bwrap drops them first) and nothing else runs in the
+//   sandbox. A command running while a let-go one ends has no hold on it: they are in sibling user
+//   namespaces (ptrace and /proc/PID/mem need an ancestor's capabilities), and the filter
+//   refuses ptrace anyway. One that kills it only ends the sandbox (a child left with the holder).
 // Where nsenter is missing or the held sandbox fails its first command, every command gets its own
 // sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out);
 // CONCH_DEBUG_HELD=1 prints why a held sandbox did not start.
-import { closeSync, openSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync, readlinkSync, writeSync } from 'node:fs';
 import { childrenOf, devEntries, identity, mountedPaths, mountPointsIn, mountPointsOf, mountTable, type Identity } from './held-state.ts';
 import { loadLibc } from '../process/libc.ts';
-import { trackGroup } from '../process/spawn.ts';
+import { discardProcess, startProcess, trackGroup, type SpawnOptions, type StartedProcess } from '../process/spawn.ts';
 import { settleOrphans } from '../process/orphans.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
 import type { PlaceholderScope } from './placeholders.ts';
@@ -43,6 +63,13 @@ const NAMESPACES = [
 
 const START_MS = 5000;
 const GONE_MS = 2000;
+/** The longest script a prepared process is given (the command quoted, and its exec); longer ones start as usual. */
+const MAX_SCRIPT_BYTES = 16 * 1024;
+/** The gate pipe's capacity: the script goes in one write that must never wait for the reader. */
+const GATE_BYTES = 64 * 1024;
+
+/** How often prepared processes were started and given a command (tests read it). */
+export const preparedCounts = { started: 0, used: 0 };
 
 let nsenter: string | null | undefined;
 
@@ -68,6 +95,33 @@ export interface Entered {
   settle(): Promise<void>;
   /** The command is over (called once). */
   done(): void;
+  /**
+   * For runProcess (SpawnOptions.ready): the process prepared for the command, given it, when it
+   * was prepared for this cwd and environment; null to start one as usual.
+   */
+  ready(cwd: string, command: string[]): NonNullable<SpawnOptions['ready']>;
+}
+
+/** The next command's process, started while the sandbox is idle and held at bwrap's --block-fd. */
+interface Prepared {
+  started: StartedProcess;
+  /** The command's cwd inside (bwrap's --chdir) and conch's for the spawn; its environment. */
+  cwd: string;
+  hostCwd: string;
+  env: Record<string, string>;
+  /** conch's end of the pipe the process waits on (its --block-fd) and then reads its script from. */
+  gate: number;
+}
+
+function quote(arg: string): string {
+  return `'${arg.replaceAll("'", `'\\''`)}'`;
+}
+
+function sameEnv(a: Record<string, string>, b: Record<string, string>): boolean {
+  if (a === b) return true;
+  const names = Object.keys(a);
+  if (names.length !== Object.keys(b).length) return false;
+  return names.every((name) => Object.hasOwn(b, name) && a[name] === b[name]);
 }
 
 class Held {
@@ -88,6 +142,9 @@ class Held {
   private mounts: string | null = null;
   private dev: string | null = null;
   private prefix: string[] = [];
+  private next: Prepared | null = null;
+  /** The last command's cwds and environment: the next one most likely has the same. */
+  private last: Omit<Prepared, 'started' | 'gate'> | null = null;
   private readonly identities: [string, Identity][];
 
   constructor(
@@ -304,8 +361,81 @@ class Held {
         if (over) return;
         over = true;
         this.busy = false;
+        // After the command's result is back: conch's part of the spawn holds nothing up then.
+        setImmediate(() => this.prepareNext());
       },
+      ready: (cwd, command) => ({ claim: (options) => this.claim(cwd, command, options) }),
     };
+  }
+
+  /**
+   * Start the next command's process now, while the sandbox is idle: nsenter and the light bwrap's
+   * whole setup, up to its --block-fd, where it waits for claim. It then reads its script from the
+   * same pipe: `exec` of the command's own /bin/sh -c argv, as a command started as usual runs.
+   */
+  private prepareNext(): void {
+    if (this.state !== 'ready' || this.busy || this.next !== null || this.last === null) return;
+    const libc = loadLibc()!;
+    const gate = libc.pipe();
+    if (!gate) return;
+    const [waitEnd, gateEnd] = gate;
+    let seccomp: ReturnType<typeof openSeccompFd> | null = null;
+    try {
+      // A pipe the user's pipe limits left small would make the write of a long script wait.
+      if (libc.setPipeSize(gateEnd, GATE_BYTES) <= MAX_SCRIPT_BYTES) return;
+      seccomp = openSeccompFd();
+      const { cwd, hostCwd, env } = this.last;
+      // The fds of a command entered as usual (index.ts closes them), then the gate twice: bwrap
+      // closes its --block-fd once it reads a byte there; the shell reads its script from the other.
+      const outputFd = 4 + this.nsFds.length;
+      const started = startProcess({
+        argv: [...this.prefix, '--block-fd', String(outputFd + 1), '--chdir', cwd, '--', '/bin/sh', `/proc/self/fd/${outputFd + 2}`],
+        cwd: hostCwd,
+        env,
+        extraFds: [seccomp.fd, ...this.nsFds],
+        outputFd,
+        afterFds: [waitEnd, waitEnd],
+      });
+      if (typeof started === 'string') return;
+      // Never what keeps conch running; claim makes it count again.
+      started.proc.unref();
+      this.next = { started, cwd, hostCwd, env, gate: gateEnd };
+      preparedCounts.started++;
+    } catch (error) {
+      if (process.env.CONCH_DEBUG_HELD) console.error('held sandbox: no prepared process:', error);
+    } finally {
+      seccomp?.close();
+      closeSync(waitEnd);
+      if (this.next?.gate !== gateEnd) closeSync(gateEnd);
+    }
+  }
+
+  /** The prepared process for this command (entered: every check passed), or null. */
+  private claim(cwd: string, command: string[], options: SpawnOptions): StartedProcess | null {
+    this.last = { cwd, hostCwd: options.cwd, env: options.env };
+    const next = this.next;
+    this.next = null;
+    if (next === null) return null;
+    const { proc } = next.started;
+    // A newline for bwrap's --block-fd (the byte it waits for), then the script; fd 8 is its own.
+    const script = Buffer.from(`\nexec ${command.map(quote).join(' ')} ${4 + this.nsFds.length + 2}>&-\n`);
+    const fits =
+      proc.exitCode === null && proc.signalCode === null && next.cwd === cwd && next.hostCwd === options.cwd && sameEnv(next.env, options.env) && script.length <= MAX_SCRIPT_BYTES;
+    if (!fits) {
+      // With no script it runs nothing: the shell reads an empty one and exits.
+      closeSync(next.gate);
+      discardProcess(next.started);
+      return null;
+    }
+    try {
+      // The pipe holds all of it (prepareNext made sure), so this one write never waits for the reader.
+      writeSync(next.gate, script);
+    } finally {
+      closeSync(next.gate);
+    }
+    proc.ref();
+    preparedCounts.used++;
+    return next.started;
   }
 
   stop(): void {
@@ -325,6 +455,19 @@ class Held {
       }
     }
     this.untrack?.();
+    const next = this.next;
+    this.next = null;
+    if (next) {
+      // Killed before its gate closes, so that it never runs past its --block-fd (it has not left
+      // its process group yet).
+      try {
+        process.kill(-next.started.proc.pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
+      closeSync(next.gate);
+      discardProcess(next.started);
+    }
     for (const fd of this.nsFds) closeSync(fd);
     if (this.input >= 0) closeSync(this.input);
     this.input = -1;

@@ -20,6 +20,7 @@ import { enterHeld, heldAvailable, type Entered } from './held.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
 import { userStateDir } from './user-dir.ts';
+import type { SpawnOptions } from '../process/spawn.ts';
 import { renderSeatbeltProfile, seatbeltArgv, SeatbeltPathError } from './seatbelt.ts';
 
 export interface SandboxSettings {
@@ -117,6 +118,11 @@ export interface PreparedCommand {
    * output is read, whatever it left running goes. Replaces the settling of a sandbox of its own.
    */
   settle?: () => Promise<void>;
+  /**
+   * A command in the run's held sandbox: the process held.ts started ahead for it, when it fits
+   * (for runProcess's SpawnOptions.ready); argv is what starts one as usual otherwise.
+   */
+  ready?: NonNullable<SpawnOptions['ready']>;
   /** Undo host-side preparation (placeholders, fds). Safe to call twice. */
   release(): Promise<void>;
   /** What the sandbox could not fully enforce for this command (workspace-relative), if anything. */
@@ -368,7 +374,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     const shell = outputFd === undefined ? command : [...command.slice(0, 2), `exec 1>&${outputFd} 2>&${outputFd} ${outputFd}>&-${closing}; ${command[2]}`, ...command.slice(3)];
     const relayed = proxy ? relayCommand(shell) : null;
     const prepared: PreparedCommand = entered
-      ? { argv: entered.argv(cwd, shell), extraFds: [seccomp.fd, ...entered.fds], release, outputFd: outputFd!, settle: entered.settle }
+      ? { argv: entered.argv(cwd, shell), extraFds: [seccomp.fd, ...entered.fds], release, outputFd: outputFd!, settle: entered.settle, ready: entered.ready(cwd, shell) }
       : {
           argv: withCommand(options, cwd, relayed ?? shell),
           extraFds: [seccomp.fd],

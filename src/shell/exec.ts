@@ -165,6 +165,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
         ...(prepared?.outputFd === undefined ? {} : { outputFd: prepared.outputFd }),
         ...(prepared?.infoFd === undefined ? {} : { infoFd: prepared.infoFd }),
         ...(prepared?.settle ? { settle: prepared.settle } : {}),
+        ...(prepared?.ready ? { ready: prepared.ready } : {}),
         ...(options.onOutput ? { onOutput: options.onOutput } : {}),
       });
     } catch (error) {

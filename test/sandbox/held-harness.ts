@@ -8,22 +8,27 @@ import { createExecutor } from '../../src/shell/exec.ts';
 import { Workspace } from '../../src/workspace/paths.ts';
 import type { Fixture } from './harness.ts';
 
-export type RunExecutor = (command: string, timeoutMs?: number) => ReturnType<ReturnType<typeof createExecutor>>;
+export type RunExecutor = (command: string, timeoutMs?: number, cwd?: string) => ReturnType<ReturnType<typeof createExecutor>>;
 
 /** The bash tool's executor for one run (`scope`) over the fixture, network off unless asked. */
-export async function runExecutor(fx: Fixture, scope: PlaceholderScope, options: { network?: boolean; hidden?: string[] } = {}): Promise<RunExecutor> {
+export async function runExecutor(
+  fx: Fixture,
+  scope: PlaceholderScope,
+  options: { network?: boolean; hidden?: string[]; env?: Record<string, string> } = {},
+): Promise<RunExecutor> {
   const exec = createExecutor({
     workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
     unrestricted: false,
     sandbox: { profile: 'workspace-write', network: options.network ?? false, writableRoots: [], protectedGlobs: [], hidden: options.hidden ?? [] },
     limits: DEFAULT_LIMITS,
-    env: {},
+    env: options.env ?? {},
     shellEnabled: true,
     tmpDir: fx.tmp,
     logDir: join(fx.root, 'logs'),
     placeholders: scope,
   });
-  return (command, timeoutMs) => exec(command, { signal: new AbortController().signal, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
+  return (command, timeoutMs, cwd) =>
+    exec(command, { signal: new AbortController().signal, ...(timeoutMs === undefined ? {} : { timeoutMs }), ...(cwd === undefined ? {} : { cwd }) });
 }
 
 /** Commands until one runs in the held sandbox (its pid 1 is the holder); returns that one's pid namespace. */
