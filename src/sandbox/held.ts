@@ -45,7 +45,7 @@
 // CONCH_DEBUG_HELD=1 prints why a held sandbox did not start.
 import { closeSync, openSync, readlinkSync, writeSync } from 'node:fs';
 import { childrenOf, devEntries, identity, mountedPaths, mountPointsIn, mountPointsOf, mountTable, type Identity } from './held-state.ts';
-import { loadLibc } from '../process/libc.ts';
+import { ESRCH, loadLibc } from '../process/libc.ts';
 import { discardProcess, startProcess, trackGroup, type SpawnOptions, type StartedProcess } from '../process/spawn.ts';
 import { settleOrphans } from '../process/orphans.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
@@ -445,7 +445,8 @@ class Held {
     // The first process first: its death takes every process of the namespace with it. Through
     // its /proc descriptor once there is one: by pid, a process gone and reaped could be another's.
     const exited = this.proc !== null && (this.proc.exitCode !== null || this.proc.signalCode !== null);
-    if (this.nsFds[0] !== undefined) libc?.signalProcessFd(this.nsFds[0], 9);
+    let holderKilled = false;
+    if (this.nsFds[0] !== undefined) holderKilled = [0, ESRCH].includes(libc?.signalProcessFd(this.nsFds[0], 9) ?? -1);
     else if (this.init && !exited) libc?.kill(this.init, 9);
     if (this.proc && !exited) {
       try {
@@ -458,12 +459,15 @@ class Held {
     const next = this.next;
     this.next = null;
     if (next) {
-      // Killed before its gate closes, so that it never runs past its --block-fd (it has not left
-      // its process group yet).
-      try {
-        process.kill(-next.started.proc.pid, 'SIGKILL');
-      } catch {
-        // gone already
+      // Its processes in the sandbox went with the holder (so before its gate closes), each reaped
+      // by its parent, and nsenter then ends. Killed from here as well, nsenter could go before its
+      // child bwrap, which would stay a zombie of conch's (a subreaper), so only if the holder was not.
+      if (!holderKilled) {
+        try {
+          process.kill(-next.started.proc.pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
       }
       closeSync(next.gate);
       discardProcess(next.started);
