@@ -431,12 +431,20 @@ class Held {
       discardProcess(next.started);
       return null;
     }
+    let written = -1;
     try {
       // The pipe holds all of it (prepareNext made sure), so this one write never waits for the reader.
-      writeSync(next.gate, script);
-    } finally {
-      closeSync(next.gate);
+      written = writeSync(next.gate, script);
+    } catch {
+      // EPIPE: it is gone, and nothing ran.
     }
+    if (written !== script.length) {
+      // Part of a script must never run: the sandbox goes, and the gate closes only after the process.
+      this.next = next;
+      this.stop();
+      return null;
+    }
+    closeSync(next.gate);
     proc.ref();
     preparedCounts.used++;
     return next.started;
@@ -463,9 +471,10 @@ class Held {
     const next = this.next;
     this.next = null;
     if (next) {
-      // Its processes in the sandbox went with the holder (so before its gate closes), each reaped
-      // by its parent, and nsenter then ends. Killed from here as well, nsenter could go before its
-      // child bwrap, which would stay a zombie of conch's (a subreaper), so only if the holder was not.
+      // Its processes in the sandbox go with the holder, each reaped by its parent, and nsenter then
+      // ends. Killed from here as well, nsenter could go before its child bwrap, which would stay a
+      // zombie of conch's (a subreaper), so only if the holder was not. The gate closes after: it
+      // never runs past its --block-fd.
       if (!holderKilled) {
         try {
           process.kill(-next.started.proc.pid, 'SIGKILL');
@@ -473,7 +482,7 @@ class Held {
           // gone already
         }
       }
-      closeSync(next.gate);
+      void next.started.proc.exited.then(() => closeSync(next.gate));
       discardProcess(next.started);
     }
     for (const fd of this.nsFds) closeSync(fd);
