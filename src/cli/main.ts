@@ -55,6 +55,8 @@ async function main(): Promise<void> {
       return;
     }
     case 'sandbox': {
+      // No action to take by default (tools and sessions list): the command says what it does, as bare `conch` does.
+      if (args.length === 0 && parsed.afterDashes.length === 0) return outputHelp('sandbox');
       const { sandboxCommand } = await import('./commands.ts');
       const profile = parsed.flags.get('profile')?.[0];
       process.exitCode = await sandboxCommand(args[0], [...args.slice(1), ...parsed.afterDashes], { network: !parsed.flags.has('no-network'), ...(profile !== undefined && { profile }) });

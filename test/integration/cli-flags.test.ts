@@ -270,6 +270,20 @@ describe('commands and tasks', () => {
     expect(helps.get('')).toContain('--max-concurrent');
   });
 
+  test('conch sandbox with no action prints its help and exits 0; an unknown action or run without a command exits 2', async () => {
+    const bare = await conch(['sandbox']);
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).toBe((await conch(['sandbox', '--help'])).stdout);
+    expect(bare.stdout).toContain('$ conch sandbox [action] [...command]');
+    expect(bare.stderr).toBe('');
+    for (const args of [['sandbox', 'bogus'], ['sandbox', 'run'], ['sandbox', '--', 'ls']]) {
+      const r = await conch(args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toContain('conch: usage: conch sandbox');
+    }
+  });
+
   test('a suggestion is one question: never "?." or "?)." after it', async () => {
     for (const args of [['help', 'tool'], ['help', 'refactor'], ['tool'], ['--modle', 'x', 'go'], ['tools', '--jsn'], ['sessions', '--al']]) {
       const r = await conch(args);
