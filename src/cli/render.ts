@@ -42,6 +42,32 @@ export interface HumanSink extends EventSink {
   release(): void;
 }
 
+type RunStarted = Extract<RunEvent, { type: 'run.started' }>;
+
+/**
+ * What the start of a run says on stderr whatever the display, --json too: a run without the
+ * sandbox, and a resumed session the recorded policy narrowed. `modeShown`: a terminal's header
+ * said the mode already.
+ */
+export function startNotices(event: RunStarted, modeShown: boolean): string[] {
+  const lines: string[] = [];
+  if (event.mode === 'unrestricted' && !modeShown) lines.push('conch: running unrestricted (no workspace checks, no sandbox)');
+  // Resuming never widens: say what the recorded policy took away, on a terminal or not.
+  if (event.session?.narrowed.length) {
+    lines.push(`conch: resumed session ${event.session.id} under the policy now ∩ the recorded one: ${event.session.narrowed.join('; ')}`);
+  }
+  return lines;
+}
+
+/** Under --json: the start notices on stderr (stdout keeps its one document). */
+export function noticeSink(stderr: Streams['stderr']): EventSink {
+  return {
+    emit(event) {
+      if (event.type === 'run.started') for (const line of startNotices(event, false)) stderr.write(`${line}\n`);
+    },
+  };
+}
+
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
@@ -139,13 +165,8 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
             const mode = event.mode === 'unrestricted' ? paint.yellow('unrestricted: no workspace checks, no sandbox') : `restricted, sandbox ${event.sandbox}`;
             const session = event.session?.resumed ? ` · session ${event.session.id}${event.session.parent ? ` (forked from ${event.session.parent})` : ' (continued)'}` : '';
             stderr.write(`${dim(`conch · ${event.provider}/${event.model} · `)}${mode}${dim(`${session} · ${tildePath(cwd)}`)}\n`);
-          } else if (event.mode === 'unrestricted' && !options.interactive) {
-            stderr.write('conch: running unrestricted (no workspace checks, no sandbox)\n');
           }
-          // Resuming never widens: say what the recorded policy took away, on a terminal or not.
-          if (event.session?.narrowed.length) {
-            stderr.write(`conch: resumed session ${event.session.id} under the policy now ∩ the recorded one: ${event.session.narrowed.join('; ')}\n`);
-          }
+          for (const line of startNotices(event, options.interactive)) stderr.write(`${line}\n`);
           break;
         case 'context.elided':
           stderr.write(`conch: ${event.results} earlier tool result(s) (${event.bytes} bytes) elided to stay within context_bytes; the model is told\n`);

@@ -16,7 +16,7 @@ import { batchDocument, batchExitCode, summaryLine, type TaskEnvelope } from './
 import { envelope, envelopeSink, type KnownFacts } from './envelope.ts';
 import { cancelOnSignals } from './interrupts.ts';
 import { OrderedOutput, type Section } from './ordered-output.ts';
-import { describeOutcome, humanSink, terminalSafe } from './render.ts';
+import { describeOutcome, humanSink, noticeSink, terminalSafe } from './render.ts';
 import { configFacts, stdinTooLargeOutcome, type RunOutput } from './run.ts';
 import { setupFailure, terminalApprover } from './setup.ts';
 import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
@@ -132,7 +132,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     const run = started.task();
     const facts = envelopeSink();
     const display = { ...(await terminalOptions(out.json, cwd)), spinner: false, header: index === 0, ...(outputSchema !== undefined ? { jsonAnswer: true } : {}) };
-    const sinks: EventSink[] = [out.json ? facts : humanSink(section, display)];
+    const sinks: EventSink[] = out.json ? [facts, noticeSink(section.stderr)] : [humanSink(section, display)];
     if (watchdog && out.json) {
       sinks.push({
         emit(event) {

@@ -5,7 +5,7 @@ import { teeSinks, type EventSink } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
 import { planStart, startRun, type StartedRun, type StartPlan } from '../host/start.ts';
 import { offersMcpTools } from '../host/mcp.ts';
-import { describeOutcome, humanSink, terminalSafe } from './render.ts';
+import { describeOutcome, humanSink, noticeSink, terminalSafe } from './render.ts';
 import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
@@ -99,7 +99,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
 
   const sinks: EventSink[] = [];
   const facts = envelopeSink();
-  if (out.json) sinks.push(facts);
+  if (out.json) sinks.push(facts, noticeSink(stderr));
   else sinks.push(human);
   if (trace) sinks.push(trace);
 

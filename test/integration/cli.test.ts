@@ -222,6 +222,24 @@ for (const p of protocols) {
       expect(JSON.parse(r.stdout).sandbox).toBe('bwrap, read-only, no network');
     });
 
+    test('--unrestricted warns on stderr with and without --json; stdout under --json stays one document', async () => {
+      const warning = 'conch: running unrestricted (no workspace checks, no sandbox)\n';
+      harness.server.script(() => ({ text: 'ok' }));
+      const human = await run(['--unrestricted', 'go']);
+      expect(human.code).toBe(0);
+      expect(human.stderr).toBe(warning);
+      const json = await run(['--json', '--unrestricted', 'go']);
+      expect(json.code).toBe(0);
+      expect(json.stderr).toBe(warning);
+      expect(JSON.parse(json.stdout)).toMatchObject({ status: 'completed', mode: 'unrestricted' });
+      const tasks = await run(['run', '--json', '--unrestricted', 'one', 'two']);
+      expect(tasks.code).toBe(0);
+      expect(tasks.stderr).toBe(warning.repeat(2));
+      expect(JSON.parse(tasks.stdout).tasks).toHaveLength(2);
+      // A sandboxed run says nothing of the kind.
+      expect((await run(['--json', 'go'])).stderr).toBe('');
+    });
+
     test('usage the provider does not report stays null, never 0', async () => {
       harness.server.script([{ text: 'answer', usage: null }]);
       const r = await run(['--json', 'go']);
