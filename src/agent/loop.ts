@@ -6,7 +6,7 @@ import { ProviderError } from '../providers/types.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import type { EventBody, EventSink, SessionFacts } from './events.ts';
 import type { Limits } from '../core/limits.ts';
-import { addUsage, emptyUsage, type FailureCode, type Outcome, type OutcomeStatus, type OutputIssue } from './outcome.ts';
+import { addUsage, emptyUsage, SignalStop, type FailureCode, type Outcome, type OutcomeStatus, type OutputIssue } from './outcome.ts';
 import { dispatchCall, type ContextFactory } from './dispatch.ts';
 import { resultText } from '../tools/truncate.ts';
 import { fitContext } from './context.ts';
@@ -121,7 +121,9 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
   const interrupted = () =>
     timedOut
       ? new Stop('timed_out', `the run deadline of ${limits.deadline_ms} ms passed (limit deadline_ms; flag --timeout)`)
-      : new Stop('cancelled', 'cancelled by the user');
+      : signal.reason instanceof SignalStop
+        ? new Stop('cancelled', signal.reason.message, { signal: signal.reason.signal })
+        : new Stop('cancelled', 'cancelled by the user');
 
   try {
     if (spec.outputSchema !== undefined) {

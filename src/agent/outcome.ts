@@ -59,10 +59,37 @@ export interface Outcome {
   limit?: string;
   /** For `policy_denied`: the id of the deciding rule. */
   rule?: string;
+  /** For `cancelled`: the signal that asked conch to stop, when one did (its exit code is 128 + its number). */
+  signal?: StopSignal;
   /** With an output schema, a completed run's answer as the parsed JSON value. */
   outputValue?: unknown;
   /** With an output schema, why the last answer did not validate (`output_invalid`, or a limit hit before the repair). */
   outputErrors?: OutputIssue[];
+}
+
+/** The signals a host cancels a run on. */
+export type StopSignal = 'SIGINT' | 'SIGTERM' | 'SIGHUP';
+
+/**
+ * A run cancelled by a signal exits as shells report a process the signal ended, 128 + its number
+ * (the same on Linux and macOS), so `kill` (SIGTERM, 143) is not mistaken for Ctrl-C (SIGINT, 130).
+ */
+export const SIGNAL_EXIT_CODES: Record<StopSignal, number> = { SIGHUP: 129, SIGINT: 130, SIGTERM: 143 };
+
+/** A signal's name as a StopSignal (the watchdog passes names as text); any other counts as SIGINT. */
+export function stopSignal(name: string): StopSignal {
+  return name in SIGNAL_EXIT_CODES ? (name as StopSignal) : 'SIGINT';
+}
+
+/**
+ * The AbortSignal reason of a run a signal stopped: the loop ends it as `cancelled` with this message
+ * and `signal`. The status stays cancelled (no new failure code): the run was asked to stop.
+ */
+export class SignalStop extends Error {
+  constructor(readonly signal: StopSignal) {
+    super(signal === 'SIGINT' ? 'cancelled by the user' : `terminated by signal ${signal}${signal === 'SIGHUP' ? ' (the terminal closed)' : ''}`);
+    this.name = 'SignalStop';
+  }
 }
 
 /** Documented, distinct exit codes (README "Exit codes"). */
@@ -75,10 +102,12 @@ export const EXIT_CODES = {
   /** `failed` with code output_invalid: scripts tell a wrong answer from a broken run. */
   output_invalid: 5,
   timed_out: 124,
+  /** Ctrl-C, or a host's own cancel; a signal other than SIGINT has its own (SIGNAL_EXIT_CODES). */
   cancelled: 130,
 } as const;
 
-export function exitCodeFor(outcome: Pick<Outcome, 'status' | 'code'>): number {
+export function exitCodeFor(outcome: Pick<Outcome, 'status' | 'code' | 'signal'>): number {
+  if (outcome.status === 'cancelled' && outcome.signal) return SIGNAL_EXIT_CODES[outcome.signal];
   return outcome.code === 'output_invalid' ? EXIT_CODES.output_invalid : EXIT_CODES[outcome.status];
 }
 

@@ -1,16 +1,18 @@
 // What several tasks of one `conch run` add up to: the exit code of the most severe outcome, the
 // counts, and the one --json document.
-import { EXIT_CODES, exitCodeFor, type Outcome, type OutcomeStatus } from '../agent/outcome.ts';
+import { EXIT_CODES, exitCodeFor, SIGNAL_EXIT_CODES, type Outcome, type OutcomeStatus } from '../agent/outcome.ts';
 import { ENVELOPE_VERSION } from './envelope.ts';
 
-type Ended = Pick<Outcome, 'status' | 'code'>;
+type Ended = Pick<Outcome, 'status' | 'code' | 'signal'>;
 
 /**
- * Exit codes, most severe first. A cancelled batch was stopped by the user; a failure is conch or
- * the provider broken; an answer that never matched --output-schema; then a task that ran out of
- * time, of a limit, or met a policy denial.
+ * Exit codes, most severe first. A batch a signal ended (kill, a closed terminal) or the user
+ * cancelled was stopped from outside; a failure is conch or the provider broken; an answer that never
+ * matched --output-schema; then a task that ran out of time, of a limit, or met a policy denial.
  */
 export const SEVERITY: number[] = [
+  SIGNAL_EXIT_CODES.SIGTERM,
+  SIGNAL_EXIT_CODES.SIGHUP,
   EXIT_CODES.cancelled,
   EXIT_CODES.failed,
   EXIT_CODES.output_invalid,
@@ -26,7 +28,7 @@ export function batchExitCode(outcomes: Ended[]): number {
 }
 
 /** A run's envelope plus its task; a task that never started has null provider, model, mode, sandbox. */
-export type TaskEnvelope = { status: OutcomeStatus; code?: Outcome['code']; task: string } & Record<string, unknown>;
+export type TaskEnvelope = { status: OutcomeStatus; code?: Outcome['code']; signal?: Outcome['signal']; task: string } & Record<string, unknown>;
 
 const STATUSES: OutcomeStatus[] = ['completed', 'failed', 'cancelled', 'timed_out', 'limit_exceeded', 'policy_denied'];
 

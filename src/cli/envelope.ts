@@ -28,6 +28,7 @@ export function envelope(runId: string, outcome: Outcome, facts: KnownFacts | nu
     ...(outcome.code ? { code: outcome.code } : {}),
     ...(outcome.limit ? { limit: outcome.limit } : {}),
     ...(outcome.rule ? { rule: outcome.rule } : {}),
+    ...(outcome.signal ? { signal: outcome.signal } : {}),
     ...(outcome.message ? { message: outcome.message } : {}),
     // With an output schema a completed run's answer is the parsed JSON value, not its text.
     output: outcome.outputValue !== undefined ? outcome.outputValue : outcome.output,

@@ -3,7 +3,7 @@
 // session and resumable with -c; the rendering is the one-shot renderer's. Only the prompt is
 // loaded before the prompt shows: the host starts while the user types (bench/interactive.ts).
 import type { CliFlags } from '../config/types.ts';
-import { EXIT_CODES } from '../agent/outcome.ts';
+import { EXIT_CODES, SIGNAL_EXIT_CODES, SignalStop, stopSignal, type StopSignal } from '../agent/outcome.ts';
 import { teeSinks } from '../agent/events.ts';
 import type { Trace } from './trace.ts';
 import type { Watchdog } from './watchdog.ts';
@@ -40,7 +40,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   // answer; it hands every signal it catches to `onSignal`.
   let watchdog: Watchdog | undefined;
   let turnSigint: (() => void) | undefined;
-  const onSignal = (name: string) => (name === 'SIGINT' && turnSigint ? turnSigint() : onHangup());
+  const onSignal = (name: string) => (name === 'SIGINT' && turnSigint ? turnSigint() : onHangup(name));
   const startWatchdog = async () => {
     const { startWatchdog } = await import('./watchdog.ts');
     watchdog ??= startWatchdog('interactive', false, null, 'the conversation');
@@ -124,7 +124,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     let interrupts = 0;
     const onSigint = () => {
       if (++interrupts === 1) {
-        controller.abort(new Error('cancelled'));
+        controller.abort(new SignalStop('SIGINT'));
         stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
       } else {
         killAllNow();
@@ -178,16 +178,19 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   // session ends; at the prompt it ends at once.
   let busy: AbortController | undefined;
   let quit = false;
-  const onHangup = () => {
+  // The signal that ended the session: conch exits as shells expect of it (SIGTERM 143, SIGHUP 129).
+  let endedBy: StopSignal | undefined;
+  const onHangup = (name: string) => {
     quit = true;
-    if (busy) busy.abort(new Error('cancelled'));
+    endedBy ??= stopSignal(name);
+    if (busy) busy.abort(new SignalStop(endedBy));
     else void finish().then((code) => process.exit(code));
   };
   process.on('SIGHUP', onHangup);
   process.on('SIGTERM', onHangup);
   const finish = async (): Promise<number> => {
     const h = host ?? (await pending?.catch(() => undefined));
-    if (!h) return EXIT_CODES.completed;
+    if (!h) return endedBy ? SIGNAL_EXIT_CODES[endedBy] : EXIT_CODES.completed;
     await h.dispose();
     // dispose() adds what went wrong at the end (spans the collector never got).
     const late = h.warnings.splice(0);
@@ -196,7 +199,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       for (const warning of late) stderr.write(`conch: ${terminalSafe(warning)}\n`);
     }
     if (h.recording.id && runs > 0) stderr.write(`session ${h.recording.id}  (conch -c to continue)\n`);
-    return EXIT_CODES.completed;
+    return endedBy ? SIGNAL_EXIT_CODES[endedBy] : EXIT_CODES.completed;
   };
 
   stderr.write(dim(`conch · Enter sends, \\ at the end of a line continues, /help lists commands, Ctrl-D exits\n`));

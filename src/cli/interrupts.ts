@@ -1,29 +1,30 @@
 // Ctrl-C for a run (or several at once): the first cancels through the one AbortSignal, a second
 // exits at once. A closed terminal (SIGHUP) and a polite kill (SIGTERM) cancel the same way, so
-// cleanup runs.
-import { EXIT_CODES } from '../agent/outcome.ts';
+// cleanup runs; the outcome names the signal and the exit code is the shell's for it (outcome.ts).
+import { SIGNAL_EXIT_CODES, SignalStop, stopSignal, type StopSignal } from '../agent/outcome.ts';
 import { stderr } from '../core/stdio.ts';
 import { killAllNow } from '../process/spawn.ts';
 
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
 export interface Interrupts {
-  /** What a signal does; the watchdog calls it for the signals it receives. */
-  readonly onSignal: () => void;
+  /** What a signal does; the watchdog calls it with the name of each signal it receives. */
+  readonly onSignal: (name: string) => void;
   /** Stop listening. */
   remove(): void;
 }
 
 export function cancelOnSignals(controller: AbortController, json: boolean): Interrupts {
   let interrupts = 0;
-  const onSignal = () => {
+  const onSignal = (name: string) => {
+    const signal = stopSignal(name);
     interrupts++;
     if (interrupts === 1) {
-      controller.abort(new Error('cancelled'));
+      controller.abort(new SignalStop(signal));
       if (!json && stderr.isTTY) stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
     } else {
       killAllNow();
-      process.exit(EXIT_CODES.cancelled);
+      process.exit(SIGNAL_EXIT_CODES[signal]);
     }
   };
   for (const s of SIGNALS) process.on(s, onSignal);

@@ -4,7 +4,7 @@
 // document; the exit code is the most severe task's (batch.ts).
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { emptyUsage, exitCodeFor, type Outcome } from '../agent/outcome.ts';
+import { emptyUsage, exitCodeFor, SignalStop, type Outcome } from '../agent/outcome.ts';
 import { teeSinks, type EventSink } from '../agent/events.ts';
 import type { OutputSchema } from '../agent/output.ts';
 import type { CliFlags } from '../config/types.ts';
@@ -116,7 +116,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     const section = output.section(index);
     if (!out.json) section.stdout.write(`${index > 0 ? '\n' : ''}── task ${index + 1}/${tasks.length}: ${label(tasks[index]!)}\n`);
     if (controller.signal.aborted) {
-      finished[index] = notStarted();
+      finished[index] = notStarted(controller.signal.reason);
       if (!out.json) section.stderr.write(`${describeOutcome(finished[index]!.outcome)}\n`);
     } else finished[index] = await runTask(host, index, section);
     section.done();
@@ -165,11 +165,12 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   return report(tasks, finished, out.json, startedAt);
 }
 
-/** Tasks still queued when Ctrl-C came never start: cancelled, having done nothing. */
-function notStarted(): Finished {
+/** Tasks still queued when Ctrl-C (or another signal) came never start: cancelled, having done nothing. */
+function notStarted(reason?: unknown): Finished {
   const outcome: Outcome = {
     status: 'cancelled',
-    message: 'cancelled before it started',
+    message: reason instanceof SignalStop && reason.signal !== 'SIGINT' ? `${reason.message}, before it started` : 'cancelled before it started',
+    ...(reason instanceof SignalStop && { signal: reason.signal }),
     output: '',
     stopReason: null,
     usage: emptyUsage(),

@@ -88,9 +88,9 @@ describe('a slow reader gets every byte', () => {
     const text = 'c'.repeat(MB);
     harness.server.script([{ text: [text], hangAfterText: true }]);
     const r = await slowReader(['--json', 'go'], { signalAfterMs: 3000 });
-    expect(r.code).toBe(130);
+    expect(r.code).toBe(143);
     const env = JSON.parse(r.output);
-    expect(env.status).toBe('cancelled');
+    expect(env).toMatchObject({ status: 'cancelled', message: 'terminated by signal SIGTERM', exitCode: 143 });
     expect(env.output).toBe(text);
   });
 

@@ -278,7 +278,37 @@ for (const p of protocols) {
       child!.kill('SIGINT');
       const r = await pending;
       expect(r.code).toBe(130);
-      expect(JSON.parse(r.stdout).status).toBe('cancelled');
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'cancelled', message: 'cancelled by the user', signal: 'SIGINT', exitCode: 130 });
+    });
+
+    test('SIGTERM and SIGHUP cancel as terminated by that signal: exit 143 and 129 as shells report them, not a user cancel', async () => {
+      for (const [signal, code] of [['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+        harness.server.requests.length = 0;
+        harness.server.script([{ text: 'thinking…', hangAfterText: true }]);
+        let child: ReturnType<typeof Bun.spawn> | undefined;
+        const pending = runConch({ dirs: harness.dirs, args: ['--model', p.model, '--json', 'go'], env: p.env(), onSpawn: (c) => (child = c) });
+        while (harness.server.requests.length === 0) await Bun.sleep(20);
+        await Bun.sleep(100);
+        child!.kill(signal);
+        const r = await pending;
+        expect(r.code).toBe(code);
+        const doc = JSON.parse(r.stdout);
+        expect(doc).toMatchObject({ status: 'cancelled', signal, exitCode: code, partial: true });
+        expect(doc.message).toStartWith(`terminated by signal ${signal}`);
+        expect(doc.message).not.toContain('by the user');
+        expect(doc.code).toBeUndefined();
+      }
+      // The human display says it too.
+      harness.server.requests.length = 0;
+      harness.server.script([{ text: 'thinking…', hangAfterText: true }]);
+      let child: ReturnType<typeof Bun.spawn> | undefined;
+      const pending = runConch({ dirs: harness.dirs, args: ['--model', p.model, 'go'], env: p.env(), onSpawn: (c) => (child = c) });
+      while (harness.server.requests.length === 0) await Bun.sleep(20);
+      await Bun.sleep(100);
+      child!.kill('SIGTERM');
+      const r = await pending;
+      expect(r.code).toBe(143);
+      expect(r.stderr).toContain('conch: cancelled: terminated by signal SIGTERM');
     });
 
     test('SIGINT during a sandboxed command kills it: cancelled, and no process is left behind', async () => {

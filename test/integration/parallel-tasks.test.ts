@@ -190,6 +190,23 @@ describe('conch run with several tasks', () => {
     }
   });
 
+  test('SIGTERM mid-way: every task cancelled as terminated by SIGTERM, the queued one before it started, exit 143', async () => {
+    harness.server.script(() => ({ text: 'working…', hangAfterText: true }));
+    let child: ReturnType<typeof Bun.spawn> | undefined;
+    const pending = run(['run', '--json', '--max-concurrent', '1', 'first', 'second'], { onSpawn: (c) => (child = c) });
+    while (harness.server.requests.length === 0) await Bun.sleep(20);
+    await Bun.sleep(100);
+    child!.kill('SIGTERM');
+    const r = await pending;
+    expect(r.code).toBe(143);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.tasks.map((t: any) => [t.status, t.message, t.signal, t.exitCode])).toEqual([
+      ['cancelled', 'terminated by signal SIGTERM', 'SIGTERM', 143],
+      ['cancelled', 'terminated by signal SIGTERM, before it started', 'SIGTERM', 143],
+    ]);
+    expect(doc.summary).toMatchObject({ tasks: 2, cancelled: 2, exitCode: 143 });
+  });
+
   test('Ctrl-C mid-way cancels every task, queued ones never start, and no command or bwrap survives', async () => {
     const marker = `33.${Math.floor(Math.random() * 1e9)}`;
     harness.server.script((req) => {

@@ -4,6 +4,7 @@ import { afterEach, beforeEach, expect, test } from 'bun:test';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { exitCodeFor, SignalStop } from '../../src/agent/outcome.ts';
 import { batchExitCode, batchSummary, summaryLine } from '../../src/cli/batch.ts';
 import { OrderedOutput } from '../../src/cli/ordered-output.ts';
 import { maxConcurrent, readTasksFile } from '../../src/cli/tasks.ts';
@@ -24,6 +25,20 @@ test('exit code: 0 only when every task completed, else the most severe: cancell
   expect(batchExitCode(ended('timed_out', 'output_invalid'))).toBe(5);
   expect(batchExitCode(ended('output_invalid', 'failed'))).toBe(1);
   expect(batchExitCode(ended('failed', 'cancelled', 'completed'))).toBe(130);
+  // A signal other than Ctrl-C keeps its own code over everything, as for one run.
+  const byTerm = { status: 'cancelled', signal: 'SIGTERM' } as const;
+  expect(batchExitCode([byTerm, { status: 'cancelled' }, { status: 'failed' }])).toBe(143);
+  expect(batchExitCode([{ status: 'cancelled', signal: 'SIGHUP' }, { status: 'cancelled', signal: 'SIGINT' }])).toBe(129);
+});
+
+test('exitCodeFor: a cancel by a signal exits 128 + its number; a cancel without one 130', () => {
+  expect(exitCodeFor({ status: 'cancelled' })).toBe(130);
+  expect(exitCodeFor({ status: 'cancelled', signal: 'SIGINT' })).toBe(130);
+  expect(exitCodeFor({ status: 'cancelled', signal: 'SIGTERM' })).toBe(143);
+  expect(exitCodeFor({ status: 'cancelled', signal: 'SIGHUP' })).toBe(129);
+  expect(exitCodeFor({ status: 'failed', code: 'output_invalid' })).toBe(5);
+  expect(new SignalStop('SIGTERM').message).toBe('terminated by signal SIGTERM');
+  expect(new SignalStop('SIGINT').message).toBe('cancelled by the user');
 });
 
 test('summary counts every status and says them in one line', () => {
