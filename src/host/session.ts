@@ -23,7 +23,7 @@ import { contextFactory } from './tool-context.ts';
 import { startMcp } from './mcp.ts';
 import type { SecretValue } from '../core/secret-scrub.ts';
 import type { ServerReport, ServerSpec } from '../mcp/index.ts';
-import { SetupError } from '../core/errors.ts';
+import { ConfigError } from '../core/errors.ts';
 import { prepareSkills, type RunSkills } from './skills.ts';
 
 export interface SessionOptions {
@@ -154,7 +154,8 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     // After flags and policy: a skill's allowed-tools narrow what they left, and the catalog of
     // skills needs to know whether `read` survived.
     const prepared = await prepareSkills(config, workspace, catalog);
-    if (!prepared.ok) throw new SetupError(prepared.message);
+    // Each refusal names the --skill value (setup-error.ts isFlagProblem).
+    if (!prepared.ok) throw new ConfigError(prepared.message, undefined, '--skill');
     skills = prepared.value;
     warnings.push(...skills.warnings);
   } catch (error) {

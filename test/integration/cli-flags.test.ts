@@ -72,6 +72,8 @@ describe('every flag is checked for type and repetition before use', () => {
       [['--fallback-model', 'nope/x'], '--fallback-model'],
       [['--output-schema', schema], '--output-schema'],
       [['--max-turns', 'x'], '--max-turns'],
+      [['--skill', 'nosuch'], '--skill nosuch'],
+      [['--resume', 'abc'], "no session 'abc'"],
     ];
     for (const [args, flag] of bad) await usageErrorJson([...args, 'go'], flag);
     // Several tasks: the same document shape, the same null.
