@@ -1,0 +1,198 @@
+// Attacks on the held sandbox's prepared process (held.ts) by the commands of a run: each is an
+// attempt a model's command can make, and what must come of it. Real bwrap and nsenter.
+import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { PlaceholderScope } from '../../src/sandbox/index.ts';
+import { heldAvailable, preparedCounts } from '../../src/sandbox/held.ts';
+import { canRun, fixture, PYTHON, py, snapshotAll, type Fixture } from './harness.ts';
+import { hostProcesses, runExecutor, untilHeld } from './held-harness.ts';
+
+const run = canRun && heldAvailable() ? describe : describe.skip;
+
+/** The host pids of a process prepared for commands in `dir`. */
+async function prepared(dir: string): Promise<number[]> {
+  const until = Date.now() + 5000;
+  while (Date.now() < until) {
+    const pids = hostProcesses(`--chdir ${dir} -- /bin/sh /proc/self/fd/8`);
+    if (pids.length >= 3) return pids;
+    await Bun.sleep(5);
+  }
+  throw new Error(`no process was prepared for ${dir}`);
+}
+
+async function gone(pids: number[]): Promise<number[]> {
+  const until = Date.now() + 5000;
+  let left = pids;
+  while ((left = pids.filter((pid) => existsSync(`/proc/${pid}`))).length > 0 && Date.now() < until) await Bun.sleep(10);
+  return left;
+}
+
+/** A shell loop over the sandbox's processes that are the prepared one's (its script is fd 8), not the command's own. */
+const EACH_PREPARED = String.raw`for p in /proc/[0-9]*; do
+  p=$(basename $p); [ "$p" = $$ ] && continue
+  case "$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)" in '/bin/sh /proc/self/fd/8 '|*' -- /bin/sh /proc/self/fd/8 ') ;; *) continue;; esac`;
+
+run('a command against the held sandbox and its prepared process', () => {
+  let fx: Fixture;
+  let scope: PlaceholderScope;
+  beforeEach(() => {
+    fx = fixture();
+    scope = new PlaceholderScope();
+  });
+  afterEach(() => {
+    scope.close();
+    fx.cleanup();
+  });
+
+  test('cannot end, stop or feed the holder: the next command runs in the same sandbox', async () => {
+    const exec = await runExecutor(fx, scope);
+    const ns = await untilHeld(exec);
+    await prepared(fx.ws);
+    const attack = await exec(
+      [
+        'kill -KILL 1; kill -STOP 1; kill -TERM 1; kill -HUP 1',
+        // A line on its stdin would end its `read` (opened through /proc: a pipe opens either way).
+        '(echo > /proc/1/fd/0) 2>&1 | grep -c denied',
+        'readlink /proc/1/fd/0 || echo unreadable',
+        'grep State /proc/1/status',
+      ].join('; '),
+    );
+    expect(attack.output).toContain('unreadable');
+    expect(attack.output).toMatch(/^1$/m);
+    expect(attack.output).toMatch(/State:\s+S/);
+    expect((await exec('readlink /proc/self/ns/pid')).output.trim()).toBe(ns);
+  });
+
+  test('given up for another cwd, the prepared process cannot be read, fed a script or kept from ending', async () => {
+    const exec = await runExecutor(fx, scope, { env: { CONCH_TASK_KEY: 'prepared-secret' } });
+    await untilHeld(exec);
+    await exec('true');
+    const pids = await prepared(fx.ws);
+    const used = preparedCounts.used;
+    // In src: the one prepared for the workspace's root is let go as this command starts, and this
+    // command runs beside it while it ends.
+    const attack = await exec(
+      String.raw`end=$(($(date +%s) + 1)); seen=0
+while [ $(date +%s) -le $end ]; do
+  ${EACH_PREPARED}
+  seen=1
+  tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep CONCH_TASK_KEY
+  readlink /proc/$p/cwd 2>/dev/null
+  for fd in 7 8; do (printf '\ntouch hijacked-%s\n' $fd > /proc/$p/fd/$fd) 2>/dev/null && echo "wrote $p/$fd"; done
+  kill -STOP $p 2>/dev/null
+  done
+done; echo "seen $seen"`,
+      undefined,
+      'src',
+    );
+    expect(preparedCounts.used).toBe(used);
+    expect(attack.output).not.toContain('prepared-secret');
+    expect(attack.output).not.toContain('wrote');
+    expect(attack.output).toContain('seen');
+    if (process.env.ATK_DEBUG) console.log(attack.output);
+    // Stopped or not, it is gone before the next command: its sandbox ended if need be.
+    expect(await gone(pids)).toEqual([]);
+    const after = await exec('ls; ls src');
+    expect(after.output).not.toContain('hijacked');
+    expect(readdirSync(fx.ws).filter((name) => name.startsWith('hijacked'))).toEqual([]);
+  });
+
+  test('what a command leaves running, however it hides, never meets a prepared process', async () => {
+    const exec = await runExecutor(fx, scope);
+    const ns = await untilHeld(exec);
+    await prepared(fx.ws);
+    // Out of the session, out of the group, its descriptors closed, twice forked, and a zombie.
+    const left = await exec(
+      `(setsid sh -c 'exec </dev/null >/dev/null 2>&1 3>&- 4>&- 5>&-; sleep 308.5' &) ; sh -c 'sleep 0 & exec sleep 309.5' >/dev/null 2>&1 & echo left`,
+    );
+    expect(left.output).toBe('left\n');
+    expect(hostProcesses('sleep 308.5')).toEqual([]);
+    expect(hostProcesses('sleep 309.5')).toEqual([]);
+    const next = await exec('readlink /proc/self/ns/pid; ps -eo args | grep -c "sleep 30[89]"');
+    expect(next.output.split('\n')[0]).not.toBe(ns);
+    expect(next.output.split('\n')[1]).toBe('0');
+  });
+
+  test('a cwd swapped for a link out of the workspace after the process was prepared for it is refused', async () => {
+    const exec = await runExecutor(fx, scope);
+    await untilHeld(exec);
+    await exec('true', undefined, 'src');
+    await prepared(join(fx.ws, 'src'));
+    const used = preparedCounts.used;
+    // Run in src itself, in the process prepared for it; the next one is prepared for src again.
+    const swap = await exec(`cd .. && mv src src.old && ln -s ${fx.outside} src && echo swapped`, undefined, 'src');
+    expect(swap.output).toBe('swapped\n');
+    expect(preparedCounts.used).toBe(used + 1);
+    await prepared(join(fx.ws, 'src'));
+    const inSrc = await exec('pwd; ls', undefined, 'src');
+    expect((inSrc as { denied?: { rule: string } }).denied?.rule).toBe('workspace.outside');
+    expect(inSrc.output).not.toContain('file');
+    expect(preparedCounts.used).toBe(used + 1);
+  });
+
+  test('nothing of the run is left in conch when it ends: no descriptor, no process', async () => {
+    const fds = () => readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return '?'; } });
+    const before = fds();
+    const exec = await runExecutor(fx, scope);
+    await untilHeld(exec);
+    for (const cwd of ['.', 'src', 'src', '.', '.']) {
+      await Bun.sleep(20);
+      await exec('echo x', undefined, cwd);
+    }
+    await prepared(fx.ws);
+    expect(hostProcesses(fx.ws).length).toBeGreaterThan(0);
+    scope.close();
+    const until = Date.now() + 5000;
+    while ((hostProcesses(fx.ws).length > 0 || hostProcesses('echo; read _').length > 0) && Date.now() < until) await Bun.sleep(10);
+    expect(hostProcesses(fx.ws)).toEqual([]);
+    await Bun.sleep(50);
+    const after = fds();
+    const added = after.filter((fd) => !before.includes(fd));
+    expect(added).toEqual([]);
+    expect(after.length).toBeLessThanOrEqual(before.length);
+  });
+
+  // The battery's attacks, each run in a prepared process and in a sandbox of its own: the same must come of both.
+  const attacks: [string, string][] = [
+    ['write outside', 'echo x >> OUTSIDE/file; echo x > OUTSIDE/new; echo $?'],
+    ['write the repository config and hooks', 'echo x >> .git/config; echo x > .git/hooks/pre-commit; chmod +x .git/hooks/x 2>&1; echo $?'],
+    ['replace .env', 'echo x > .env; mv .env gone; rm -f .env; ln -sf /etc/passwd .env; cat .env'],
+    ['write the system and home', 'touch /etc/conch-x /usr/conch-x "$HOME/conch-x" 2>&1 | sed "s/^.*: //" | sort | uniq -c'],
+    ['new namespaces and mounts', 'unshare -U true; unshare -rm true; mount -t tmpfs none src; umount /tmp 2>&1; echo $?'],
+    ['capabilities and credentials', 'grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status; id -u; id -g'],
+    ['the network', 'ls /sys/class/net; cat /proc/net/route | wc -l'],
+    ['what is left for the next one', 'ls -a /tmp /dev/shm; ipcs -m 2>/dev/null | grep -c "^0x" ; echo done'],
+  ];
+  if (PYTHON) {
+    attacks.push(['ptrace and process memory', py('import ctypes\nlibc = ctypes.CDLL(None, use_errno=True)\nprint(libc.ptrace(0, 0, 0, 0), ctypes.get_errno())\nprint(libc.syscall(310, 1, 0, 0, 0, 0, 0), ctypes.get_errno())')]
+    );
+  }
+  for (const [name, attack] of attacks) {
+    test(`in a prepared process as in a sandbox of its own: ${name}`, async () => {
+      const command = attack.replaceAll('OUTSIDE', fx.outside);
+      const exec = await runExecutor(fx, scope);
+      await untilHeld(exec);
+      await exec('true');
+      await prepared(fx.ws);
+      const before = snapshotAll(fx);
+      const used = preparedCounts.used;
+      const inPrepared = await exec(command);
+      expect(preparedCounts.used).toBe(used + 1);
+      const afterPrepared = snapshotAll(fx);
+      process.env.CONCH_SANDBOX_PER_COMMAND = '1';
+      let ownSandbox;
+      try {
+        ownSandbox = await exec(command);
+      } finally {
+        delete process.env.CONCH_SANDBOX_PER_COMMAND;
+      }
+      expect(preparedCounts.used).toBe(used + 1);
+      expect(inPrepared.output.replaceAll(/pid:\[\d+\]/g, '')).toBe(ownSandbox.output.replaceAll(/pid:\[\d+\]/g, ''));
+      expect(inPrepared.exitCode).toBe(ownSandbox.exitCode);
+      expect(afterPrepared).toBe(before);
+      expect(snapshotAll(fx)).toBe(before);
+      if (process.env.ATK_DEBUG) console.log(name, inPrepared.output);
+    });
+  }
+});
