@@ -145,6 +145,12 @@ class Held {
   private dev: string | null = null;
   private prefix: string[] = [];
   private next: Prepared | null = null;
+  /**
+   * Prepared processes let go with no script, until they are gone. One usually ends at once, but a
+   * command running beside it can stop it (SIGSTOP: the same user) before it does, and then it
+   * stays in the sandbox, not the holder's child, and its nsenter outside stops with it.
+   */
+  private readonly lettingGo = new Set<StartedProcess>();
   /** The last command's cwds and environment: the next one most likely has the same. */
   private last: Omit<Prepared, 'started' | 'gate'> | null = null;
   private readonly identities: [string, Identity][];
@@ -168,6 +174,8 @@ class Held {
   usable(): boolean {
     // A child of the holder's: a command's leftover, re-parented to pid 1 (null: the holder is gone).
     if (this.state !== 'ready' || this.busy || childrenOf(this.init) !== '') return false;
+    // One let go that has not ended (its nsenter still has its child): the sandbox goes with it.
+    for (const { proc } of this.lettingGo) if (proc.exitCode === null && proc.signalCode === null && childrenOf(proc.pid)) return false;
     // A command can rename a directory it can write that has a mount point below it: the run's
     // temp dir holds the ones bwrap made for paths under /tmp (the workspace at /tmp/a/ws, the temp
     // dir's own path). A sandbox of its own would have the mounts where they belong again; this one
@@ -428,6 +436,8 @@ class Held {
     if (!fits) {
       // With no script it runs nothing: the shell reads an empty one and exits.
       closeSync(next.gate);
+      this.lettingGo.add(next.started);
+      void proc.exited.then(() => this.lettingGo.delete(next.started));
       discardProcess(next.started);
       return null;
     }
@@ -485,6 +495,15 @@ class Held {
       void next.started.proc.exited.then(() => closeSync(next.gate));
       discardProcess(next.started);
     }
+    // A stopped nsenter (its child was stopped) would never reap its child and end: let it go on.
+    for (const { proc } of [...this.lettingGo, ...(next ? [next.started] : [])]) {
+      try {
+        process.kill(-proc.pid, 'SIGCONT');
+      } catch {
+        // gone already
+      }
+    }
+    this.lettingGo.clear();
     for (const fd of this.nsFds) closeSync(fd);
     if (this.input >= 0) closeSync(this.input);
     this.input = -1;

@@ -1,7 +1,7 @@
 // Attacks on the held sandbox's prepared process (held.ts) by the commands of a run: each is an
 // attempt a model's command can make, and what must come of it. Real bwrap and nsenter.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, readdirSync, readlinkSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable, preparedCounts } from '../../src/sandbox/held.ts';
@@ -64,38 +64,63 @@ run('a command against the held sandbox and its prepared process', () => {
     expect((await exec('readlink /proc/self/ns/pid')).output.trim()).toBe(ns);
   });
 
-  test('given up for another cwd, the prepared process cannot be read, fed a script or kept from ending', async () => {
-    const exec = await runExecutor(fx, scope, { env: { CONCH_TASK_KEY: 'prepared-secret' } });
-    await untilHeld(exec);
-    await exec('true');
-    const pids = await prepared(fx.ws);
-    const used = preparedCounts.used;
-    // In src: the one prepared for the workspace's root is let go as this command starts, and this
-    // command runs beside it while it ends.
-    const attack = await exec(
-      String.raw`end=$(($(date +%s) + 1)); seen=0
+  for (const slow of [false, true]) {
+    test(`given up for another cwd, the prepared process cannot be read or fed a script${slow ? ' (held up until the command is done)' : ''}`, async () => {
+      const exec = await runExecutor(fx, scope, { env: { CONCH_TASK_KEY: 'prepared-secret' } });
+      await untilHeld(exec);
+      await exec('true');
+      const pids = await prepared(fx.ws);
+      const used = preparedCounts.used;
+      // A loaded machine may not run it to its end before the command is in: stopped from here, it
+      // is there for the command to find for as long as that runs.
+      if (slow) for (const pid of pids) process.kill(pid, 'SIGSTOP');
+      // In src: the one prepared for the workspace's root is let go as this command starts, and this
+      // command runs beside it while it ends.
+      const attack = await exec(
+        String.raw`end=$(($(date +%s) + 1)); seen=0
 while [ $(date +%s) -le $end ]; do
   ${EACH_PREPARED}
   seen=1
   tr '\0' '\n' < /proc/$p/environ 2>/dev/null | grep CONCH_TASK_KEY
   readlink /proc/$p/cwd 2>/dev/null
   for fd in 7 8; do (printf '\ntouch hijacked-%s\n' $fd > /proc/$p/fd/$fd) 2>/dev/null && echo "wrote $p/$fd"; done
-  kill -STOP $p 2>/dev/null
+  kill -STOP $p 2>/dev/null && echo "stopped $p"
   done
 done; echo "seen $seen"`,
-      undefined,
-      'src',
-    );
-    expect(preparedCounts.used).toBe(used);
-    expect(attack.output).not.toContain('prepared-secret');
-    expect(attack.output).not.toContain('wrote');
-    expect(attack.output).toContain('seen');
-    if (process.env.ATK_DEBUG) console.log(attack.output);
-    // Stopped or not, it is gone before the next command: its sandbox ended if need be.
+        undefined,
+        'src',
+      );
+      if (slow) for (const pid of pids) process.kill(pid, 'SIGCONT');
+      expect(preparedCounts.used).toBe(used);
+      expect(attack.output).not.toContain('prepared-secret');
+      expect(attack.output).not.toContain('wrote');
+      expect(attack.output).toContain(slow ? 'seen 1' : 'seen');
+      if (process.env.ATK_DEBUG) console.log(attack.output);
+      // Let go on (the command's own stop is undone with the test's), it runs no script and ends.
+      expect(await gone(pids)).toEqual([]);
+      const after = await exec('ls; ls src');
+      expect(after.output).not.toContain('hijacked');
+      expect(readdirSync(fx.ws).filter((name) => name.startsWith('hijacked'))).toEqual([]);
+    });
+  }
+
+  test('a process let go that a command kept from ending takes its sandbox with it before the next command', async () => {
+    const exec = await runExecutor(fx, scope);
+    const ns = await untilHeld(exec);
+    await exec('true');
+    const pids = await prepared(fx.ws);
+    // Its processes inside the sandbox (nsenter is outside, out of a command's sight), held up from
+    // here: as a loaded machine can leave them, for the command below to find and stop for good.
+    const inside = pids.filter((pid) => !readFileSync(`/proc/${pid}/cmdline`, 'latin1').startsWith('/usr/bin/nsenter'));
+    expect(inside.length).toBe(2);
+    for (const pid of inside) process.kill(pid, 'SIGSTOP');
+    const attack = await exec(`${EACH_PREPARED}\n  kill -STOP $p && echo "stopped"\ndone`, undefined, 'src');
+    expect(attack.output).toBe('stopped\nstopped\n');
+    // Still there (stopped by the command as well as from here), it ran nothing, but it is not the
+    // holder's: only the sandbox's end can take it, and no later command may share it with it.
+    const next = await exec('readlink /proc/self/ns/pid');
+    expect(next.output.trim()).not.toBe(ns);
     expect(await gone(pids)).toEqual([]);
-    const after = await exec('ls; ls src');
-    expect(after.output).not.toContain('hijacked');
-    expect(readdirSync(fx.ws).filter((name) => name.startsWith('hijacked'))).toEqual([]);
   });
 
   test('what a command leaves running, however it hides, never meets a prepared process', async () => {
