@@ -40,6 +40,8 @@
 //   sandbox. A command running while a let-go one ends has no hold on it: they are in sibling user
 //   namespaces (ptrace and /proc/PID/mem need an ancestor's capabilities), and the filter
 //   refuses ptrace anyway. One that kills it only ends the sandbox (a child left with the holder).
+//   One that stops it (a signal needs only the same user) keeps it there, not the holder's child:
+//   until it is gone the sandbox serves no other command (usable), and stop continues its nsenter.
 // Where nsenter is missing or the held sandbox fails its first command, every command gets its own
 // sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out);
 // CONCH_DEBUG_HELD=1 prints why a held sandbox did not start, and at exit how many commands were

@@ -1,7 +1,7 @@
 // Attacks on the held sandbox's prepared process (held.ts) by the commands of a run: each is an
 // attempt a model's command can make, and what must come of it. Real bwrap and nsenter.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable, preparedCounts } from '../../src/sandbox/held.ts';
@@ -156,6 +156,22 @@ done; echo "seen $seen"`,
     expect(preparedCounts.used).toBe(used + 1);
   });
 
+  test('a cwd replaced on the host after the process was prepared for it: the command runs in the new one', async () => {
+    const exec = await runExecutor(fx, scope);
+    await untilHeld(exec);
+    await exec('true', undefined, 'src');
+    await prepared(join(fx.ws, 'src'));
+    const used = preparedCounts.used;
+    renameSync(join(fx.ws, 'src'), join(fx.ws, 'src.old'));
+    mkdirSync(join(fx.ws, 'src'));
+    writeFileSync(join(fx.ws, 'src', 'new.txt'), 'new\n');
+    const result = await exec('pwd; ls; echo made > here.txt', undefined, 'src');
+    expect(preparedCounts.used).toBe(used + 1);
+    expect(result.output).toBe(`${join(fx.ws, 'src')}\nnew.txt\n`);
+    expect(readFileSync(join(fx.ws, 'src', 'here.txt'), 'utf8')).toBe('made\n');
+    expect(existsSync(join(fx.ws, 'src.old', 'here.txt'))).toBe(false);
+  });
+
   test('nothing of the run is left in conch when it ends: no descriptor, no process', async () => {
     const fds = () => readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return '?'; } });
     const before = fds();
@@ -187,6 +203,7 @@ done; echo "seen $seen"`,
     ['new namespaces and mounts', 'unshare -U true; unshare -rm true; mount -t tmpfs none src; umount /tmp 2>&1; echo $?'],
     ['capabilities and credentials', 'grep -E "^(Cap|NoNewPrivs|Seccomp)" /proc/self/status; id -u; id -g'],
     ['the network', 'ls /sys/class/net; cat /proc/net/route | wc -l'],
+    ['environment, signals and limits', 'env | sort; grep -E "^Sig(Blk|Ign)" /proc/self/status; umask; ulimit -a; cat /proc/self/oom_score_adj; ps -o pgid=,sid=,tty= -p $$ | tr -s " " | sed "s/[0-9][0-9]*/N/g"'],
     ['what is left for the next one', 'ls -a /tmp /dev/shm; ipcs -m 2>/dev/null | grep -c "^0x" ; echo done'],
   ];
   if (PYTHON) {
