@@ -117,3 +117,25 @@ export function devEntries(procFd: number): string | null {
     return null;
   }
 }
+
+/**
+ * Whether a process or one of its descendants is stopped (SIGSTOP, or a trace stop): a process let
+ * go ends by itself unless something stops it. Each is single-threaded (nsenter, bwrap, sh).
+ */
+export function stoppedTree(pid: number): boolean {
+  const pending = [pid];
+  for (let seen = 0; pending.length > 0 && seen < 16; seen++) {
+    const next = pending.pop()!;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${next}/stat`, 'latin1');
+    } catch {
+      continue; // gone
+    }
+    // The state follows the command name, which may hold any character but ends at the last ')'.
+    const state = stat[stat.lastIndexOf(')') + 2];
+    if (state === 'T' || state === 't') return true;
+    for (const child of childrenOf(next)?.split(' ') ?? []) if (child) pending.push(Number(child));
+  }
+  return false;
+}

@@ -41,13 +41,13 @@
 //   namespaces (ptrace and /proc/PID/mem need an ancestor's capabilities), and the filter
 //   refuses ptrace anyway. One that kills it only ends the sandbox (a child left with the holder).
 //   One that stops it (a signal needs only the same user) keeps it there, not the holder's child:
-//   until it is gone the sandbox serves no other command (usable), and stop continues its nsenter.
+//   once it is found stopped the sandbox serves no other command (usable), and stop continues its nsenter.
 // Where nsenter is missing or the held sandbox fails its first command, every command gets its own
 // sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out);
 // CONCH_DEBUG_HELD=1 prints why a held sandbox did not start, and at exit how many commands were
 // entered and how many of them ran in a prepared process.
 import { closeSync, openSync, readlinkSync, writeSync } from 'node:fs';
-import { childrenOf, devEntries, identity, mountedPaths, mountPointsIn, mountPointsOf, mountTable, type Identity } from './held-state.ts';
+import { childrenOf, devEntries, identity, mountedPaths, mountPointsIn, mountPointsOf, mountTable, stoppedTree, type Identity } from './held-state.ts';
 import { ESRCH, loadLibc } from '../process/libc.ts';
 import { discardProcess, startProcess, trackGroup, type SpawnOptions, type StartedProcess } from '../process/spawn.ts';
 import { settleOrphans } from '../process/orphans.ts';
@@ -176,8 +176,9 @@ class Held {
   usable(): boolean {
     // A child of the holder's: a command's leftover, re-parented to pid 1 (null: the holder is gone).
     if (this.state !== 'ready' || this.busy || childrenOf(this.init) !== '') return false;
-    // One let go that has not ended (its nsenter still has its child): the sandbox goes with it.
-    for (const { proc } of this.lettingGo) if (proc.exitCode === null && proc.signalCode === null && childrenOf(proc.pid)) return false;
+    // One let go that a command stopped: it would stay, the sandbox goes with it. (One still ending
+    // is no risk: stopped later, by the command that then runs beside it, it is caught at the next.)
+    for (const { proc } of this.lettingGo) if (proc.exitCode === null && proc.signalCode === null && stoppedTree(proc.pid)) return false;
     // A command can rename a directory it can write that has a mount point below it: the run's
     // temp dir holds the ones bwrap made for paths under /tmp (the workspace at /tmp/a/ws, the temp
     // dir's own path). A sandbox of its own would have the mounts where they belong again; this one
