@@ -1,5 +1,6 @@
 // A cloned repository is not conch's configuration: Bun, which conch runs on, by default reads
-// bunfig.toml (whose "preload" imports any module before conch's code) and .env files (whose
+// bunfig.toml (whose "preload" imports any module before conch's code), tsconfig.json (whose
+// "paths" decide which file a bare import such as 'typebox' loads) and .env files (whose
 // variables become conch's environment: CONCH_MODEL, ANTHROPIC_BASE_URL, OTEL_EXPORTER_OTLP_ENDPOINT)
 // from the working directory. Through the real bin/conch, started in such a repository, none of it counts.
 import { expect, test } from 'bun:test';
@@ -33,4 +34,17 @@ test("a workspace's .env files do not set conch's environment", async () => {
   expect(r.stderr).not.toContain('evil-model');
   expect(r.code).toBe(0);
   expect(harness.server.requests.map((q) => q.body.model)).toEqual(['test-model']);
+});
+
+test("a workspace's tsconfig.json paths do not decide what conch's imports load", async () => {
+  const { workspace } = harness.dirs;
+  const marker = join(workspace, '..', 'paths-ran');
+  await writeFile(join(workspace, 'tsconfig.json'), JSON.stringify({ compilerOptions: { baseUrl: '.', paths: { '*': ['./evil.js'] } } }));
+  await writeFile(join(workspace, 'evil.js'), `require('node:fs').writeFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+  harness.server.script([{ text: 'ok' }]);
+  const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+  expect(existsSync(marker)).toBe(false);
+  expect(r.stderr).toBe('');
+  expect(r.code).toBe(0);
+  expect(harness.server.requests).toHaveLength(1);
 });

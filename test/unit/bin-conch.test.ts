@@ -84,14 +84,14 @@ test('with the placeholder, a Bun on PATH is used instead', async () => {
   await executable(join(elsewhere, 'bun'), fakeBun('path-bun'));
   const r = await run(root, [elsewhere, tools]);
   expect(r.stderr).toBe('');
-  expect(r.stdout).toBe(`path-bun --no-install --no-env-file --config=/dev/null ${root}/src/cli/main.ts -- --version\n`);
+  expect(r.stdout).toBe(`path-bun --no-install --no-env-file --config=/dev/null --tsconfig-override=/dev/null ${root}/src/cli/main.ts -- --version\n`);
 });
 
 test('an installed Bun runs conch, whether the postinstall linked or copied it', async () => {
   for (const kind of ['linked', 'copied'] as const) {
     const root = await tree(kind, kind);
     const r = await run(root);
-    expect(r.stdout).toBe(`local-bun --no-install --no-env-file --config=/dev/null ${root}/src/cli/main.ts -- --version\n`);
+    expect(r.stdout).toBe(`local-bun --no-install --no-env-file --config=/dev/null --tsconfig-override=/dev/null ${root}/src/cli/main.ts -- --version\n`);
     expect(r.code).toBe(0);
   }
 });
