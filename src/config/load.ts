@@ -4,7 +4,7 @@
 //   flag-values.ts    flags checked first, so a typo is reported as itself
 //   file-settings.ts  limits, retry, model, prices, sessions and plugins from the files (a project
 //                     file, someone else's, may only lower limits and cannot switch plugins on)
-//   untrusted-model.ts a project file's model and providers count only in a trusted workspace,
+//   untrusted-model.ts a project file's model, providers and model controls count only in a trusted workspace,
 //                     and only while the file is as it was trusted
 //   route.ts          the providers and the model route (--model > CONCH_MODEL > files)
 //   layers.ts         policy (tools, paths, commands, network, sandbox), which only ever narrows

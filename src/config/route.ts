@@ -17,7 +17,7 @@ export interface RouteInput {
   /** The files' choice: the first model and the rest of the route. */
   model: ModelChoice | undefined;
   route: ModelChoice[];
-  /** Whether the project file's providers count (a trusted workspace). */
+  /** Whether the project file's providers and model controls count (a trusted workspace). */
   useProject: boolean;
   retry: RetryPolicy;
 }
@@ -32,15 +32,17 @@ export function resolveRoute(input: RouteInput): { provider: ProviderConfig | nu
   route.push(...(flags.fallbackModel ?? []).map((m) => ({ value: m, source: '--fallback-model' })));
   const baseUrl = flags.baseUrl === undefined || flags.baseUrl === '' ? undefined : flags.baseUrl;
   const known = providersFrom(files, env, input.useProject);
+  // The project file's output tokens, thinking and temperature count where its model would (untrusted-model.ts).
+  const optionFiles = input.useProject ? files : files.filter((f) => f.kind !== 'project');
   const resolved = resolveProvider({ providers: known, model, baseUrl, env, retry });
   if (!resolved && route.length > 0) throw new ConfigError('--fallback-model needs a first model (--model or "model" in config.json) to fall back from.', undefined, '--fallback-model');
   const fallbacks = resolved
     ? route.map((choice) => {
         if (!choice.value.includes('/')) throw new ConfigError(`${choice.source} "${choice.value}" must be "provider/model", e.g. "openai/gpt-5.4".`, choice.file, choice.file ? 'model' : choice.source);
-        return withModelOptions(resolveProvider({ providers: known, model: choice, baseUrl: undefined, env, retry })!, files, flags);
+        return withModelOptions(resolveProvider({ providers: known, model: choice, baseUrl: undefined, env, retry })!, optionFiles, flags);
       })
     : [];
-  return { provider: resolved && withModelOptions(resolved, files, flags), fallbacks };
+  return { provider: resolved && withModelOptions(resolved, optionFiles, flags), fallbacks };
 }
 
 /** Redefinitions are refused whether or not `useProject` (trust) lets the project's providers count. */

@@ -269,6 +269,32 @@ describe('model and provider', () => {
     put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1' } } });
     expect((await loadTrusting({}, { OPENAI_API_KEY: 'k' })).provider?.name).toBe('openai');
   });
+  test("a project config sets your model's output tokens, thinking and temperature only in a trusted workspace", async () => {
+    put(userFile(), { model: 'openai/mine' });
+    // A clone turning on maximal thinking and output for your paid model would multiply what each call costs.
+    put(projectFile(), { maxOutputTokens: 128000, thinking: 'high', temperature: 2, models: { 'openai/mine': { maxOutputTokens: 100000 } } });
+    const untrusted = await loadTrusting({}, { OPENAI_API_KEY: 'k' });
+    expect(untrusted.provider).toMatchObject({ name: 'openai', model: 'mine' });
+    expect(untrusted.provider?.maxOutputTokens).toBeUndefined();
+    expect(untrusted.provider?.thinking).toBeUndefined();
+    expect(untrusted.provider?.temperature).toBeUndefined();
+    expect(untrusted.warnings).toEqual([
+      `${projectFile()}: "maxOutputTokens", "thinking", "temperature" and "models" ignored: this workspace is not trusted, and a repository must not choose how much your model calls spend. Run \`conch trust\` here to use them.`,
+    ]);
+    // Your own settings still count.
+    put(userFile(), { model: 'openai/mine', thinking: 'low' });
+    expect((await loadTrusting({}, { OPENAI_API_KEY: 'k' })).provider?.thinking).toBe('low');
+
+    expect((await trustWorkspace(join(xdg, 'conch'), project)).ok).toBe(true);
+    const trusted = await loadTrusting({}, { OPENAI_API_KEY: 'k' });
+    expect(trusted.provider).toMatchObject({ maxOutputTokens: 100000, thinking: 'high', temperature: 2 });
+    expect(trusted.warnings).toEqual([]);
+    // Changed since trusted: ignored again, saying so.
+    put(projectFile(), { thinking: 'high' });
+    const changed = await loadTrusting({}, { OPENAI_API_KEY: 'k' });
+    expect(changed.provider?.thinking).toBe('low');
+    expect(changed.warnings).toEqual([expect.stringContaining('"thinking" ignored: the file changed since you trusted this workspace')]);
+  });
   test('a project config that only narrows needs no trust and gets no warning', async () => {
     put(projectFile(), { limits: { model_calls: 3 } });
     expect((await loadTrusting({}, { OPENAI_API_KEY: 'k' })).warnings).toEqual([]);
