@@ -20,18 +20,27 @@ export interface FolderContent {
   entries: FolderEntry[];
 }
 
+/** Far above any plugin folder. A pull can make one entry a link to /usr or / (git keeps symlinks). */
+export const FOLDER_MAX_BYTES = 64 * 1024 * 1024;
+export const FOLDER_MAX_ENTRIES = 10_000;
+
 /**
  * Read a folder whole: relative names and bytes of every file, recursively, in sorted order, hashed
  * as it is read. Symlinks are followed (their targets' bytes are what is hashed and copied); a
  * directory reached twice is hashed once so a link loop cannot hang us. Special files are named in
  * the hash but not read, and a file is opened non-blocking and checked after opening, so a FIFO
  * swapped in cannot stall startup. A missing folder reads as empty. Synchronous inside: a handful of
- * small files, where Bun's promise-based calls cost more than the reads.
+ * small files, where Bun's promise-based calls cost more than the reads. Beyond FOLDER_MAX_BYTES or
+ * FOLDER_MAX_ENTRIES it throws, having read no file past the bound: held in memory and copied at
+ * every start, a linked /usr took a minute and 8 GB.
  */
 export async function readFolder(dir: string): Promise<FolderContent> {
   const hash = new Bun.CryptoHasher('sha256');
   const entries: FolderEntry[] = [];
   const seen = new Set<string>();
+  let bytesSoFar = 0;
+  let count = 0;
+  const tooLarge = (what: string) => new Error(`${dir} holds more than ${what}, far more than any plugin folder (a link in it to a large folder?)`);
   const walk = (abs: string, rel: string): void => {
     let real: string;
     try {
@@ -45,20 +54,23 @@ export async function readFolder(dir: string): Promise<FolderContent> {
     }
     seen.add(real);
     for (const name of readdirSync(abs).sort()) {
+      if (++count > FOLDER_MAX_ENTRIES) throw tooLarge(`${FOLDER_MAX_ENTRIES} entries`);
       const childAbs = join(abs, name);
       const childRel = rel ? `${rel}/${name}` : name;
       const info = statSync(childAbs, { throwIfNoEntry: false });
+      if (info?.isFile() && bytesSoFar + info.size > FOLDER_MAX_BYTES) throw tooLarge(`${FOLDER_MAX_BYTES / 1024 / 1024} MiB`);
       if (!info) hash.update(`dangling\0${childRel}\0`);
       else if (info.isDirectory()) {
         hash.update(`d\0${childRel}\0`);
         entries.push({ rel: childRel, bytes: null });
         walk(childAbs, childRel);
       } else {
-        const bytes = info.isFile() ? readRegular(childAbs) : null;
+        const bytes = info.isFile() ? readRegular(childAbs, FOLDER_MAX_BYTES - bytesSoFar) : null;
         if (!bytes) {
           hash.update(`other\0${childRel}\0`);
           continue;
         }
+        bytesSoFar += bytes.length;
         hash.update(`f\0${childRel}\0${bytes.length}\0`);
         hash.update(bytes);
         entries.push({ rel: childRel, bytes });
@@ -69,21 +81,29 @@ export async function readFolder(dir: string): Promise<FolderContent> {
   return { hash: `sha256:${hash.digest('hex')}`, entries };
 }
 
-/** The bytes of a regular file, or null when what is there now is not one (or cannot be read). */
-function readRegular(path: string): Buffer | null {
+/**
+ * The bytes of a regular file, or null when what is there now is not one (or cannot be read).
+ * Throws when it holds more than `room` bytes (swapped or grown since its stat).
+ */
+function readRegular(path: string, room: number): Buffer | null {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch {
     return null;
   }
+  let bytes: Buffer | null = null;
   try {
-    return fstatSync(fd).isFile() ? readFileSync(fd) : null;
+    const info = fstatSync(fd);
+    if (!info.isFile()) return null;
+    if (info.size <= room) bytes = readFileSync(fd);
   } catch {
     return null;
   } finally {
     closeSync(fd);
   }
+  if (bytes === null || bytes.length > room) throw new Error(`${path} took the folder past the ${FOLDER_MAX_BYTES / 1024 / 1024} MiB a plugin folder may hold`);
+  return bytes;
 }
 
 /** Snapshots not used for this long are removed when a new one is written. */

@@ -93,8 +93,10 @@ async function trustRecord(configDir: string, cwd: string): Promise<{ ok: true; 
 export async function trustState(configDir: string, cwd: string): Promise<TrustState> {
   const trusted = await trustedHash(configDir, cwd);
   if (!trusted.ok) return { state: 'untrusted', workspace: trusted.workspace, reason: trusted.reason };
-  const { hash } = await hashFolder(projectToolsDir(trusted.workspace));
-  if (hash !== trusted.hash) return { state: 'changed', workspace: trusted.workspace, reason: CHANGED_REASON };
+  const now = await hashFolder(projectToolsDir(trusted.workspace)).catch((error: Error) => error);
+  // Too large to read is a folder `conch trust` would not have taken: not the one trusted.
+  if (now instanceof Error) return { state: 'changed', workspace: trusted.workspace, reason: `${CHANGED_REASON} (${now.message})` };
+  if (now.hash !== trusted.hash) return { state: 'changed', workspace: trusted.workspace, reason: CHANGED_REASON };
   return { state: 'trusted', workspace: trusted.workspace };
 }
 
@@ -128,7 +130,8 @@ export function contentHash(text: string | null): string {
 export async function projectConfigTrust(configDir: string, cwd: string, text: string): Promise<'trusted' | 'untrusted' | 'changed'> {
   const found = await trustRecord(configDir, cwd);
   if (!found.ok) return 'untrusted';
-  if ((await hashFolder(projectToolsDir(found.workspace))).hash !== found.record.hash) return 'untrusted';
+  const tools = await hashFolder(projectToolsDir(found.workspace)).catch(() => null);
+  if (tools?.hash !== found.record.hash) return 'untrusted';
   return found.record.config === contentHash(text) ? 'trusted' : 'changed';
 }
 
@@ -171,7 +174,13 @@ export async function trustWorkspace(configDir: string, cwd: string): Promise<Tr
   const workspace = canonical(cwd);
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, message: file.message };
-  const { hash, files } = await hashFolder(projectToolsDir(workspace));
+  let hash: string;
+  let files: string[];
+  try {
+    ({ hash, files } = await hashFolder(projectToolsDir(workspace)));
+  } catch (error) {
+    return { ok: false, message: `cannot trust .conch/tools: ${(error as Error).message}` };
+  }
   const mcp = await readMcpFile(workspace);
   const config = await readProjectConfig(workspace);
   file.data.workspaces[workspace] = { hash, mcp: contentHash(mcp), config: contentHash(config), trustedAt: new Date().toISOString() };

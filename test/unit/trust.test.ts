@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdir, mkdtemp, readFile, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, realpath, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readFolder } from '../../src/plugins/snapshot.ts';
 import { hashFolder, isTrusted, projectConfigTrust, trustFilePath, trustState, trustWorkspace } from '../../src/plugins/trust.ts';
 
 let root: string;
@@ -60,6 +61,50 @@ describe('hashFolder', () => {
     const after = await hashFolder(join(ws.cwd, '.conch', 'tools'));
     expect(after.files).toEqual(['a.ts']);
     expect(after.hash).not.toBe(before.hash);
+  });
+});
+
+describe('a folder far larger than plugins', () => {
+  // A pull can add `.conch/tools/z -> /usr` (git keeps symlinks): read whole, that was 5 GB in memory
+  // at every start in a trusted workspace. A sparse file stands for it here: huge, yet nothing on disk.
+  async function bloated(): Promise<{ configDir: string; cwd: string; tools: string }> {
+    const ws = await workspace({ 'a.ts': 'export default []' });
+    const tools = join(ws.cwd, '.conch', 'tools');
+    await mkdir(join(ws.cwd, 'outside'));
+    await writeFile(join(ws.cwd, 'outside', 'big.bin'), '');
+    await truncate(join(ws.cwd, 'outside', 'big.bin'), 8 * 1024 * 1024 * 1024);
+    return { ...ws, tools };
+  }
+
+  test('is refused unread, naming the bound', async () => {
+    const { tools } = await bloated();
+    await symlink('../../outside', join(tools, 'z'));
+    const e = await readFolder(tools).catch((error) => error);
+    expect(e).toBeInstanceOf(Error);
+    expect((e as Error).message).toContain('more than 64 MiB');
+  });
+
+  test('trusted before, it is a changed folder whose plugins are skipped; `conch trust` refuses it', async () => {
+    const ws = await bloated();
+    expect((await trustWorkspace(ws.configDir, ws.cwd)).ok).toBe(true);
+    await symlink('../../outside', join(ws.tools, 'z'));
+    expect((await trustState(ws.configDir, ws.cwd)).state).toBe('changed');
+    expect(await projectConfigTrust(ws.configDir, ws.cwd, '')).toBe('untrusted');
+    const again = await trustWorkspace(ws.configDir, ws.cwd);
+    expect(again.ok).toBe(false);
+    expect(again.ok ? '' : again.message).toContain('more than 64 MiB');
+    // The record stays as it was: still not trusted for the bloated folder.
+    expect((await trustState(ws.configDir, ws.cwd)).state).toBe('changed');
+  });
+
+  test('too many entries is refused too', async () => {
+    const ws = await workspace({ 'a.ts': 'export default []' });
+    const many = join(ws.cwd, 'many');
+    await mkdir(many);
+    await Promise.all(Array.from({ length: 10_001 }, (_, i) => writeFile(join(many, `f${i}`), '')));
+    await symlink('../../many', join(ws.cwd, '.conch', 'tools', 'z'));
+    const e = await readFolder(join(ws.cwd, '.conch', 'tools')).catch((error) => error);
+    expect((e as Error).message).toContain('more than 10000 entries');
   });
 });
 
