@@ -1,8 +1,9 @@
 // The config files' settings other than policy, merged layer over layer (user, then project). They
 // override normally, except that a project config is someone else's file: it may only LOWER limits
 // and retry settings (a cloned repository must not lift your run deadline, call budget or retry
-// count), chooses the model only in a trusted workspace, and cannot set prices, sessions.keep,
-// plugin settings or switch plugins on (each ignored with a warning). Policy merges in layers.ts.
+// count), chooses the model only in a trusted workspace, can turn policy.stopOnDeny on but not off,
+// and cannot set prices, sessions.keep, plugin settings or switch plugins on (each ignored with a
+// warning). Policy merges in layers.ts.
 import { resolve } from 'node:path';
 import { DEFAULT_LIMITS, type Limits } from '../core/limits.ts';
 import type { ConfigFile } from './file.ts';
@@ -73,7 +74,10 @@ export function mergeFileSettings(files: ConfigFile[], opts: { projectModelIgnor
     // A cloned repository must not be able to price your models at 0 and so lift --max-cost.
     if (kind === 'project' && value.prices) warnings.push(`${file}: "prices" ignored: only your user config sets model prices.`);
     else Object.assign(prices, value.prices ?? {});
-    if (value.policy?.stopOnDeny !== undefined) stopOnDeny = value.policy.stopOnDeny;
+    // Stopping at the first denial is a protection: a cloned repository may ask for it, not lift yours.
+    if (kind === 'project' && value.policy?.stopOnDeny === false) {
+      if (stopOnDeny) warnings.push(`${file}: "policy.stopOnDeny": false ignored: a project config can only turn stopping at the first denial on.`);
+    } else if (value.policy?.stopOnDeny !== undefined) stopOnDeny = value.policy.stopOnDeny;
     if (value.sessions?.keep !== undefined) {
       // A cloned repository must not be able to delete the user's sessions of other projects.
       if (kind === 'project') warnings.push(`${file}: "sessions.keep" ignored: only your user config decides how many sessions are kept.`);

@@ -379,6 +379,18 @@ describe('limits, env and flags', () => {
     put(userFile(), { plugins: { firstParty: ['nope'] } });
     expect((await refused()).key).toBe('plugins.firstParty[0]');
   });
+  test("a project config can turn stopOnDeny on, never off (it is your run's stop at the first denial)", async () => {
+    put(userFile(), { policy: { stopOnDeny: true } });
+    put(projectFile(), { policy: { stopOnDeny: false } });
+    const c = await load();
+    expect(c.policy.stopOnDeny).toBe(true);
+    expect(c.warnings).toEqual([`${projectFile()}: "policy.stopOnDeny": false ignored: a project config can only turn stopping at the first denial on.`]);
+    put(userFile(), {});
+    put(projectFile(), { policy: { stopOnDeny: true } });
+    expect((await load()).policy.stopOnDeny).toBe(true);
+    // Your flag still decides.
+    expect((await load({ stopOnDeny: false })).policy.stopOnDeny).toBe(false);
+  });
   test('stopOnDeny and --unrestricted', async () => {
     put(userFile(), { policy: { stopOnDeny: true } });
     const c = await load({ unrestricted: true });
