@@ -120,7 +120,7 @@ export async function trustCommand(configDir: string, cwd: string, io: CommandIO
   }
   // What else the trust unlocks, so nobody has to learn it from the README.
   if (result.mcp) lines.push('  .mcp.json: its MCP servers start here while the file stays as it is now (a change needs `conch trust` again)');
-  lines.push('  .conch/config.json: its model and providers apply here while it and .conch/tools stay as they are now (a change needs `conch trust` again)');
+  lines.push('  .conch/config.json: its model, providers and model settings (maxOutputTokens, thinking, temperature, models) apply here while it and .conch/tools stay as they are now (a change needs `conch trust` again)');
   io.out(`${lines.join('\n')}\n`);
   return 0;
 }

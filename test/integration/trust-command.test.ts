@@ -13,7 +13,7 @@ describe('conch trust', () => {
     const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('.mcp.json: its MCP servers start here while the file stays as it is now');
-    expect(r.stdout).toContain('.conch/config.json: its model and providers apply here');
+    expect(r.stdout).toContain('.conch/config.json: its model, providers and model settings (maxOutputTokens, thinking, temperature, models) apply here');
   });
 
   test('without a .mcp.json says nothing of one', async () => {
