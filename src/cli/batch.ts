@@ -1,6 +1,6 @@
 // What several tasks of one `conch run` add up to: the exit code of the most severe outcome, the
 // counts, and the one --json document.
-import { EXIT_CODES, exitCodeFor, SIGNAL_EXIT_CODES, type Outcome, type OutcomeStatus } from '../agent/outcome.ts';
+import { EXIT_CODES, exitCodeFor, SIGNAL_EXIT_CODES, type Outcome, type OutcomeStatus, type StopSignal } from '../agent/outcome.ts';
 import { ENVELOPE_VERSION } from './envelope.ts';
 
 type Ended = Pick<Outcome, 'status' | 'code' | 'signal'>;
@@ -61,9 +61,11 @@ export interface BatchDocument {
  * The document the watchdog prints when it ends the runs itself (plugin code stopped the main
  * thread): each task marked `unfinished` ends as `ending` says; the finished keep their envelopes.
  */
-export function endUnfinished(doc: BatchDocument, ending: { status: 'timed_out' | 'cancelled'; message: string; durationMs: number }) {
+export function endUnfinished(doc: BatchDocument, ending: { status: 'timed_out' | 'cancelled'; message: string; durationMs: number; signal?: StopSignal }) {
+  const signal = ending.status === 'cancelled' ? ending.signal : undefined;
+  const exitCode = exitCodeFor({ status: ending.status, signal });
   const tasks = doc.tasks.map(({ unfinished, ...task }) =>
-    unfinished ? { ...task, status: ending.status, message: ending.message, partial: true, exitCode: EXIT_CODES[ending.status] } : task,
+    unfinished ? { ...task, status: ending.status, message: ending.message, partial: true, ...(signal ? { signal } : {}), exitCode } : task,
   ) as TaskEnvelope[];
   return { ...doc, tasks, summary: batchSummary(tasks, ending.durationMs) };
 }

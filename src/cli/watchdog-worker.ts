@@ -5,7 +5,7 @@
 import { cc } from 'bun:ffi';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { EXIT_CODES } from '../agent/outcome.ts';
+import { exitCodeFor, type StopSignal } from '../agent/outcome.ts';
 import { endUnfinished, type BatchDocument } from './batch.ts';
 import { PACKAGE_ROOT } from '../core/package-root.ts';
 import { stderr, stdout } from '../core/stdio.ts';
@@ -32,6 +32,8 @@ let doc: Record<string, unknown> = {};
 let native: Native | null = null;
 const seen = new Map<number, number>();
 let signalAt: number | null = null;
+/** The signal the run ends for, when one ends it: its exit code is the signal's (SIGTERM 143), as on the main thread. */
+let signalName: StopSignal | null = null;
 let lastBeat = -1;
 let lastBeatAt = Date.now();
 /** The last tick that saw the main thread transpiling a plugin (plugins/transpiling.ts). */
@@ -53,7 +55,10 @@ self.onmessage = (event: MessageEvent<ToWatchdog>) => {
     case 'arm':
       deadlineAt = m.deadlineAt;
       // A new run (the next turn of a conversation): a signal its predecessor answered is done with.
-      if (m.fresh) signalAt = null;
+      if (m.fresh) {
+        signalAt = null;
+        signalName = null;
+      }
       // The main thread's own listeners made Bun take the signals back: take them again.
       catchSignals();
       break;
@@ -121,12 +126,13 @@ function tick(): void {
     if (count <= before) continue;
     seen.set(sig, count);
     // A second signal while the main thread is stuck: the user means it, end now.
-    if (signalAt !== null && stuck) return end('cancelled', `${name} arrived while conch's main thread was stuck`);
+    if (signalAt !== null && stuck) return end('cancelled', `${name} arrived while conch's main thread was stuck`, name);
     signalAt ??= now;
+    signalName ??= name;
     self.postMessage({ type: 'signal', name } satisfies FromWatchdog);
   }
   if (signalAt !== null && stuck && now > signalAt + GRACE_MS) {
-    return end('cancelled', 'a signal asked conch to stop and its main thread did not answer');
+    return end('cancelled', `${signalName ?? 'a signal'} asked conch to stop and its main thread did not answer`, signalName ?? undefined);
   }
   // Conch transpiling a plugin (the main thread busy in Babel) is not the plugin stuck loading.
   if (loadingLimit !== null && now - Math.max(lastBeatAt, transpiledAt) > loadingLimit + GRACE_MS) {
@@ -138,7 +144,7 @@ function tick(): void {
   }
 }
 
-function end(status: 'timed_out' | 'cancelled', why: string): void {
+function end(status: 'timed_out' | 'cancelled', why: string, signal?: StopSignal): void {
   if (!state || Atomics.compareExchange(state, PHASE, 0, 2) !== 0) return; // the main thread is finishing
   for (const pgid of groups) {
     try {
@@ -148,12 +154,14 @@ function end(status: 'timed_out' | 'cancelled', why: string): void {
     }
   }
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  const exitCode = EXIT_CODES[status];
+  const exitCode = exitCodeFor({ status, signal });
   const message = `${why} (plugin code that never yields?); the watchdog ended ${label} and killed its commands`;
   stderr.write(`conch: ${message}\n`);
   const durationMs = Date.now() - startedAt;
   // Several tasks (`conch run A B`): their one document, the unfinished ones ended; else one envelope.
-  const final = Array.isArray(doc.tasks) ? endUnfinished(doc as unknown as BatchDocument, { status, message, durationMs }) : { ...doc, status, message, partial: true, durationMs, exitCode };
+  const final = Array.isArray(doc.tasks)
+    ? endUnfinished(doc as unknown as BatchDocument, { status, message, durationMs, ...(signal ? { signal } : {}) })
+    : { ...doc, status, message, partial: true, ...(signal ? { signal } : {}), durationMs, exitCode };
   if (json) stdout.write(`${JSON.stringify(final)}\n`);
   if (native) native.exitNow(exitCode);
   process.kill(process.pid, 'SIGKILL');

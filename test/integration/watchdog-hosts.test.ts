@@ -70,15 +70,15 @@ describe('conch tools', () => {
     expect(r.stderr).toContain('the watchdog ended conch tools');
   }, SLOW);
 
-  test('SIGTERM while a plugin spins at import ends it: exit 130', async () => {
+  test('SIGTERM while a plugin spins at import ends it: exit 143', async () => {
     await spinsAtImport();
     let child: ReturnType<typeof Bun.spawn> | undefined;
     const pending = runConch({ dirs: harness.dirs, args: ['tools'], env: {}, onSpawn: (c) => (child = c) });
     await spinning();
     child!.kill('SIGTERM');
     const r = await pending;
-    expect(r.code).toBe(130);
-    expect(r.stderr).toContain('a signal asked conch to stop and its main thread did not answer');
+    expect(r.code).toBe(143);
+    expect(r.stderr).toContain('SIGTERM asked conch to stop and its main thread did not answer');
   }, SLOW);
 
   test('plugins that load: the listing as before', async () => {
@@ -107,9 +107,9 @@ describe('conch acp', () => {
     }
   }, SLOW);
 
-  test("a prompt whose tool spins: the prompt's deadline holds (exit 124), and SIGTERM ends it sooner (exit 130)", async () => {
+  test("a prompt whose tool spins: the prompt's deadline holds (exit 124), and SIGTERM ends it sooner (exit 143)", async () => {
     await spinsInExecute();
-    for (const [args, signal, code] of [[['--timeout', '2s'], null, 124], [[], 'SIGTERM', 130]] as const) {
+    for (const [args, signal, code] of [[['--timeout', '2s'], null, 124], [[], 'SIGTERM', 143]] as const) {
       harness.server.script([{ toolCalls: [{ name: 'spin', arguments: {} }] }, { text: 'unreachable' }]);
       const agent = launch([...args]);
       try {

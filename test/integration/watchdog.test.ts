@@ -1,6 +1,6 @@
 // A plugin whose execute never yields (`for (;;) {}`) stops the main thread's timers and signal
 // listeners; the watchdog thread still ends the run: at the deadline (timed_out, 124) or on SIGTERM
-// (cancelled, 130), with one JSON document under --json, no process left behind and no temp dir.
+// (cancelled, 143), with one JSON document under --json, no process left behind and no temp dir.
 import { describe, expect, test } from 'bun:test';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
@@ -131,7 +131,7 @@ describe('the watchdog', () => {
     });
   });
 
-  test('SIGTERM while a plugin spins ends the run: cancelled, exit 130, its command killed', async () => {
+  test('SIGTERM while a plugin spins ends the run: cancelled by SIGTERM, exit 143 (not Ctrl-C\'s 130), its command killed', async () => {
     const m = marker();
     const flag = await spinningPlugin(m);
     await withTmp(async (tmp) => {
@@ -141,8 +141,9 @@ describe('the watchdog', () => {
       expect(existsSync(flag)).toBe(true);
       child!.kill('SIGTERM');
       const r = await pending;
-      expect(r.code).toBe(130);
-      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'cancelled', exitCode: 130 });
+      expect(r.code).toBe(143);
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 'cancelled', signal: 'SIGTERM', exitCode: 143 });
+      expect(r.stderr).toContain('SIGTERM asked conch to stop');
       expect(await alive(m)).toBe(false);
       expect(leftovers(tmp)).toEqual([]);
     });
