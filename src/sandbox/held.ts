@@ -46,13 +46,16 @@
 // sandbox as before. CONCH_SANDBOX_PER_COMMAND=1 asks for that (to compare, or to rule this out);
 // CONCH_DEBUG_HELD=1 prints why a held sandbox did not start, and at exit how many commands were
 // entered and how many of them ran in a prepared process.
-import { closeSync, openSync, readlinkSync, writeSync } from 'node:fs';
-import { childrenOf, devEntries, identity, mountedPaths, mountPointsIn, mountPointsOf, mountTable, stoppedTree, type Identity } from './held-state.ts';
+import { closeSync, openSync, readlinkSync } from 'node:fs';
+import { childrenOf, devEntries, identity, mountedPaths, mountPointsIn, mountPointsOf, mountTable, type Identity } from './held-state.ts';
 import { ESRCH, loadLibc } from '../process/libc.ts';
-import { discardProcess, startProcess, trackGroup, type SpawnOptions, type StartedProcess } from '../process/spawn.ts';
+import { trackGroup, type SpawnOptions } from '../process/spawn.ts';
 import { settleOrphans } from '../process/orphans.ts';
 import { openSeccompFd } from './seccomp-fd.ts';
+import { PreparedCommands, preparedCounts } from './held-prepared.ts';
 import type { PlaceholderScope } from './placeholders.ts';
+
+export { preparedCounts };
 
 /** The namespaces a command joins, in nsenter's flag names; user first, which owns the rest. */
 const NAMESPACES = [
@@ -66,14 +69,6 @@ const NAMESPACES = [
 
 const START_MS = 5000;
 const GONE_MS = 2000;
-/** The longest script a prepared process is given (the command quoted, and its exec); longer ones start as usual. */
-const MAX_SCRIPT_BYTES = 16 * 1024;
-/** The gate pipe's capacity: the script goes in one write that must never wait for the reader. */
-const GATE_BYTES = 64 * 1024;
-
-/** Commands entered into a held sandbox, prepared processes started and given a command (tests read it). */
-export const preparedCounts = { entered: 0, started: 0, used: 0 };
-if (process.env.CONCH_DEBUG_HELD) process.on('exit', () => console.error('held sandbox:', JSON.stringify(preparedCounts)));
 
 let nsenter: string | null | undefined;
 
@@ -106,28 +101,6 @@ export interface Entered {
   ready(cwd: string, command: string[]): NonNullable<SpawnOptions['ready']>;
 }
 
-/** The next command's process, started while the sandbox is idle and held at bwrap's --block-fd. */
-interface Prepared {
-  started: StartedProcess;
-  /** The command's cwd inside (bwrap's --chdir) and conch's for the spawn; its environment. */
-  cwd: string;
-  hostCwd: string;
-  env: Record<string, string>;
-  /** conch's end of the pipe the process waits on (its --block-fd) and then reads its script from. */
-  gate: number;
-}
-
-function quote(arg: string): string {
-  return `'${arg.replaceAll("'", `'\\''`)}'`;
-}
-
-function sameEnv(a: Record<string, string>, b: Record<string, string>): boolean {
-  if (a === b) return true;
-  const names = Object.keys(a);
-  if (names.length !== Object.keys(b).length) return false;
-  return names.every((name) => Object.hasOwn(b, name) && a[name] === b[name]);
-}
-
 class Held {
   readonly key: string;
   /** Stopped from outside (the run's end, a change) rather than failed. */
@@ -146,16 +119,9 @@ class Held {
   private mounts: string | null = null;
   private dev: string | null = null;
   private prefix: string[] = [];
-  private next: Prepared | null = null;
-  /**
-   * Prepared processes let go with no script, until they are gone. One usually ends at once, but a
-   * command running beside it can stop it (SIGSTOP: the same user) before it does, and then it
-   * stays in the sandbox, not the holder's child, and its nsenter outside stops with it.
-   */
-  private readonly lettingGo = new Set<StartedProcess>();
-  /** The last command's cwds and environment: the next one most likely has the same. */
-  private last: Omit<Prepared, 'started' | 'gate'> | null = null;
   private readonly identities: [string, Identity][];
+  /** The next command's process, started ahead while this sandbox is idle (held-prepared.ts). */
+  private readonly prepared = new PreparedCommands();
 
   constructor(
     readonly options: string[],
@@ -178,7 +144,7 @@ class Held {
     if (this.state !== 'ready' || this.busy || childrenOf(this.init) !== '') return false;
     // One let go that a command stopped: it would stay, the sandbox goes with it. (One still ending
     // is no risk: stopped later, by the command that then runs beside it, it is caught at the next.)
-    for (const { proc } of this.lettingGo) if (proc.exitCode === null && proc.signalCode === null && stoppedTree(proc.pid)) return false;
+    if (this.prepared.oneLetGoStopped()) return false;
     // A command can rename a directory it can write that has a mount point below it: the run's
     // temp dir holds the ones bwrap made for paths under /tmp (the workspace at /tmp/a/ws, the temp
     // dir's own path). A sandbox of its own would have the mounts where they belong again; this one
@@ -377,90 +343,12 @@ class Held {
         this.busy = false;
         // Before any later command can come: one let into the sandbox before it ran would start as
         // usual (a later turn, setImmediate lost that race to a third of a run's commands under load).
-        queueMicrotask(() => this.prepareNext());
+        queueMicrotask(() => {
+          if (this.state === 'ready' && !this.busy) this.prepared.prepare(this.prefix, this.nsFds);
+        });
       },
-      ready: (cwd, command) => ({ claim: (options) => this.claim(cwd, command, options) }),
+      ready: (cwd, command) => ({ claim: (options) => this.prepared.claim(cwd, command, options, this.nsFds, () => this.stop()) }),
     };
-  }
-
-  /**
-   * Start the next command's process now, while the sandbox is idle: nsenter and the light bwrap's
-   * whole setup, up to its --block-fd, where it waits for claim. It then reads its script from the
-   * same pipe: `exec` of the command's own /bin/sh -c argv, as a command started as usual runs.
-   */
-  private prepareNext(): void {
-    if (this.state !== 'ready' || this.busy || this.next !== null || this.last === null) return;
-    const libc = loadLibc()!;
-    const gate = libc.pipe();
-    if (!gate) return;
-    const [waitEnd, gateEnd] = gate;
-    let seccomp: ReturnType<typeof openSeccompFd> | null = null;
-    try {
-      // A pipe the user's pipe limits left small would make the write of a long script wait.
-      if (libc.setPipeSize(gateEnd, GATE_BYTES) <= MAX_SCRIPT_BYTES) return;
-      seccomp = openSeccompFd();
-      const { cwd, hostCwd, env } = this.last;
-      // The fds of a command entered as usual (index.ts closes them), then the gate twice: bwrap
-      // closes its --block-fd once it reads a byte there; the shell reads its script from the other.
-      const outputFd = 4 + this.nsFds.length;
-      const started = startProcess({
-        argv: [...this.prefix, '--block-fd', String(outputFd + 1), '--chdir', cwd, '--', '/bin/sh', `/proc/self/fd/${outputFd + 2}`],
-        cwd: hostCwd,
-        env,
-        extraFds: [seccomp.fd, ...this.nsFds],
-        outputFd,
-        afterFds: [waitEnd, waitEnd],
-      });
-      if (typeof started === 'string') return;
-      // Never what keeps conch running; claim makes it count again.
-      started.proc.unref();
-      this.next = { started, cwd, hostCwd, env, gate: gateEnd };
-      preparedCounts.started++;
-    } catch (error) {
-      if (process.env.CONCH_DEBUG_HELD) console.error('held sandbox: no prepared process:', error);
-    } finally {
-      seccomp?.close();
-      closeSync(waitEnd);
-      if (this.next?.gate !== gateEnd) closeSync(gateEnd);
-    }
-  }
-
-  /** The prepared process for this command (entered: every check passed), or null. */
-  private claim(cwd: string, command: string[], options: SpawnOptions): StartedProcess | null {
-    this.last = { cwd, hostCwd: options.cwd, env: options.env };
-    const next = this.next;
-    this.next = null;
-    if (next === null) return null;
-    const { proc } = next.started;
-    // A newline for bwrap's --block-fd (the byte it waits for), then the script; fd 8 is its own.
-    const script = Buffer.from(`\nexec ${command.map(quote).join(' ')} ${4 + this.nsFds.length + 2}>&-\n`);
-    const fits =
-      proc.exitCode === null && proc.signalCode === null && next.cwd === cwd && next.hostCwd === options.cwd && sameEnv(next.env, options.env) && script.length <= MAX_SCRIPT_BYTES;
-    if (!fits) {
-      // With no script it runs nothing: the shell reads an empty one and exits.
-      closeSync(next.gate);
-      this.lettingGo.add(next.started);
-      void proc.exited.then(() => this.lettingGo.delete(next.started));
-      discardProcess(next.started);
-      return null;
-    }
-    let written = -1;
-    try {
-      // The pipe holds all of it (prepareNext made sure), so this one write never waits for the reader.
-      written = writeSync(next.gate, script);
-    } catch {
-      // EPIPE: it is gone, and nothing ran.
-    }
-    if (written !== script.length) {
-      // Part of a script must never run: the sandbox goes, and the gate closes only after the process.
-      this.next = next;
-      this.stop();
-      return null;
-    }
-    closeSync(next.gate);
-    proc.ref();
-    preparedCounts.used++;
-    return next.started;
   }
 
   stop(): void {
@@ -481,32 +369,7 @@ class Held {
       }
     }
     this.untrack?.();
-    const next = this.next;
-    this.next = null;
-    if (next) {
-      // Its processes in the sandbox go with the holder, each reaped by its parent, and nsenter then
-      // ends. Killed from here as well, nsenter could go before its child bwrap, which would stay a
-      // zombie of conch's (a subreaper), so only if the holder was not. The gate closes after: it
-      // never runs past its --block-fd.
-      if (!holderKilled) {
-        try {
-          process.kill(-next.started.proc.pid, 'SIGKILL');
-        } catch {
-          // gone already
-        }
-      }
-      void next.started.proc.exited.then(() => closeSync(next.gate));
-      discardProcess(next.started);
-    }
-    // A stopped nsenter (its child was stopped) would never reap its child and end: let it go on.
-    for (const { proc } of [...this.lettingGo, ...(next ? [next.started] : [])]) {
-      try {
-        process.kill(-proc.pid, 'SIGCONT');
-      } catch {
-        // gone already
-      }
-    }
-    this.lettingGo.clear();
+    this.prepared.stop(holderKilled);
     for (const fd of this.nsFds) closeSync(fd);
     if (this.input >= 0) closeSync(this.input);
     this.input = -1;
