@@ -25,12 +25,16 @@ const VENDORS: Record<string, string[]> = {
   mcp: ['@modelcontextprotocol/sdk/client/index.js', '@modelcontextprotocol/sdk/client/streamableHttp.js', '@modelcontextprotocol/sdk/types.js', '@modelcontextprotocol/sdk/shared/stdio.js'],
   acp: ['@agentclientprotocol/sdk'],
   yaml: ['yaml'],
-  // Not for the runs that skip it (every run uses TypeBox) but for its shape: ~480 small modules in
-  // the main bundle each start lazily through a wrapper of their own, while a bundle of its own is
-  // evaluated as one scope. Its entries share no name conch imports (`export *` drops a name two
-  // entries both export).
+  // What every run uses of TypeBox (core/typebox.ts), for its shape: ~480 small modules in the main
+  // bundle each start lazily through a wrapper of their own, while a bundle of its own is evaluated
+  // as one scope.
+  'typebox-core': ['src/core/typebox.ts'],
+  // All of TypeBox, for plugins (tools/api.ts). Its entries share no name conch imports (`export *`
+  // drops a name two entries both export).
   typebox: ['typebox', 'typebox/schema', 'typebox/system'],
 };
+/** conch's own modules that are vendor entries, matched by file name when imported. */
+const OWN_ENTRIES = new RegExp(`/(${Object.values(VENDORS).flat().filter((spec) => spec.startsWith('src/')).map((spec) => spec.slice(spec.lastIndexOf('/') + 1).replace(/\.ts$/, '')).join('|')})\\.ts$`);
 
 export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch', 'dist')): Promise<number> {
   const staging = `${dist}.${process.pid}`;
@@ -68,7 +72,10 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
       return entry;
     }),
   );
-  const vendors = await Bun.build({ ...options, entrypoints: entries }).finally(() => rm(entryDir, { recursive: true, force: true }));
+  // Each built alone: built together, a module two of them bundle keeps in each what any one uses
+  // (typebox-core came out as large as all of TypeBox).
+  const vendorBuilds = await Promise.all(entries.map((entry) => Bun.build({ ...options, entrypoints: [entry] }))).finally(() => rm(entryDir, { recursive: true, force: true }));
+  const vendors = { success: vendorBuilds.every((b) => b.success), logs: vendorBuilds.flatMap((b) => b.logs), outputs: vendorBuilds.flatMap((b) => b.outputs) };
   const result = await Bun.build({
     ...options,
     plugins: [
@@ -80,7 +87,7 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
             if (!name) throw new Error(`${args.path} (imported by ${args.importer}) is not a listed entry of a vendor bundle (src/build.ts VENDORS)`);
             return toVendor(name);
           });
-          build.onResolve({ filter: /\/anthropic-sdk\.ts$/ }, (args) => {
+          build.onResolve({ filter: OWN_ENTRIES }, (args) => {
             const name = vendorOf.get(resolve(dirname(args.importer), args.path));
             return name ? toVendor(name) : undefined;
           });

@@ -2,8 +2,7 @@
 // the schema accepts. The schema is described to the model with the task; an answer that does not
 // parse or validate gets one repair turn quoting what failed (loop.ts), then the run fails as
 // output_invalid. Loaded only by runs that have a schema.
-import type { TSchema } from 'typebox';
-import { Meta } from 'typebox/schema';
+import { Meta, type TSchema } from '../core/typebox.ts';
 import { compileSchema, schemaIssues, type Validator } from '../tools/json-schema.ts';
 import type { ContentBlock } from '../core/content.ts';
 import type { OutputIssue } from './outcome.ts';

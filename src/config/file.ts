@@ -4,7 +4,7 @@
 // the directory holding .conch, which is where people think of them from.
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import type { Static } from 'typebox';
+import type { Static } from '../core/typebox.ts';
 import type { CommandLayer, CommandRule } from './command-layer.ts';
 import type { PathRule, PolicyLayer } from './layers.ts';
 import type { ConfigFileSchema } from './schema.ts';

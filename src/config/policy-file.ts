@@ -24,7 +24,7 @@
 //   a command setting any other variable is not proven by the rule (see command-rules.ts).
 // A `root` covers the directory and everything below it.
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { type Static, type TSchema, Type } from 'typebox';
+import { Type, type Static, type TSchema } from '../core/typebox.ts';
 import { commandLayer, DENY_ENV, depthOf, MAX_DEPTH } from './file.ts';
 import type { PolicyLayer } from './layers.ts';
 import { CommandRuleSchema, type Path, ProfileSchema, firstProblem, keyPath } from './schema.ts';

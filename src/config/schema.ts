@@ -1,8 +1,7 @@
 // The config file's schema (closed: an unknown key is an error), and turning a schema violation
 // into one sentence a person can act on: which key, what was expected, what was found, and for an
 // unknown key the valid ones with a "did you mean".
-import { type TSchema, Type } from 'typebox';
-import { Check, Errors } from 'typebox/schema';
+import { Type, Check, Errors, type TSchema } from '../core/typebox.ts';
 import { LIMIT_NAMES } from '../core/limits.ts';
 import { profileChoices } from '../sandbox/profile-names.ts';
 

@@ -1,7 +1,7 @@
 // MCP server entries as users write them: "mcpServers" in ~/.config/conch/config.json, the project's
 // .mcp.json in the shape Claude Code uses, or what an editor passes in ACP session/new. Turned into
 // one closed spec per server; a malformed entry is a ConfigError naming the file and key.
-import { type TSchema, Type } from 'typebox';
+import { Type, type TSchema } from '../core/typebox.ts';
 import { ConfigError } from '../core/errors.ts';
 import { firstProblem, keyPath } from '../config/schema.ts';
 import { MAX_DURATION_MS } from '../core/duration.ts';

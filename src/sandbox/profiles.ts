@@ -4,8 +4,7 @@
 // reported with its name and the offending key. Which names are profiles: profile-names.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Type, type Static, type TSchema } from 'typebox';
-import { Check, Errors } from 'typebox/schema';
+import { Type, Check, Errors, type Static, type TSchema } from '../core/typebox.ts';
 import { PROFILES_DIR, unknownProfile } from './profile-names.ts';
 
 export { listProfiles, PROFILES_DIR } from './profile-names.ts';

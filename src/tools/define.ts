@@ -1,4 +1,4 @@
-import type { Static, TSchema } from 'typebox';
+import type { Static, TSchema } from '../core/typebox.ts';
 import type { ToolResult } from '../core/content.ts';
 import type { ExecOptions, ExecResult } from '../shell/exec.ts';
 import type { WorkspaceAccess } from '../workspace/paths.ts';

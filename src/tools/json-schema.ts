@@ -3,8 +3,7 @@
 // loads the whole Value module, Clean to Encode, which conch never calls) with its format registry, which TypeBox fills with the
 // standard formats itself (date-time, date, time, duration, email, hostname, ipv4, ipv6, uri,
 // uri-reference, url, uuid, regex, json-pointer, …), and one reading of what failed.
-import { Compile } from 'typebox/schema';
-import { Settings } from 'typebox/system';
+import { Compile, Settings } from '../core/typebox.ts';
 
 // TypeBox stops collecting at 8 errors by default, which can cut a union off before its own error
 // (one per branch comes first), so the message could not be said once; 32 still bounds the work.

@@ -4,7 +4,7 @@
 // Through that bundle, against the local model server: a tool turn and its answer, an output
 // schema sent as structured output, and an API error classified by the SDK's own error classes.
 import { afterAll, beforeAll, expect, test } from 'bun:test';
-import { readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bundle } from '../../src/build.ts';
 import { anthropicEnv, BUN, conchEnv, openaiEnv, REPO, useHarness, writeConfig } from '../support/cli.ts';
@@ -38,20 +38,63 @@ test('each SDK is a file of its own; the Anthropic one sends Messages and holds 
   for (const path of ['/v1/messages', '/chat/completions']) expect(main).not.toContain(path);
 });
 
-test('TypeBox is a file of its own, and the schema checks conch makes with it work through the bundle', async () => {
+test('TypeBox: what conch uses of it is a file of its own, all of it another for plugins; a run without plugins needs only the first', async () => {
   const main = await readFile(join(outdir, 'main.js'), 'utf8');
-  const typebox = await readFile(join(outdir, 'vendor-typebox.js'), 'utf8');
+  const core = await readFile(join(outdir, 'vendor-typebox-core.js'), 'utf8');
+  const full = await readFile(join(outdir, 'vendor-typebox.js'), 'utf8');
   // '~kind' is the key TypeBox marks each of its schemas with; 'date-time' one of the formats it registers.
   for (const mark of ["'~kind'", '"~kind"', '"date-time"']) expect(main).not.toContain(mark);
-  expect(typebox).toContain('~kind');
-  // Arguments that fail the tool's schema: the error names the field (Compile and Errors from the vendor file).
-  harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 42 } }] }, { text: 'done' }]);
-  const run = await conch(['--model', 'anthropic/test-model', '--json', 'go']);
-  expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
-  expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', counts: { toolCalls: 1, toolErrors: 1 } });
+  for (const file of [core, full]) expect(file).toContain('~kind');
+  // Built alone, the core file holds only the part conch imports (built with the full one, it held it all).
+  expect(core.length).toBeLessThan(full.length * 0.6);
+  // Without the full file, a run still checks tool arguments: the error names the field (Compile
+  // and Errors from the core file).
+  const aside = join(outdir, 'vendor-typebox.js.aside');
+  await rename(join(outdir, 'vendor-typebox.js'), aside);
+  try {
+    harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 42 } }] }, { text: 'done' }]);
+    const run = await conch(['--model', 'anthropic/test-model', '--json', 'go']);
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', counts: { toolCalls: 1, toolErrors: 1 } });
+  } finally {
+    await rename(aside, join(outdir, 'vendor-typebox.js'));
+  }
   const toolResult = JSON.stringify(harness.server.requests.at(-1)!.body);
   expect(toolResult).toContain('path');
   expect(toolResult).toContain('must be string');
+});
+
+test('a plugin gets all of TypeBox through the bundle, from conch and from typebox, and conch checks its arguments', async () => {
+  const tools = join(harness.dirs.configHome, 'conch', 'tools');
+  await mkdir(tools, { recursive: true });
+  // Tuple, Enum and KeyOf are builders conch's own schemas never use (not in core/typebox-builders.ts).
+  await writeFile(
+    join(tools, 'pick.ts'),
+    `import { defineTool, Type } from 'conch';
+import { Type as T } from 'typebox';
+export default defineTool({
+  name: 'pick',
+  description: 'pick one',
+  parameters: Type.Object({ pair: Type.Tuple([Type.String(), Type.Number()]), color: Type.Enum(['red', 'blue']), key: T.KeyOf(T.Object({ a: T.String(), b: T.String() })) }),
+  async execute(args) { return args.pair[0] + ':' + args.color + ':' + args.key; },
+});
+`,
+  );
+  try {
+    harness.server.script([
+      { toolCalls: [{ name: 'pick', arguments: { pair: ['x', 1], color: 'green', key: 'a' } }] },
+      { toolCalls: [{ name: 'pick', arguments: { pair: ['x', 1], color: 'red', key: 'b' } }] },
+      { text: 'done' },
+    ]);
+    const run = await conch(['--model', 'anthropic/test-model', '--json', 'go']);
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(run.stdout)).toMatchObject({ status: 'completed', counts: { toolCalls: 2, toolErrors: 1 } });
+    const [, second, third] = harness.server.requests.map((r) => JSON.stringify(r.body));
+    expect(second).toContain('color');
+    expect(third).toContain('x:red:b');
+  } finally {
+    await rm(join(tools, 'pick.ts'));
+  }
 });
 
 test('a run on each provider through the bundle: tool turn, structured output, API error', async () => {

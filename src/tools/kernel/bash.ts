@@ -1,6 +1,6 @@
 // The bash kernel tool: a thin face over the executor, worded for the model.
 import { constants } from 'node:os';
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.ts';
 import { type Tool, type ToolContext } from '../define.ts';
 import type { ExecResult } from '../../shell/exec.ts';
 import type { ToolResult } from '../../core/content.ts';

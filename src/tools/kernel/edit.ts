@@ -1,5 +1,5 @@
 // The edit tool: exact-text replacements, all applied in one atomic write or none at all.
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.ts';
 import type { Tool } from '../define.ts';
 import { planEdits, type EditSpec } from '../../files/edit-apply.ts';
 import { asText, commit, freshnessProblem, loadCurrent } from '../../files/commit.ts';

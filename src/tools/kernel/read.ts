@@ -1,7 +1,7 @@
 // The read tool: numbered pages of text, images for vision models, a description for other binaries.
 import { stat, type FileHandle } from 'node:fs/promises';
 import type { BigIntStats } from 'node:fs';
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.ts';
 import type { Tool } from '../define.ts';
 import type { ToolResult } from '../../core/content.ts';
 import {

@@ -1,5 +1,5 @@
 // The write tool: create a file or replace all of it, atomically, never over content the model has not seen.
-import { Type } from 'typebox';
+import { Type } from '../../core/typebox.ts';
 import type { Tool } from '../define.ts';
 import { unifiedDiff } from '../../files/diff.ts';
 import { asText, commit, freshnessProblem, hasCrlf, loadCurrent } from '../../files/commit.ts';
