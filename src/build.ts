@@ -9,6 +9,7 @@ import { mkdir, rename, rm, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { SDK_BUNDLE } from './telemetry/open.ts';
 import { patchJitiBabel } from './plugins/babel-patch.ts';
+import { validPolicyDigests } from './sandbox/profiles.ts';
 
 const root = resolve(import.meta.dir, '..');
 
@@ -52,7 +53,7 @@ export async function bundle(dist = join(root, 'node_modules', '.cache', 'conch'
     // In CommonJS output Bun would write each source file's own path for import.meta: the bundle must
     // use its own location, as the modules expect of a bundle (package-root.ts, watchdog.ts).
     // (Not __dirname itself: Bun replaces that too, per module, with the source file's folder.)
-    define: { 'import.meta.url': '__conchBundleUrl', 'import.meta.dir': '__conchBundleDir' },
+    define: { 'import.meta.url': '__conchBundleUrl', 'import.meta.dir': '__conchBundleDir', __conchCheckedPolicies: JSON.stringify(validPolicyDigests()) },
     // Bun's pathToFileURL, not node:url's: loading that JavaScript module cost every start ≈ 1.3 ms
     // (`conch --version`: 22.0 → 20.6 ms, medians of 60 alternated).
     banner: 'var __conchBundleDir = __dirname, __conchBundleUrl = Bun.pathToFileURL(__filename).href;',

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Type, Check, Errors, type Static, type TSchema } from '../core/typebox.ts';
-import { PROFILES_DIR, unknownProfile } from './profile-names.ts';
+import { listProfiles, PROFILES_DIR, unknownProfile } from './profile-names.ts';
 
 export { listProfiles, PROFILES_DIR } from './profile-names.ts';
 
@@ -87,7 +87,7 @@ export class SandboxProfileError extends Error {
 }
 
 
-function readJson(file: string): unknown {
+function readJson(file: string): { text: string; value: unknown } {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -95,10 +95,41 @@ function readJson(file: string): unknown {
     throw new SandboxProfileError(`cannot read sandbox policy ${file}: ${(error as Error).message}`);
   }
   try {
-    return JSON.parse(text);
+    return { text, value: JSON.parse(text) };
   } catch (error) {
     throw new SandboxProfileError(`sandbox policy ${file} is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+declare const __conchCheckedPolicies: Record<string, string> | undefined;
+/**
+ * The files of sandbox-profiles/ the bundle's build found valid (src/build.ts), each with a digest of
+ * the text it checked; none when conch runs from source. Checking a profile against its schema ran
+ * so much of TypeBox for the first time that it was 3 MiB of a sandboxed run's peak memory (issue
+ * 17): a file still as it was built is not checked again, and any other one is. The digest tells an
+ * edit from the shipped text, not an attacker: one who can write this folder can write conch's code.
+ */
+const CHECKED_AT_BUILD: Record<string, string> = typeof __conchCheckedPolicies === 'undefined' ? {} : __conchCheckedPolicies;
+
+export const policyDigest = (text: string): string => Bun.hash(text).toString(36);
+
+/** Whether `name` in `dir`, read as `text`, is what the build checked (`checked`: name → digest). */
+export function checkedAtBuild(dir: string, name: string, text: string, checked: Record<string, string> = CHECKED_AT_BUILD): boolean {
+  return dir === PROFILES_DIR && Object.hasOwn(checked, name) && checked[name] === policyDigest(text);
+}
+
+/** The valid profile and protected-path files in `dir`, name → digest, for the bundle (src/build.ts). */
+export function validPolicyDigests(dir: string = PROFILES_DIR): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of [...listProfiles(dir).map((p) => `${p}.json`), 'protected.json']) {
+    try {
+      const { text, value } = readJson(join(dir, name));
+      if (Check(name === 'protected.json' ? ProtectedSchema : ProfileSchema, value)) out[name] = policyDigest(text);
+    } catch {
+      // Unreadable or not JSON: the run reports it.
+    }
+  }
+  return out;
 }
 
 // Interpreted, not compiled: each file is checked once per process, and compiling both schemas at import
@@ -120,8 +151,8 @@ export function loadProfile(name: string, dir: string = PROFILES_DIR): SandboxPr
   const unknown = unknownProfile(name, dir);
   if (unknown) throw new SandboxProfileError(`${unknown}.`);
   const file = join(dir, `${name}.json`);
-  const value = readJson(file);
-  if (!Check(ProfileSchema, value)) {
+  const { text, value } = readJson(file) as { text: string; value: Static<typeof ProfileSchema> };
+  if (!checkedAtBuild(dir, `${name}.json`, text) && !Check(ProfileSchema, value)) {
     throw new SandboxProfileError(`sandbox profile ${file} is malformed at ${firstError(ProfileSchema, value)}; restore it from the conch distribution.`);
   }
   for (const [index, mount] of value.bwrap.mounts.entries()) {
@@ -155,8 +186,8 @@ let protectedCache: { dir: string; value: ProtectedDefaults } | null = null;
 export function loadProtectedDefaults(dir: string = PROFILES_DIR): ProtectedDefaults {
   if (protectedCache?.dir === dir) return protectedCache.value;
   const file = join(dir, 'protected.json');
-  const value = readJson(file);
-  if (!Check(ProtectedSchema, value)) {
+  const { text, value } = readJson(file) as { text: string; value: ProtectedDefaults };
+  if (!checkedAtBuild(dir, 'protected.json', text) && !Check(ProtectedSchema, value)) {
     throw new SandboxProfileError(`sandbox policy ${file} is malformed at ${firstError(ProtectedSchema, value)}; restore it from the conch distribution.`);
   }
   protectedCache = { dir, value };

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { bundle } from '../../src/build.ts';
+import { validPolicyDigests } from '../../src/sandbox/profiles.ts';
 import { anthropicEnv, BUN, conchEnv, openaiEnv, REPO, useHarness, writeConfig } from '../support/cli.ts';
 
 const harness = useHarness();
@@ -47,6 +48,10 @@ test('TypeBox: what conch uses of it is a file of its own, all of it another for
   for (const file of [core, full]) expect(file).toContain('~kind');
   // Built alone, the core file holds only the part conch imports (built with the full one, it held it all).
   expect(core.length).toBeLessThan(full.length * 0.6);
+  // The shipped sandbox policy files the build checked, so that a run does not check them again.
+  const digests = validPolicyDigests();
+  expect(Object.keys(digests)).toContain('workspace-write.json');
+  for (const [name, digest] of Object.entries(digests)) expect(main).toContain(`"${name}":"${digest}"`);
   // Without the full file, a run still checks tool arguments: the error names the field (Compile
   // and Errors from the core file).
   const aside = join(outdir, 'vendor-typebox.js.aside');

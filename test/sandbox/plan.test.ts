@@ -14,7 +14,8 @@ import {
   writableAt,
 } from '../../src/sandbox/bwrap.ts';
 import { hiddenMounts } from '../../src/sandbox/hidden.ts';
-import { listProfiles, loadProfile, loadProtectedDefaults } from '../../src/sandbox/profiles.ts';
+import { checkedAtBuild, listProfiles, loadProfile, loadProtectedDefaults, policyDigest, validPolicyDigests } from '../../src/sandbox/profiles.ts';
+import { PROFILES_DIR } from '../../src/sandbox/profile-names.ts';
 import { defaultPatterns, patternFromGlob, planProtected } from '../../src/sandbox/protected-paths.ts';
 import { DEFAULT_PROTECTED_GLOBS } from '../../src/workspace/paths.ts';
 import { filterPath, openSeccompFd } from '../../src/sandbox/seccomp-fd.ts';
@@ -173,6 +174,38 @@ describe('profiles', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('policy files checked when the bundle was built', () => {
+  test('every shipped profile and protected.json is recorded with the digest of its text', () => {
+    const digests = validPolicyDigests();
+    expect(Object.keys(digests).sort()).toEqual(['protected.json', 'read-only.json', 'workspace-write.json']);
+    for (const [name, digest] of Object.entries(digests)) expect(digest).toBe(policyDigest(readFileSync(join(PROFILES_DIR, name), 'utf8')));
+  });
+
+  test('only a valid file is recorded, and only a shipped file with the very text recorded skips the check', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'conch-profiles-'));
+    try {
+      const good = readFileSync(join(PROFILES_DIR, 'read-only.json'), 'utf8');
+      writeFileSync(join(dir, 'good.json'), good);
+      writeFileSync(join(dir, 'extra.json'), JSON.stringify({ ...JSON.parse(good), network: true }));
+      writeFileSync(join(dir, 'broken.json'), '{');
+      expect(validPolicyDigests(dir)).toEqual({ 'good.json': policyDigest(good) });
+      // A malformed file in that folder is still reported, whatever the build recorded for its name.
+      expect(() => loadProfile('extra', dir)).toThrow(/extra\.json is malformed/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const text = readFileSync(join(PROFILES_DIR, 'workspace-write.json'), 'utf8');
+    const recorded = { 'workspace-write.json': policyDigest(text) };
+    expect(checkedAtBuild(PROFILES_DIR, 'workspace-write.json', text, recorded)).toBe(true);
+    expect(checkedAtBuild(PROFILES_DIR, 'workspace-write.json', `${text} `, recorded)).toBe(false);
+    expect(checkedAtBuild(PROFILES_DIR, 'read-only.json', text, recorded)).toBe(false);
+    expect(checkedAtBuild('/elsewhere', 'workspace-write.json', text, recorded)).toBe(false);
+    expect(checkedAtBuild(PROFILES_DIR, 'toString', text, recorded)).toBe(false);
+    // Run from source, nothing was recorded: every file is checked.
+    expect(checkedAtBuild(PROFILES_DIR, 'workspace-write.json', text)).toBe(false);
   });
 });
 
