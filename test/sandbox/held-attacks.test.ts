@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable, preparedCounts } from '../../src/sandbox/held.ts';
 import { canRun, fixture, PYTHON, py, snapshotAll, type Fixture } from './harness.ts';
-import { hostProcesses, runExecutor, untilHeld } from './held-harness.ts';
+import { hostProcesses, lingering, runExecutor, untilHeld } from './held-harness.ts';
 
 const run = canRun && heldAvailable() ? describe : describe.skip;
 
@@ -134,8 +134,8 @@ done; echo "seen $seen"`,
       `(setsid sh -c 'exec </dev/null >/dev/null 2>&1 3>&- 4>&- 5>&-; sleep 308.5' &) ; sh -c 'sleep 0 & exec sleep 309.5' >/dev/null 2>&1 & echo left`,
     );
     expect(left.output).toBe('left\n');
-    expect(hostProcesses('sleep 308.5')).toEqual([]);
-    expect(hostProcesses('sleep 309.5')).toEqual([]);
+    expect(await lingering('sleep 308.5')).toEqual([]);
+    expect(await lingering('sleep 309.5')).toEqual([]);
     const next = await exec('readlink /proc/self/ns/pid; ps -eo args | grep -c "sleep 30[89]"');
     expect(next.output.split('\n')[0]).not.toBe(ns);
     expect(next.output.split('\n')[1]).toBe('0');

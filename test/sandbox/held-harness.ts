@@ -41,6 +41,21 @@ export async function untilHeld(exec: RunExecutor): Promise<string> {
   throw new Error('the held sandbox never served a command');
 }
 
+/**
+ * Host processes whose command line contains `marker` that are still there after up to `ms`: a
+ * process conch SIGKILLed is done for, but under load its exit can lag the command's return; one
+ * that stays is an escapee (a 300 s sleep never ends by itself within a test).
+ */
+export async function lingering(marker: string, ms = 2000): Promise<number[]> {
+  const until = Date.now() + ms;
+  let found = hostProcesses(marker);
+  while (found.length > 0 && Date.now() < until) {
+    await Bun.sleep(20);
+    found = hostProcesses(marker);
+  }
+  return found;
+}
+
 /** Host processes whose command line contains `marker`. */
 export function hostProcesses(marker: string): number[] {
   const found: number[] = [];

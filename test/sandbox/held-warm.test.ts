@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable, preparedCounts } from '../../src/sandbox/held.ts';
 import { canRun, fixture, type Fixture } from './harness.ts';
-import { hostProcesses, runExecutor, untilHeld } from './held-harness.ts';
+import { hostProcesses, lingering, runExecutor, untilHeld } from './held-harness.ts';
 
 const run = canRun && heldAvailable() ? describe : describe.skip;
 
@@ -158,12 +158,12 @@ run('the held sandbox prepares the next command', () => {
     expect(preparedCounts.used).toBe(used + 2);
     expect(timed.timedOut).toBe(true);
     expect(timed.cleanupError).toBeUndefined();
-    expect(hostProcesses('sleep 305.5')).toEqual([]);
-    expect(hostProcesses('sleep 306.5')).toEqual([]);
+    expect(await lingering('sleep 305.5')).toEqual([]);
+    expect(await lingering('sleep 306.5')).toEqual([]);
     // Left behind by a command that returned: the sandbox ends, the prepared process with it.
     const left = await exec('setsid sleep 307.5 >/dev/null 2>&1 & echo started');
     expect(left.output).toBe('started\n');
-    expect(hostProcesses('sleep 307.5')).toEqual([]);
+    expect(await lingering('sleep 307.5')).toEqual([]);
     expect((await exec('echo next')).output).toBe('next\n');
   });
 

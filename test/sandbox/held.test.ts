@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable } from '../../src/sandbox/held.ts';
 import { canRun, fixture, type Fixture } from './harness.ts';
-import { hostProcesses, runExecutor, untilHeld } from './held-harness.ts';
+import { hostProcesses, lingering, runExecutor, untilHeld } from './held-harness.ts';
 
 const run = canRun && heldAvailable() ? describe : describe.skip;
 if (canRun && !heldAvailable()) console.warn('\n*** nsenter not found: the held sandbox tests are SKIPPED ***\n');
@@ -62,8 +62,8 @@ run('the held sandbox', () => {
     const result = await exec('sleep 301.5 >/dev/null 2>&1 & setsid sleep 302.5 >/dev/null 2>&1 & echo started');
     expect(result.output.trim()).toBe('started');
     expect(result.cleanupError).toBeUndefined();
-    expect(hostProcesses('sleep 301.5')).toEqual([]);
-    expect(hostProcesses('sleep 302.5')).toEqual([]);
+    expect(await lingering('sleep 301.5')).toEqual([]);
+    expect(await lingering('sleep 302.5')).toEqual([]);
     // The sandbox that held them went with them; the next command runs in a fresh one.
     const next = await exec('readlink /proc/self/ns/pid; ls /proc | grep -c "^[0-9]"');
     expect(next.exitCode).toBe(0);
@@ -77,8 +77,8 @@ run('the held sandbox', () => {
     expect(result.timedOut).toBe(true);
     // Gone with the sandbox, not found later holding the output as escapees.
     expect(result.cleanupError).toBeUndefined();
-    expect(hostProcesses('sleep 303.5')).toEqual([]);
-    expect(hostProcesses('sleep 304.5')).toEqual([]);
+    expect(await lingering('sleep 303.5')).toEqual([]);
+    expect(await lingering('sleep 304.5')).toEqual([]);
   });
 
   test('a protected file replaced on the host (an editor saving .env by rename) stays read-only', async () => {
