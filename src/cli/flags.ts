@@ -162,11 +162,11 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
   const one = (name: string) => all(name)?.[0];
   const on = (name: string) => (parsed.flags.has(name) ? true : undefined);
   const off = (name: string) => (parsed.flags.has(name) ? false : undefined);
-  const count = (name: string) => {
+  const count = (name: string, what = 'a whole number (0 = unlimited)', min = 0) => {
     const v = one(name);
     if (v === undefined) return undefined;
     const n = plainWhole(v);
-    if (n === null) throw new UsageError(`--${name} takes a whole number (0 = unlimited), got '${v}'`);
+    if (n === null || n < min) throw new UsageError(`--${name} takes ${what}, got '${v}'`);
     return n;
   };
   const number = (name: string, min: number, max: number, what: string) => {
@@ -176,8 +176,8 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
     if (n === null || n < min || n > max) throw new UsageError(`--${name} takes ${what}, got '${v}'`);
     return n;
   };
-  const maxOutputTokens = count('max-output-tokens');
-  if (maxOutputTokens === 0) throw new UsageError("--max-output-tokens takes a whole number of tokens above 0, got '0'");
+  // 0 is no limit for a count, but an output limit of 0 tokens would leave no room for an answer.
+  const maxOutputTokens = count('max-output-tokens', 'a whole number of tokens above 0', 1);
   const thinking = one('thinking');
   if (thinking !== undefined && !['off', 'low', 'medium', 'high'].includes(thinking)) {
     throw new UsageError(`--thinking takes off, low, medium or high, got '${thinking}'`);

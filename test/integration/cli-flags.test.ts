@@ -112,6 +112,11 @@ describe('every flag is checked for type and repetition before use', () => {
     }
     await usageErrorJson(['--temperature', '0x1', 'go'], "--temperature takes a number from 0 to 2 in plain decimal, such as 0.7, got '0x1'");
     await usageErrorJson(['--max-cost', '0x10', 'go'], "--max-cost takes US dollars, a number ≥ 0 in plain decimal such as 0.50 (0 = unlimited), got '0x10'");
+    // An output limit of 0 is refused, so its message must not offer 0 as "unlimited", whatever the value.
+    for (const value of ['10k', '0', '-1']) {
+      const stderr = await usageError(['--max-output-tokens', value, 'go'], `--max-output-tokens takes a whole number of tokens above 0, got '${value}'`);
+      expect(stderr).not.toContain('unlimited');
+    }
     // Plain decimals are taken (a cost limit on the unpriced test model ends the run as limit_exceeded, after the check).
     harness.server.script(() => ({ text: 'ok' }));
     for (const args of [['--temperature', '.5'], ['--temperature', '0.7'], ['--max-cost', '0.50'], ['--limit', 'cost_usd=2'], ['--limit', 'tool_calls=10']]) {
