@@ -20,6 +20,8 @@ async function main(): Promise<void> {
   checkFlagsOf(command, parsed);
   if (parsed.flags.has('help')) return outputHelp(command || undefined);
   if (parsed.flags.has('version')) return void console.log(VERSION_LINE);
+  // A subcommand's words after `--` are still its words (`conch sessions -- rm ID`), never dropped.
+  const operands = [...args, ...parsed.afterDashes];
   const flags = () => toFlags(parsed);
   const json = parsed.flags.has('json');
   switch (command) {
@@ -28,28 +30,28 @@ async function main(): Promise<void> {
       // One word a typo away from a command is far more likely the typo than a task.
       const near = !command && args.length === 1 && parsed.afterDashes.length === 0 ? closest(args[0]!, Object.keys(COMMANDS).filter(Boolean)) : undefined;
       if (near) throw new UsageError(`did you mean 'conch ${near}'? To run '${args[0]}' as a task: conch run ${args[0]}`);
-      return runCommand(command, [...args, ...parsed.afterDashes], parsed);
+      return runCommand(command, operands, parsed);
     }
     case 'tools': {
-      if (args.length > 2) throw new UsageError(`'conch tools' takes an action and a name, got: ${args.join(' ')}`);
+      if (operands.length > 2) throw new UsageError(`'conch tools' takes an action and a name, got: ${operands.join(' ')}`);
       const { toolsCommand } = await import('./commands.ts');
-      process.exitCode = await toolsCommand(args[0], args[1], flags(), json);
+      process.exitCode = await toolsCommand(operands[0], operands[1], flags(), json);
       return;
     }
     case 'mcp': {
-      if (args.length) throw new UsageError(`'conch mcp' takes no arguments, got: ${args.join(' ')}`);
+      if (operands.length) throw new UsageError(`'conch mcp' takes no arguments, got: ${operands.join(' ')}`);
       const { mcpCommand } = await import('./mcp-command.ts');
       process.exitCode = await mcpCommand(flags(), json);
       return;
     }
     case 'skills': {
-      if (args.length) throw new UsageError(`'conch skills' takes no arguments, got: ${args.join(' ')}`);
+      if (operands.length) throw new UsageError(`'conch skills' takes no arguments, got: ${operands.join(' ')}`);
       const { skillsCommand } = await import('./commands.ts');
       process.exitCode = await skillsCommand(json);
       return;
     }
     case 'trust': {
-      if (args.length) throw new UsageError(`'conch trust' takes no arguments, got: ${args.join(' ')}`);
+      if (operands.length) throw new UsageError(`'conch trust' takes no arguments, got: ${operands.join(' ')}`);
       const { trust } = await import('./commands.ts');
       process.exitCode = await trust();
       return;
@@ -63,19 +65,18 @@ async function main(): Promise<void> {
       return;
     }
     case 'sessions': {
-      if (args.length > 2) throw new UsageError(`'conch sessions' takes an action and an id, got: ${args.join(' ')}`);
+      if (operands.length > 2) throw new UsageError(`'conch sessions' takes an action and an id, got: ${operands.join(' ')}`);
       const { sessionsCommand } = await import('./sessions-command.ts');
-      process.exitCode = await sessionsCommand(args[0], args[1], { json, all: parsed.flags.has('all'), olderThan: parsed.flags.get('older-than')?.[0] });
+      process.exitCode = await sessionsCommand(operands[0], operands[1], { json, all: parsed.flags.has('all'), olderThan: parsed.flags.get('older-than')?.[0] });
       return;
     }
     case 'help': {
-      const words = [...args, ...parsed.afterDashes];
-      if (words.length === 0) return outputHelp();
-      if (words.length === 1 && words[0] !== '' && words[0]! in COMMANDS) return outputHelp(words[0]);
-      throw new UsageError(notACommand(words));
+      if (operands.length === 0) return outputHelp();
+      if (operands.length === 1 && operands[0] !== '' && operands[0]! in COMMANDS) return outputHelp(operands[0]);
+      throw new UsageError(notACommand(operands));
     }
     case 'acp': {
-      if (args.length) throw new UsageError(`'conch acp' takes no arguments, got: ${args.join(' ')}`);
+      if (operands.length) throw new UsageError(`'conch acp' takes no arguments, got: ${operands.join(' ')}`);
       const { serveAcp } = await import('../acp/server.ts');
       // Loaded only when a session first imports plugins, as for a run.
       const watchdog = async () => (await import('./watchdog.ts')).startWatchdog('acp', false, null, 'conch acp');

@@ -231,6 +231,29 @@ describe('commands and tasks', () => {
     expect((await conch(['--bogus', 'x'])).stderr).toEndWith("Run 'conch --help' for usage.\n");
   });
 
+  test("a subcommand's words after -- are its words: acted on or refused, never dropped", async () => {
+    // `conch sessions -- rm ID` removes the session; it must not list the sessions and exit 0 instead.
+    harness.server.script(() => ({ text: 'ok' }));
+    const run = await conch(['--model', 'anthropic/test-model', '--json', 'go']);
+    const id = JSON.parse(run.stdout).sessionId as string;
+    const rm = await conch(['sessions', '--', 'rm', id]);
+    expect(rm.code).toBe(0);
+    expect((await conch(['sessions', 'show', id])).code).toBe(2);
+    for (const [args, message] of [
+      [['sessions', '--', 'show', 'a', 'b'], "'conch sessions' takes an action and an id, got: show a b"],
+      [['sessions', '--', 'bogus'], "unknown 'sessions' action 'bogus'"],
+      [['tools', '--', 'extra'], "unknown 'tools' action 'extra'"],
+      [['skills', '--', 'x'], "'conch skills' takes no arguments, got: x"],
+      [['mcp', '--', 'x'], "'conch mcp' takes no arguments, got: x"],
+      [['trust', '--', 'x'], "'conch trust' takes no arguments, got: x"],
+    ] as const) {
+      const r = await conch([...args]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(message);
+      expect(r.stdout).toBe('');
+    }
+  });
+
   test('a task that begins with the word help, quoted or after --, is a task', async () => {
     harness.server.script(() => ({ text: 'ok' }));
     for (const args of [['help me fix the tests'], ['--', 'help', 'me'], ['run', 'help']]) {
