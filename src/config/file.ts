@@ -13,6 +13,7 @@ import { DURATION_LIMITS } from '../core/limits.ts';
 import { checkDurationMs } from '../core/duration.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 import { parseJsonText } from './json-text.ts';
+import { isBuiltinProvider } from './model.ts';
 
 export type ConfigFileValue = Static<typeof ConfigFileSchema>;
 
@@ -116,6 +117,9 @@ function checkFile({ kind, file, value }: ConfigFile): void {
   }
   for (const [name, p] of Object.entries(value.providers ?? {})) {
     if (!PROVIDER_NAME.test(name)) fail(file, `providers.${name}`, 'is not a valid provider name; use letters, digits, "_", "." or "-".');
+    if (p.type === undefined && !isBuiltinProvider(name)) {
+      fail(file, `providers.${name}.type`, 'is required; expected one of "anthropic", "openai" (only the built-in "anthropic" and "openai" entries may leave it out).');
+    }
     if (kind === 'project' && p.apiKey !== undefined) {
       fail(file, `providers.${name}.apiKey`, 'is not allowed in a project config: a repository could send your key to any server. Define the provider in your user config (~/.config/conch/config.json).');
     }

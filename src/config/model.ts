@@ -31,6 +31,9 @@ const set = (v: string | undefined) => (v === undefined || v === '' ? undefined 
 
 const builtinKeyEnv: Record<string, string> = { anthropic: 'ANTHROPIC_API_KEY', openai: 'OPENAI_API_KEY' };
 
+/** "anthropic" and "openai" exist without config, so an entry for one may leave out its type. */
+export const isBuiltinProvider = (name: string): name is 'anthropic' | 'openai' => Object.hasOwn(builtinKeyEnv, name);
+
 /** The built-ins exist without any config: their key and base URL come from the environment. */
 export function builtinProviders(env: Env): Map<string, ProviderEntry> {
   return new Map<string, ProviderEntry>([

@@ -64,10 +64,12 @@ function providersFrom(files: ConfigFile[], env: Env, useProject: boolean): Map<
       const before = providers.get(name);
       // The environment's base URL for a built-in outranks the file (env is the later layer).
       const envUrl = builtins.has(name) ? before?.baseUrl : undefined;
+      // file.ts let the type be left out only for a built-in, which is there before any file.
+      const type = p.type ?? before!.type;
       providers.set(name, {
-        type: p.type,
+        type,
         baseUrl: envUrl ?? p.baseUrl,
-        apiKey: p.apiKey ?? (before?.type === p.type ? before.apiKey : undefined),
+        apiKey: p.apiKey ?? (before?.type === type ? before.apiKey : undefined),
         apiKeyFile: p.apiKey !== undefined ? file : before?.apiKeyFile,
       });
     }

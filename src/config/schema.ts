@@ -42,7 +42,8 @@ export const ProfileSchema = Type.Union(profileChoices().map((name) => Type.Lite
 
 const ProviderSchema = Type.Object(
   {
-    type: Type.Union([Type.Literal('anthropic'), Type.Literal('openai')]),
+    // Optional only for the built-ins, whose type is their name (file.ts requires it elsewhere).
+    type: Type.Optional(Type.Union([Type.Literal('anthropic'), Type.Literal('openai')])),
     baseUrl: Type.Optional(Type.String({ minLength: 1, description: 'a URL such as "http://localhost:11434/v1"' })),
     apiKey: Type.Optional(Type.String({ minLength: 1, description: 'a "${ENV_NAME}" reference (or a literal key)' })),
     maxOutputTokens: Type.Optional(Type.Integer({ minimum: 1, description: 'a whole number of tokens above 0' })),

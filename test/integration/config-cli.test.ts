@@ -204,3 +204,25 @@ describe('a base URL in the environment and no model', () => {
     expect(harness.server.requests[0]!.body.model).toBe('qwen2.5-coder');
   });
 });
+
+describe('a built-in provider without its key', () => {
+  test('says to set providers.NAME.apiKey in config.json, and the advice works: a built-in entry needs no "type"', async () => {
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'openai/gpt-5.4', 'go'], env: { OPENAI_BASE_URL: '' } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('(or set "providers.openai.apiKey" in config.json)');
+    // As the message says: the key (and here a server) under the built-in's name, nothing more.
+    await writeConfig(harness.dirs, { model: 'openai/gpt-5.4', providers: { openai: { apiKey: '${MY_OPENAI_KEY}', baseUrl: harness.server.openaiBaseUrl } } });
+    harness.server.script([{ text: 'served' }]);
+    const ok = await runConch({ dirs: harness.dirs, args: ['go'], env: { MY_OPENAI_KEY: 'sk-from-config' } });
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toBe('served\n');
+    expect(harness.server.requests[0]!.headers.authorization).toBe('Bearer sk-from-config');
+    // A provider of your own still needs its type: nothing says which protocol it speaks.
+    await writeConfig(harness.dirs, { model: 'work/m', providers: { work: { apiKey: 'k', baseUrl: harness.server.openaiBaseUrl } } });
+    const own = await runConch({ dirs: harness.dirs, args: ['go'] });
+    expect(own.code).toBe(2);
+    expect(own.stderr).toContain('"providers.work.type" is required; expected one of "anthropic", "openai"');
+    expect(own.stderr).not.toMatch(/\n\s+at /);
+  });
+});
