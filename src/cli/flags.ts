@@ -2,6 +2,7 @@
 // and the typed CliFlags built from what was parsed.
 import type { CliFlags } from '../config/types.ts';
 import { plainDecimal, plainWhole } from '../core/numbers.ts';
+import { stdout } from '../core/stdio.ts';
 import { UsageError, type FlagSpec, type HelpFacts, type ParsedArgs } from './argv.ts';
 
 const GLOBAL: FlagSpec[] = [
@@ -152,8 +153,15 @@ export async function outputHelp(command?: string): Promise<void> {
     if (about) out.splice(2, 0, { body: `  ${about}` });
     return out;
   });
-  // cac prints a command's help when that command is matched with --help.
-  cli.parse(['', 'conch', ...(command ? [command] : []), '--help'], { run: false });
+  // cac prints a command's help when that command is matched with --help, with console.info, which
+  // reports no failed write: through conch's stdout, help that reached no one is exit 1 (main.ts).
+  const info = console.info;
+  console.info = (text: string) => void stdout.write(`${text}\n`);
+  try {
+    cli.parse(['', 'conch', ...(command ? [command] : []), '--help'], { run: false });
+  } finally {
+    console.info = info;
+  }
 }
 
 /** The flags as CliFlags: strings as typed, whole numbers checked, only what the user gave. */

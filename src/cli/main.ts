@@ -3,7 +3,7 @@
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { closest, parseArgs, usageHint, UsageError, type ParsedArgs } from './argv.ts';
 import { ALL_FLAGS, checkFlagsOf, COMMANDS, outputHelp, toFlags } from './flags.ts';
-import { READER_GONE, stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
+import { stderr, stdinIsTTY, stdout, stdoutLost } from '../core/stdio.ts';
 import { setupEnvelope } from './envelope.ts';
 import { answeredVersion, VERSION_LINE } from './version.ts';
 
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   if (command && command !== 'run') helpCommand = command;
   checkFlagsOf(command, parsed);
   if (parsed.flags.has('help')) return outputHelp(command || undefined);
-  if (parsed.flags.has('version')) return void console.log(VERSION_LINE);
+  if (parsed.flags.has('version')) return void stdout.write(`${VERSION_LINE}\n`);
   // A subcommand's words after `--` are still its words (`conch sessions -- rm ID`), never dropped.
   const operands = [...args, ...parsed.afterDashes];
   const flags = () => toFlags(parsed);
@@ -173,10 +173,7 @@ function usageError(message: string): never {
  * the answer it never got for one. A run that failed on its own keeps its own code.
  */
 function reportLostOutput(): void {
-  const why = stdout.lost();
-  if (why === null) return;
-  if (why !== READER_GONE) stderr.write(`conch: the output could not be written to stdout: ${why}\n`);
-  if (!process.exitCode) process.exitCode = EXIT_CODES.failed;
+  if (stdoutLost() && !process.exitCode) process.exitCode = EXIT_CODES.failed;
 }
 
 // No top-level await: the bundle is CommonJS (src/build.ts), whose bytecode spares the parse.

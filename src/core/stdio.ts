@@ -97,5 +97,18 @@ const isatty: typeof ttyIsatty = binding?.isTTY ? (fd) => binding.isTTY!(fd) : (
 export const stdout = fdOutput(1);
 export const stderr = fdOutput(2);
 
+let lostSaid = false;
+/**
+ * Whether stdout lost output (closed, its reader gone): then it is said once on stderr, unless the
+ * reader left on purpose (`conch … | head -1`), and the caller makes an exit code of 0 a failure.
+ */
+export function stdoutLost(): boolean {
+  const why = stdout.lost();
+  if (why === null) return false;
+  if (why !== READER_GONE && !lostSaid) stderr.write(`conch: the output could not be written to stdout: ${why}\n`);
+  lostSaid = true;
+  return true;
+}
+
 /** stdin is a terminal, asked without creating Bun's stdin stream. */
 export const stdinIsTTY = (): boolean => isatty(0);

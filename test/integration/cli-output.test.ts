@@ -200,6 +200,23 @@ describe('output that reaches no one is no success', () => {
     expect(await readerGone(['--json', '--max-turns', '1'])).toEqual({ code: 4, stderr: '' });
   });
 
+  // The help and the version are output a script reads too (`conch --version > v.txt` on a full disk).
+  test('--version and --help that reach no one: exit 1 and a line on stderr, closed or on a full device', async () => {
+    for (const argv of [['--version'], ['-v'], ['--version', 'x'], ['--help'], ['help'], ['help', 'sessions'], ['tools', '--help'], ['sandbox']]) {
+      for (const [how, redirect] of [['closed', '>&-'], ['full', '>/dev/full']] as const) {
+        const child = Bun.spawn(['sh', '-c', `"$@" ${redirect}`, 'sh', CONCH, ...argv], { cwd: harness.dirs.workspace, env: env(), stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
+        const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+        const why = how === 'closed' ? 'it was closed when conch started' : 'ENOSPC';
+        expect({ argv, how, code, said: stderr.includes(`conch: the output could not be written to stdout: ${why}`) }).toEqual({ argv, how, code: 1, said: true });
+        expect(stderr.match(/could not be written/g)).toHaveLength(1);
+      }
+    }
+    // Written, they still exit 0 with the text on stdout.
+    const ok = Bun.spawnSync([CONCH, '--version'], { cwd: harness.dirs.workspace, env: env(), stdin: 'ignore' });
+    expect(ok.exitCode).toBe(0);
+    expect(ok.stdout.toString()).toMatch(/^conch \d+\.\d+\.\d+\n$/);
+  });
+
   test('stdout to /dev/null is a reader like any other', async () => {
     harness.server.script([{ text: 'the answer' }]);
     const child = Bun.spawn(args('--json'), { cwd: harness.dirs.workspace, env: env(), stdin: 'ignore', stdout: 'ignore', stderr: 'pipe' });
