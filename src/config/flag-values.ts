@@ -84,6 +84,34 @@ export function taskEnv(pairs: string[] | undefined): Record<string, string> {
   return out;
 }
 
+/** The limits with a flag of their own beside --limit NAME=VALUE. */
+const LIMIT_SHORTHANDS: [keyof Limits, string, (flags: CliFlags) => unknown][] = [
+  ['deadline_ms', '--timeout', (f) => f.timeout],
+  ['model_calls', '--max-turns', (f) => f.maxTurns],
+  ['tool_calls', '--max-tool-calls', (f) => f.maxToolCalls],
+  ['cost_usd', '--max-cost', (f) => f.maxCost],
+];
+
+/**
+ * Each limit is set once on the command line: of `--max-turns 3 --limit model_calls=5` (or the same
+ * --limit twice) one value would be dropped in silence, and which one is no rule a person guesses.
+ */
+export function checkLimitFlags(flags: CliFlags): void {
+  const given = new Map<string, string>();
+  for (const raw of flags.limit ?? []) {
+    const name = raw.slice(0, raw.indexOf('='));
+    const before = given.get(name);
+    if (before !== undefined) throw new ConfigError(`--limit ${name} was given more than once (${before}, then --limit ${raw}); give it once.`, undefined, '--limit');
+    given.set(name, `--limit ${raw}`);
+  }
+  for (const [name, flag, value] of LIMIT_SHORTHANDS) {
+    const other = given.get(name);
+    if (other !== undefined && value(flags) !== undefined) {
+      throw new ConfigError(`${flag} ${value(flags)} and ${other} both set the limit ${name}; give one of them.`, undefined, flag);
+    }
+  }
+}
+
 /** --limit NAME=VALUE: every limit has a flag, not only the common three. */
 export function limitOverrides(values: string[] | undefined): Partial<Limits> {
   const out: Partial<Limits> = {};

@@ -15,7 +15,7 @@ import { join, resolve } from 'node:path';
 import { checkDirFlag } from './dir-flags.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { mergeFileSettings } from './file-settings.ts';
-import { checkPluginFlags, checkUnrestrictedFlags, count, flagLayer, limitOverrides, taskEnv, timeoutFlag } from './flag-values.ts';
+import { checkLimitFlags, checkPluginFlags, checkUnrestrictedFlags, count, flagLayer, limitOverrides, taskEnv, timeoutFlag } from './flag-values.ts';
 import { applyHomeGuard } from './home.ts';
 import { mergePolicy } from './layers.ts';
 import { checkNetAllow } from './network.ts';
@@ -66,6 +66,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const modelCalls = count('--max-turns', flags.maxTurns);
   const toolCalls = count('--max-tool-calls', flags.maxToolCalls);
   const limitFlags = limitOverrides(flags.limit);
+  checkLimitFlags(flags);
   checkPluginFlags(flags);
   checkUnrestrictedFlags(flags);
 

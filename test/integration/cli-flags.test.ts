@@ -85,6 +85,24 @@ describe('every flag is checked for type and repetition before use', () => {
     expect(tools.stderr).toEndWith("Run 'conch tools --help' for usage.\n");
   });
 
+  test('one limit set by two flags, or by --limit twice, is a setup error naming both, never one dropped in silence', async () => {
+    const both: [string[], string][] = [
+      [['--max-turns', '3', '--limit', 'model_calls=5'], '--max-turns 3 and --limit model_calls=5 both set the limit model_calls; give one of them.'],
+      [['--limit', 'deadline_ms=5', '--timeout', '1h'], '--timeout 1h and --limit deadline_ms=5 both set the limit deadline_ms'],
+      [['--max-tool-calls', '2', '--limit', 'tool_calls=9'], '--max-tool-calls 2 and --limit tool_calls=9 both set the limit tool_calls'],
+      [['--max-cost', '0.50', '--limit', 'cost_usd=2'], '--max-cost 0.5 and --limit cost_usd=2 both set the limit cost_usd'],
+      [['--limit', 'model_calls=2', '--limit', 'model_calls=4'], '--limit model_calls was given more than once (--limit model_calls=2, then --limit model_calls=4); give it once.'],
+    ];
+    for (const [args, message] of both) {
+      expect(await usageError([...args, 'go'], message)).not.toMatch(/\n\s+at /);
+      await usageErrorJson([...args, 'go'], message);
+    }
+    // Different limits, each once, go together.
+    harness.server.script(() => ({ text: 'ok' }));
+    const r = await conch(withModel(['--max-turns', '3', '--limit', 'tool_calls=5', '--limit', 'model_output_bytes=100000', 'go']));
+    expect(r.code).toBe(0);
+  });
+
   test('numeric flags take plain decimals only: hex, exponents, Infinity and padding are refused naming flag and value', async () => {
     const refused: [string, string][] = [
       ['--temperature', '0x1'],
