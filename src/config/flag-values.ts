@@ -79,6 +79,9 @@ export function taskEnv(pairs: string[] | undefined): Record<string, string> {
         '--env',
       );
     }
+    // A second value for one name would replace the first in silence: the values are secrets kept
+    // out of the session, so name them by the variable only.
+    if (Object.hasOwn(out, name)) throw new ConfigError(`--env ${name} was given more than once; give each variable once.`, undefined, '--env');
     out[name] = pair.slice(eq + 1);
   }
   return out;

@@ -85,7 +85,7 @@ describe('every flag is checked for type and repetition before use', () => {
     expect(tools.stderr).toEndWith("Run 'conch tools --help' for usage.\n");
   });
 
-  test('one limit set by two flags, or by --limit twice, is a setup error naming both, never one dropped in silence', async () => {
+  test('one limit set by two flags, or by --limit twice, and one --env variable twice, are setup errors, never a value dropped in silence', async () => {
     const both: [string[], string][] = [
       [['--max-turns', '3', '--limit', 'model_calls=5'], '--max-turns 3 and --limit model_calls=5 both set the limit model_calls; give one of them.'],
       [['--limit', 'deadline_ms=5', '--timeout', '1h'], '--timeout 1h and --limit deadline_ms=5 both set the limit deadline_ms'],
@@ -97,9 +97,13 @@ describe('every flag is checked for type and repetition before use', () => {
       expect(await usageError([...args, 'go'], message)).not.toMatch(/\n\s+at /);
       await usageErrorJson([...args, 'go'], message);
     }
+    // So is one --env variable twice; its values (kept out of sessions and traces) are not repeated.
+    const env = await usageError(['--env', 'CONCH_TASK_A=first-secret', '--env', 'CONCH_TASK_A=second-secret', 'go'], '--env CONCH_TASK_A was given more than once; give each variable once.');
+    expect(env).not.toContain('secret');
+    await usageErrorJson(['--env', 'CONCH_TASK_A=1', '--env', 'CONCH_TASK_A=2', 'go'], '--env CONCH_TASK_A was given more than once');
     // Different limits, each once, go together.
     harness.server.script(() => ({ text: 'ok' }));
-    const r = await conch(withModel(['--max-turns', '3', '--limit', 'tool_calls=5', '--limit', 'model_output_bytes=100000', 'go']));
+    const r = await conch(withModel(['--max-turns', '3', '--limit', 'tool_calls=5', '--limit', 'model_output_bytes=100000', '--env', 'CONCH_TASK_A=1', '--env', 'CONCH_TASK_B=1', 'go']));
     expect(r.code).toBe(0);
   });
 
