@@ -2,6 +2,12 @@
 // for each submission. It is closed while a run is under way, so the terminal is back in cooked
 // mode: Ctrl-C is then a SIGINT the run's handler cancels with, and an `ask` question reads its
 // answer without the editor taking the keys.
+//
+// Pasted text is one submission, whatever line breaks it holds: while the editor is open the
+// terminal is asked for bracketed paste (readline names its markers paste-start and paste-end), and
+// a line ended inside a paste goes on to the next, as after a backslash. Without the markers (a
+// terminal that does not bracket pastes) each pasted line would be a submission of its own, and
+// the lines after the first were lost with the editor that read them.
 import { createInterface } from 'node:readline';
 
 export type Submission = { kind: 'text'; text: string } | { kind: 'eof' };
@@ -16,6 +22,8 @@ export interface PromptOptions {
 
 /** Earlier submissions, newest first (readline's order), kept across line editors. */
 const HISTORY_SIZE = 500;
+const BRACKETED_PASTE_ON = '\x1b[?2004h';
+const BRACKETED_PASTE_OFF = '\x1b[?2004l';
 
 export function createPrompt(options: PromptOptions) {
   let history: string[] = [];
@@ -35,29 +43,58 @@ export function createPrompt(options: PromptOptions) {
         if ((options.input as { readableEnded?: boolean }).readableEnded) return resolve({ kind: 'eof' });
         const rl = createInterface({ input: options.input, output: options.output, terminal: true, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true, prompt: options.prompt });
         const lines: string[] = [];
+        /** History entries readline added for this submission's lines (it skips blank ones). */
+        let entries = 0;
+        let pasting = false;
+        // Registered after readline's own listener: a line break inside a paste is seen with
+        // `pasting` still set, and the paste's end only after its last line break.
+        const onKey = (_text: string | undefined, key: { name?: string } | undefined) => {
+          if (key?.name === 'paste-start') pasting = true;
+          else if (key?.name === 'paste-end') pasting = false;
+        };
+        // The terminal must not be left bracketing pastes for the shell, however conch exits.
+        const pasteOff = () => options.output.write(BRACKETED_PASTE_OFF);
+        options.input.on('keypress', onKey);
+        options.output.write(BRACKETED_PASTE_ON);
+        process.once('exit', pasteOff);
         let done = false;
+        const close = () => {
+          options.input.off('keypress', onKey);
+          process.off('exit', pasteOff);
+          pasteOff();
+          const kept = (rl as unknown as { history?: string[] }).history;
+          if (kept) history = kept;
+          rl.close();
+        };
         const finish = (result: Submission) => {
           if (done) return;
           done = true;
           active = null;
-          const kept = (rl as unknown as { history?: string[] }).history;
-          if (kept) history = kept;
-          rl.close();
+          close();
           resolve(result);
         };
-        rl.on('line', (line) => {
-          if (line.endsWith('\\')) {
-            lines.push(line.slice(0, -1));
+        rl.on('line', (typed) => {
+          if (typed.trim() !== '') entries++;
+          // readline keeps a submission of several lines as one history entry, its lines in reverse
+          // order joined by \r, shows it recalled as lines, and hands it back joined by \r.
+          const line = typed.replaceAll('\r', '\n');
+          const continued = line.endsWith('\\') && !pasting;
+          if (continued || pasting) {
+            lines.push(continued ? line.slice(0, -1) : line);
             rl.setPrompt(options.continuation);
             rl.prompt();
             return;
           }
           lines.push(line);
           const text = lines.join('\n');
-          // The whole submission is one history entry, as it was typed.
-          if (lines.length > 1 && history[0] !== text) {
-            const h = (rl as unknown as { history?: string[] }).history;
-            if (h) h.splice(0, lines.length, text);
+          // The whole submission is one history entry, in readline's form, in place of the entries
+          // it made of the lines; an older copy goes, as removeHistoryDuplicates does.
+          const h = (rl as unknown as { history?: string[] }).history;
+          if (lines.length > 1 && h) {
+            const entry = text.split('\n').reverse().join('\r');
+            h.splice(0, entries, entry);
+            const older = h.indexOf(entry, 1);
+            if (older !== -1) h.splice(older, 1);
           }
           finish({ kind: 'text', text });
         });
@@ -70,9 +107,7 @@ export function createPrompt(options: PromptOptions) {
           // Like a shell: what was typed stays on screen, dropped; a fresh prompt follows.
           options.output.write('^C\n');
           done = true;
-          const kept = (rl as unknown as { history?: string[] }).history;
-          if (kept) history = kept;
-          rl.close();
+          close();
           resolve(editor.read());
         });
         active = () => rl.close();

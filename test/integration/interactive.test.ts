@@ -130,6 +130,39 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     await t.waitFor((s) => s.trimEnd().endsWith('line two'), 'the recalled submission');
     t.keys('Enter');
     await t.waitFor(() => harness.server.requests.length === 2, 'a second request');
+    // Sent again as typed, with its line break (readline hands a recalled entry back with \r).
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages.at(-1))).toContain('line one \\nline two');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
+  test('pasted lines are one submission, sent with Enter; the paste is one history entry, blank lines and all', async () => {
+    harness.server.script([{ text: 'pasted answer' }, { text: 'recalled answer' }, { text: 'typed answer' }]);
+    const t = await open();
+    await ready(t);
+    // A log pasted with its line breaks (a blank line among them): nothing is sent until Enter.
+    t.paste('Error: boom\n\n  at main (app.js:3)\n  at run (app.js:9)');
+    await t.waitFor((s) => s.trimEnd().endsWith('at run (app.js:9)'), 'the pasted text in the editor');
+    await Bun.sleep(300);
+    expect(harness.server.requests).toHaveLength(0);
+    t.type(' what broke?');
+    t.keys('Enter');
+    await t.waitFor((s) => /pasted answer[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer and the prompt');
+    expect(harness.server.requests).toHaveLength(1);
+    const sent = JSON.stringify(harness.server.requests[0]!.body.messages);
+    expect(sent).toContain('Error: boom\\n\\n  at main (app.js:3)\\n  at run (app.js:9) what broke?');
+    // ↑ brings the whole paste back as one entry, and a second ↑ nothing older.
+    t.keys('Up');
+    await t.waitFor((s) => s.trimEnd().endsWith('what broke?'), 'the recalled paste');
+    t.keys('Enter');
+    await t.waitFor(() => harness.server.requests.length === 2, 'a second request');
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages.at(-1))).toContain('Error: boom\\n\\n  at main');
+    await t.waitFor((s) => /recalled answer[\s\S]*› $/.test(`${s.trimEnd()} `), 'the prompt again');
+    // Typed lines still go one by one: Enter outside a paste sends.
+    t.type('typed');
+    t.keys('Enter');
+    await t.waitFor(() => harness.server.requests.length === 3, 'a third request');
+    expect(JSON.stringify(harness.server.requests[2]!.body.messages.at(-1))).toContain('"typed"');
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);

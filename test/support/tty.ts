@@ -11,6 +11,8 @@ export interface Terminal {
   /** Keys in tmux's names ('Enter', 'C-c', 'C-d', 'Up') or literal text with `literal`. */
   keys(...keys: string[]): void;
   type(text: string): void;
+  /** Paste as a terminal does: bracketed (ESC[200~ … ESC[201~) when the program asked for it. */
+  paste(text: string): void;
   /** The visible screen (and scrollback), lines joined; `escapes` keeps colours. */
   screen(escapes?: boolean): string;
   /** Wait until the screen satisfies `test`; throws with the screen when it does not in time. */
@@ -36,6 +38,12 @@ export async function openTerminal(argv: string[], options: { cwd: string; env: 
   return {
     keys: (...keys) => void tmux('send-keys', '-t', 'conch', ...keys),
     type: (text) => void tmux('send-keys', '-t', 'conch', '-l', text),
+    paste(text) {
+      tmux('set-buffer', '-b', 'paste', '--', text);
+      // -p brackets it only if the program turned bracketed paste mode on; each line feed goes as a
+      // carriage return, the key Enter sends, as a terminal pastes a line break.
+      tmux('paste-buffer', '-p', '-b', 'paste', '-t', 'conch');
+    },
     screen,
     async waitFor(test, what, ms = 30_000) {
       for (const end = Date.now() + ms; Date.now() < end; await Bun.sleep(50)) {
