@@ -48,7 +48,7 @@ export function summaryLine(outcomes: Ended[]): string {
     const n = outcomes.filter((o) => o.status === status).length;
     return n ? [`${n} ${status}`] : [];
   });
-  return `${outcomes.length} tasks: ${parts.join(', ')}`;
+  return `${outcomes.length} ${outcomes.length === 1 ? 'task' : 'tasks'}: ${parts.join(', ')}`;
 }
 
 export interface BatchDocument {

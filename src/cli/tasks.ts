@@ -74,6 +74,7 @@ function jsonTasks(file: string, text: string): string[] {
   }
   if (!Array.isArray(value)) throw new SetupError(`--tasks-file ${file}: the JSON must be an array of strings.`);
   const bad = value.findIndex((task) => typeof task !== 'string' || task.trim() === '');
-  if (bad !== -1) throw new SetupError(`--tasks-file ${file}: entry ${bad} is not a non-empty string (${JSON.stringify(value[bad])}); every task is a string.`);
+  // Counted from 1, as the tasks are everywhere else ("task 2/3", "task 2 is empty").
+  if (bad !== -1) throw new SetupError(`--tasks-file ${file}: task ${bad + 1} of the array is ${JSON.stringify(value[bad])}; every task is a string that is not empty.`);
   return (value as string[]).map((task) => task.trim());
 }

@@ -114,10 +114,17 @@ describe('conch run with several tasks', () => {
     const empty = join(harness.dirs.home, 'empty.txt');
     await writeFile(bad, '["unterminated');
     await writeFile(empty, '\n\n');
+    const number = join(harness.dirs.home, 'number.json');
+    const blank = join(harness.dirs.home, 'blank.json');
+    await writeFile(number, '["a", 3]');
+    await writeFile(blank, '["", "b"]');
     for (const [args, message] of [
       [['run', '--tasks-file', missing], `--tasks-file ${missing}: cannot read it (no such file)`],
       [['run', '--tasks-file', bad], `--tasks-file ${bad}: not valid JSON`],
       [['run', '--tasks-file', empty], `--tasks-file ${empty}: the file holds no task`],
+      // Counted from 1, as "task 2/3" counts them.
+      [['run', '--tasks-file', number], `--tasks-file ${number}: task 2 of the array is 3; every task is a string that is not empty.`],
+      [['run', '--tasks-file', blank], `--tasks-file ${blank}: task 1 of the array is ""`],
       [['run', '--max-concurrent', '0', 'a', 'b'], "--max-concurrent takes a whole number of tasks above 0 (default 3), got '0'"],
       [['run', '--max-concurrent', '1.5', 'a', 'b'], "--max-concurrent takes a whole number of tasks above 0 (default 3), got '1.5'"],
       [['run', '-c', 'a', 'b'], '--continue does not go with several tasks'],

@@ -46,6 +46,7 @@ test('summary counts every status and says them in one line', () => {
     tasks: 3, completed: 2, failed: 1, cancelled: 0, timed_out: 0, limit_exceeded: 0, policy_denied: 0, exitCode: 1, durationMs: 12,
   });
   expect(summaryLine(ended('completed', 'failed', 'completed'))).toBe('3 tasks: 2 completed, 1 failed');
+  expect(summaryLine(ended('completed'))).toBe('1 task: 1 completed');
 });
 
 test('output: the first unfinished task streams live, later ones show in task order once those before are done', () => {
@@ -78,7 +79,7 @@ test('tasks file: one task a line (blank lines skipped, a BOM dropped) or a JSON
   writeFileSync(file, ' ["a\\nb", "c"]');
   expect(readTasksFile(file)).toEqual(['a\nb', 'c']);
   writeFileSync(file, '["a", 3]');
-  expect(() => readTasksFile(file)).toThrow(`--tasks-file ${file}: entry 1 is not a non-empty string (3)`);
+  expect(() => readTasksFile(file)).toThrow(`--tasks-file ${file}: task 2 of the array is 3; every task is a string that is not empty.`);
   writeFileSync(file, '[]');
   expect(() => readTasksFile(file)).toThrow(`--tasks-file ${file}: the file holds no task`);
   expect(() => readTasksFile(dir)).toThrow(`--tasks-file ${dir}: cannot read it (it is a directory)`);
