@@ -21,7 +21,14 @@ export function sessionsDir(env: Record<string, string | undefined> = process.en
 
 /** Create the directory (0700) or make an existing one private; refuse one that is not ours. */
 export function ensurePrivateDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    // A home directory nobody may write (a service account's, HOME=/nonexistent in CI) is no bug.
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EROFS' ? 'a read-only file system' : code === 'ENOTDIR' ? 'a file is in the way' : (error as Error).message;
+    throw new SessionError(`cannot create the session directory ${dir} (${why}): set XDG_STATE_HOME to a directory you can write, or run with --ephemeral to store no session.`);
+  }
   const info = lstatSync(dir);
   const uid = process.getuid?.();
   if (!info.isDirectory() || (uid !== undefined && info.uid !== uid)) {

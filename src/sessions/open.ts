@@ -96,6 +96,9 @@ export function openRecording(plan: SessionPlan, config: Config, narrowed: strin
   // A new file appears with the first run: an editor thread opened and never used leaves nothing.
   // A continued session is opened (and locked) now, so a session busy in another conch is a setup error.
   let writer: SessionWriter | null = loaded && !choice.fork ? store.continue(loaded, secrets) : null;
+  // A new session's file is made at the first run, but a store it cannot be made in is said now,
+  // before a model call is paid for.
+  if (!writer) store.ready();
   const open = (): SessionWriter => {
     if (loaded && !choice.fork) return store.continue(loaded, secrets);
     const created = loaded ? store.fork(loaded, secrets, sessionId) : store.create(plan.cwd, secrets, null, sessionId);

@@ -105,6 +105,11 @@ export class SessionStore {
     return loaded;
   }
 
+  /** The store's directory exists and is private: a new session can be written there (else a SessionError). */
+  ready(): void {
+    ensurePrivateDir(this.dir);
+  }
+
   /** A new, empty session (its header written). */
   create(cwd: string, secrets: WriterSecrets = [], parent: HeaderRecord['parent'] = null, id = newSessionId()): SessionWriter {
     ensurePrivateDir(this.dir);

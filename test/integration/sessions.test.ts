@@ -276,6 +276,23 @@ describe('a damaged session', () => {
 });
 
 describe('where sessions live', () => {
+  test('a store that cannot be made (a file in the way, a home nobody may write) is a setup error naming it and the fix, before any model call', async () => {
+    const blocked = join(harness.dirs.home, 'not-a-dir');
+    await Bun.write(blocked, 'a file where the state directory would be\n');
+    harness.server.script([{ text: 'ok' }]);
+    const r = await conch(['go'], { env: { XDG_STATE_HOME: blocked } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`conch: cannot create the session directory ${join(blocked, 'conch', 'sessions')} (a file is in the way): set XDG_STATE_HOME to a directory you can write, or run with --ephemeral to store no session.\n`);
+    expect(harness.server.requests).toHaveLength(0);
+    const json = await conch(['--json', 'go'], { env: { XDG_STATE_HOME: blocked } });
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'failed', code: 'config_invalid', message: expect.stringContaining('--ephemeral') });
+    // As it says: --ephemeral needs no store.
+    const ephemeral = await conch(['--ephemeral', 'go'], { env: { XDG_STATE_HOME: blocked } });
+    expect(ephemeral.code).toBe(0);
+    expect(ephemeral.stdout).toBe('ok\n');
+  });
+
   test('0600 files in a 0700 directory under the XDG state dir, no provider key or --env value inside', async () => {
     harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'echo "$CONCH_TASK_TOKEN"' } }] }, { text: 'done' }]);
     const r = await jsonRun(['--env', 'CONCH_TASK_TOKEN=tok-9f8e7d6c', 'print the token']);
