@@ -1,6 +1,6 @@
 // The network allowlist's rules: parsing HOST[:PORT] / *.domain / IP literal / @preset entries
 // (presets are data: sandbox-profiles/network.json), matching a request's authority against them
-// before any DNS lookup, and classifying the addresses a name resolves to.
+// before any DNS lookup. Which addresses a name may then lead to is net-addresses.ts.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PROFILES_DIR } from './profiles.ts';
@@ -93,31 +93,5 @@ export function matchRule(rules: AllowRule[], host: string, port: number): Allow
     if (!portOk) continue;
     if (rule.wildcard ? h.endsWith(`.${rule.host}`) : h === rule.host) return rule;
   }
-  return null;
-}
-
-function v4(address: string): number[] | null {
-  const parts = address.split('.').map(Number);
-  return parts.length === 4 && parts.every((n) => Number.isInteger(n) && n >= 0 && n <= 255) ? parts : null;
-}
-
-/** Why an address must not be reached by name (loopback, private, link-local/metadata …), or null. */
-export function restrictedAddress(address: string): string | null {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  const a = v4(mapped ? mapped[1]! : address);
-  if (a) {
-    const [x, y] = a as [number, number];
-    if (x === 127) return 'a loopback address';
-    if (x === 169 && y === 254) return 'a link-local address (cloud metadata lives at 169.254.169.254)';
-    if (x === 10 || (x === 172 && y >= 16 && y <= 31) || (x === 192 && y === 168)) return 'a private address';
-    if (x === 100 && y >= 64 && y <= 127) return 'a shared (carrier-grade NAT) address';
-    if (x === 0 || x >= 224) return 'a reserved or multicast address';
-    return null;
-  }
-  const ip = address.toLowerCase();
-  if (ip === '::1' || ip === '::') return 'a loopback address';
-  if (/^fe[89ab]/.test(ip)) return 'a link-local address';
-  if (/^f[cd]/.test(ip)) return 'a private (unique local) address';
-  if (/^ff/.test(ip)) return 'a multicast address';
   return null;
 }

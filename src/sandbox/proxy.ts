@@ -5,14 +5,16 @@
 // Order of checks, and why: the allowlist is matched on the authority the client sent (CONNECT
 // host:port, or the URL's host) before any DNS lookup, so a denied name is never resolved; an
 // allowed name is then resolved and refused if any of its addresses is loopback, private,
-// link-local (cloud metadata) or otherwise internal — that is what stops DNS rebinding of an allowed
-// name onto this machine — unless the rule names that address literally. Conch connects to the
+// link-local (cloud metadata), otherwise internal or this machine's own (net-addresses.ts) — that is
+// what stops DNS rebinding of an allowed name onto this machine — unless the rule names that address
+// literally. Conch connects to the
 // checked address itself, so no second lookup can differ.
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { rmSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
-import { matchRule, normalizeHost, restrictedAddress, type AllowRule } from './net-rules.ts';
+import { restrictedAddress } from './net-addresses.ts';
+import { matchRule, normalizeHost, type AllowRule } from './net-rules.ts';
 
 export type Lookup = (host: string) => Promise<string[]>;
 
