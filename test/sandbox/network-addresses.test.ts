@@ -52,4 +52,30 @@ describe.skipIf(!canRun)('network allowlist: the addresses an allowed name leads
     expect(result.output).toContain(`resolves to ${address}`);
     expect(result.notes?.[0]).toContain(`--allow-net ${address}:${server.port}`);
   });
+
+  test('an address that embeds a loopback, metadata or private IPv4 one, or is not globally reachable, is refused before any connection', async () => {
+    const port = server.port;
+    // Each resolves, through a resolver the attacker runs, to one of these.
+    const answers: Record<string, string> = {
+      'mapped.example.test': '::ffff:7f00:1', // 127.0.0.1, IPv4-mapped, in hex: Linux connects it to loopback
+      'compat.example.test': '::7f00:1', // IPv4-compatible (deprecated)
+      'nat64.example.test': '64:ff9b::a9fe:a9fe', // 169.254.169.254 through a NAT64 gateway
+      'nat64private.example.test': '64:ff9b::a00:5', // 10.0.0.5 through a NAT64 gateway
+      'sixtofour.example.test': '2002:7f00:1::1', // 6to4 of 127.0.0.1
+      'bench.example.test': '198.18.0.1', // benchmarking range, not globally reachable
+      'docs.example.test': '203.0.113.9', // documentation range
+    };
+    const names = Object.keys(answers);
+    const command = names.map((n) => `${CURL} --max-time 5 http://${n}:${port}/`).join('; ');
+    const result = await run(
+      names.map((n) => `${n}:${port}`),
+      async (host) => [answers[host]!],
+      command,
+    );
+    expect(hits).toBe(0);
+    expect(result.output).not.toContain('HOST SERVICE');
+    expect(result.output).not.toContain('cannot connect');
+    for (const name of names) expect(result.output).toContain(`resolves to ${answers[name]}, `);
+    expect(result.notes?.length).toBe(names.length);
+  });
 });
