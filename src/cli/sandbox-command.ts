@@ -144,7 +144,7 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
       const orphans = sweepOrphans();
       for (let i = 0; i < 100 && orphans.some(processAlive); i++) await Bun.sleep(5);
       await prepared.release();
-      for (const d of proxy?.denials ?? []) err.write(`conch: ${d.message}\n`);
+      for (const note of proxy?.notesSince(0) ?? []) err.write(`conch: ${note}\n`);
     }
   } finally {
     await proxy?.close();

@@ -26,25 +26,42 @@ export interface Denial {
 
 export interface NetworkProxy {
   readonly socketPath: string;
-  /** Every refusal so far, in order (the executor reports those of each command). */
-  readonly denials: Denial[];
+  /** How many connections were refused so far: a command's refusals are those after the count at its start. */
+  refusals(): number;
+  /**
+   * The refusals after the first `since` as lines for a tool result: each distinct message once, at
+   * most MAX_NOTES, then one line saying how many more. A command can be refused as fast as it
+   * connects (thousands a second, each to another port), so neither what conch keeps nor what
+   * goes to the model grows with them: 30,000 refusals were 6.3 MB of notes in one bash result.
+   */
+  notesSince(since: number): string[];
   connect(): net.Socket;
   close(): Promise<void>;
 }
 
 const MAX_HEAD = 64 * 1024;
+/** Refusals kept for notes (the latest); older ones are only counted. */
+const MAX_KEPT = 256;
+/** Distinct refusal messages in one command's notes. */
+const MAX_NOTES = 20;
 const defaultLookup: Lookup = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
 export async function startProxy(options: { allow: AllowRule[]; dir: string; lookup?: Lookup; source: string }): Promise<NetworkProxy> {
   const socketPath = join(options.dir, `net-proxy-${process.pid}.sock`);
   const lookup = options.lookup ?? defaultLookup;
-  const denials: Denial[] = [];
+  const kept: Denial[] = [];
+  let refused = 0;
+  const deny = (d: Denial) => {
+    refused++;
+    kept.push(d);
+    if (kept.length > MAX_KEPT) kept.shift();
+  };
   const open = new Set<net.Socket>();
   const server = net.createServer({ allowHalfOpen: true }, (client) => {
     open.add(client);
     client.on('close', () => open.delete(client));
     client.on('error', () => client.destroy());
-    handle(client, { allow: options.allow, lookup, source: options.source, deny: (d) => denials.push(d), open });
+    handle(client, { allow: options.allow, lookup, source: options.source, deny, open });
   });
   rmSync(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
@@ -53,7 +70,19 @@ export async function startProxy(options: { allow: AllowRule[]; dir: string; loo
   });
   return {
     socketPath,
-    denials,
+    refusals: () => refused,
+    notesSince: (since) => {
+      const count = refused - since;
+      if (count <= 0) return [];
+      const shown = new Set<string>();
+      let covered = 0;
+      for (const d of kept.slice(Math.max(0, kept.length - count))) {
+        if (!shown.has(d.message) && shown.size < MAX_NOTES) shown.add(d.message);
+        if (shown.has(d.message)) covered++;
+      }
+      const more = count - covered;
+      return more > 0 ? [...shown, `network: and ${more} more connection${more === 1 ? '' : 's'} refused by the network allowlist (${options.source}).`] : [...shown];
+    },
     connect: () => net.connect({ path: socketPath, allowHalfOpen: true }),
     close: async () => {
       for (const s of open) s.destroy();

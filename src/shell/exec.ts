@@ -148,7 +148,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       argv = prepared.argv;
     }
 
-    const deniedBefore = settings.proxy?.denials.length ?? 0;
+    const deniedBefore = settings.proxy?.refusals() ?? 0;
     let outcome: Awaited<ReturnType<typeof runProcess>>;
     try {
       outcome = await runProcess({
@@ -180,7 +180,7 @@ export function createExecutor(settings: ExecutorSettings): Executor {
     }
     const notes = settings.unrestricted ? [] : secretNotes(command, settings.secrets ?? []);
     // Denials during this command (a background job's may land here too: they are the run's all the same).
-    for (const d of settings.proxy?.denials.slice(deniedBefore) ?? []) if (!notes.includes(d.message)) notes.push(d.message);
+    for (const note of settings.proxy?.notesSince(deniedBefore) ?? []) if (!notes.includes(note)) notes.push(note);
     return { ...result, ...(notes.length ? { notes } : {}), durationMs: Math.round(performance.now() - started) };
   };
 }

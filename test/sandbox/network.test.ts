@@ -132,6 +132,19 @@ describe.skipIf(!canRun)('network allowlist (real bwrap, relay and proxy)', () =
     expect(hits.a).toBe(0);
   });
 
+  test("a command's thousands of refused connections are a bounded note in its result, and conch keeps few of them", async () => {
+    // Each to another port, so that no two refusals read alike.
+    const flood = String.raw`perl -e 'use IO::Socket::INET; for my $p (1..3000) { my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:3128") or next; print $s "CONNECT denied.example.test:$p HTTP/1.1\r\n\r\n"; my $l = <$s>; } print "done\n"'`;
+    const result = await (await executor(['allowed.example.test']))(flood);
+    expect(result.output).toContain('done');
+    const notes = result.notes ?? [];
+    expect(notes.join('\n').length).toBeLessThan(16 * 1024);
+    expect(notes.at(-1)).toMatch(/ and \d+ more connections? refused/);
+    expect(notes.length).toBe(21);
+    expect(proxy!.refusals()).toBe(3000);
+    expect(notes.at(-1)).toContain(' and 2980 more connections refused');
+  });
+
   test('a host Unix socket cannot be reached from inside', async () => {
     const path = join(fx.outside, 'host.sock');
     let connections = 0;

@@ -33,7 +33,7 @@ beforeEach(async () => {
   const started = await startProxy({ allow: parseAllowList([`127.0.0.1:${port}`], String), dir: mkdtempSync(join(fx.root, 'proxy-')), source: 'the test allowlist' });
   // The sockets the channel writes uploads into: what they hold is what conch holds.
   toProxy = [];
-  proxy = { ...started, denials: started.denials, connect: () => {
+  proxy = { ...started, connect: () => {
     const socket = started.connect();
     toProxy.push(socket);
     return socket;
