@@ -3,8 +3,8 @@
 // buffer (EAGAIN) queues the rest and retries shortly.
 //
 // Both directions are flow-controlled, so what conch holds for a command stays bounded whatever the
-// command does: an upload to a host that reads slowly (or not at all) stops the reading of frames
-// until the proxy's connection drains, and a relay that does not read (stopped, busy) pauses the
+// command does: uploads to hosts that read slowly (or not at all) stop the reading of frames once
+// the proxy's connections together hold HIGH_WATER, until they take it, and a relay that does not read (stopped, busy) pauses the
 // proxy's connections until the queue drains; the relay, which caps what it buffers, then stops
 // reading its clients. Frames share one channel, so a stalled connection holds up the others' uploads
 // while it stalls.
@@ -34,6 +34,9 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
   const conns = new Map<number, net.Socket>();
   const queue: Buffer[] = [];
   let queued = 0;
+  /** Bytes written to the proxy's connections that they have not taken yet, all connections together. */
+  let held = 0;
+  let wake: (() => void) | null = null;
   let paused = false;
   let closed = false;
   let retry: ReturnType<typeof setTimeout> | null = null;
@@ -115,8 +118,18 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
           if (type === OPEN && !conns.has(id)) open(id);
           else if (type === DATA) {
             const sock = conns.get(id);
-            // Read no further frames until the proxy's side has taken this much.
-            if (sock && !sock.write(data) && sock.writableLength >= HIGH_WATER) await drained(sock);
+            if (sock) {
+              const n = data.length;
+              held += n;
+              // Called once the proxy's side took it, or with an error when the connection went.
+              sock.write(data, () => {
+                held -= n;
+                if (wake && held < HIGH_WATER) wake();
+              });
+              // Read no further frames until the proxy's connections have taken this much: all of
+              // them together, since a command opens hundreds (each held 4 MiB: 2 GiB for 512).
+              if (held >= HIGH_WATER) await new Promise<void>((resolve) => (wake = () => ((wake = null), resolve())));
+            }
           } else if (type === CLOSE) conns.get(id)?.end();
         }
       }
@@ -133,16 +146,4 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
   })();
 
   return { close: shut };
-}
-
-function drained(sock: net.Socket): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      sock.off('drain', done);
-      sock.off('close', done);
-      resolve();
-    };
-    sock.on('drain', done);
-    sock.on('close', done);
-  });
 }

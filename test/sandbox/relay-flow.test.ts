@@ -1,5 +1,6 @@
 // The allowlist channel holds a bounded amount for a command, whatever the command does (channel.ts):
-// an upload to a host that stops reading used to pile up in conch's memory (600 MiB in 8 s here),
+// an upload to a host that stops reading used to pile up in conch's memory (600 MiB in 8 s here), and
+// then 4 MiB per connection (36 MiB for 24 curl uploads, 2 GiB for the 512 a command may open),
 // and so did a download while the command kept its relay from reading (SIGSTOP). Real bwrap, the
 // perl relay, the proxy, and a TCP server on the host's loopback; nothing is lost once reading
 // resumes.
@@ -86,6 +87,25 @@ describe.skipIf(!canRun)('the allowlist channel under a stalled peer', () => {
     const result = await running;
     expect(result.output).toContain('ok\n rc=0');
     expect(received).toBeGreaterThanOrEqual(SIZE);
+  }, 60_000);
+
+  test('uploads on many connections to a host that stops reading: what conch holds is bounded for them all, not per connection', async () => {
+    const stalled: net.Socket[] = [];
+    onConnection = (socket) => {
+      socket.pause();
+      stalled.push(socket);
+    };
+    const count = 24;
+    const running = exec(`head -c ${6 * MiB} /dev/zero > /tmp/body; for i in $(seq ${count}); do ${CURL} --data-binary @/tmp/body http://127.0.0.1:${port}/ >/dev/null 2>&1 & done; wait; echo done`);
+    await until(() => stalled.length === count);
+    let most = 0;
+    for (let i = 0; i < 60; i++) {
+      await Bun.sleep(50);
+      most = Math.max(most, toProxy.reduce((sum, socket) => sum + socket.writableLength, 0));
+    }
+    for (const socket of stalled) socket.destroy();
+    expect((await running).output).toContain('done');
+    expect(most).toBeLessThan(16 * MiB);
   }, 60_000);
 
   test("a download while the command keeps its relay from reading waits on the host's server, not in conch", async () => {
