@@ -4,6 +4,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
 import { addCacheBreakpoints } from './anthropic-cache.ts';
 import { historyConverter } from './converted-history.ts';
+import { JSON_HEADERS, keptJsonClient, useKeptTexts } from './request-json.ts';
 import { controlsFor } from './families.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
 import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type ToolResultMessage, type Usage } from './types.ts';
@@ -72,6 +73,7 @@ export function toAnthropicParams(
   format?: Anthropic.JSONOutputFormat,
 ): Anthropic.MessageCreateParamsStreaming {
   const controls = controlsFor(config);
+  const kept = keptAnthropicMessages(request.messages);
   const params: Anthropic.MessageCreateParamsStreaming = {
     model: config.model,
     max_tokens: request.maxOutputTokens ?? controls.maxOutputTokens ?? DEFAULT_MAX_OUTPUT_TOKENS,
@@ -80,7 +82,7 @@ export function toAnthropicParams(
     ...(controls.temperature !== undefined ? { temperature: controls.temperature } : {}),
     ...(format ? { output_config: { format } } : {}),
     // A copy of the kept array: the breakpoints replace two of its entries.
-    messages: keptAnthropicMessages(request.messages).slice(),
+    messages: kept.messages.slice(),
     ...(request.system !== '' ? { system: request.system } : {}),
     ...(request.tools.length > 0
       ? {
@@ -93,6 +95,7 @@ export function toAnthropicParams(
       : {}),
   };
   addCacheBreakpoints(params);
+  useKeptTexts(params.messages, kept);
   return params;
 }
 
@@ -216,7 +219,7 @@ export async function createAnthropicProvider(config: ProviderConfig): Promise<P
   const provider = `Anthropic (${config.name})`;
   const options = sdkClientOptions(config, provider);
   const sdk = await import('./anthropic-sdk.ts');
-  const client = new sdk.MessagesClient(options);
+  const client = new (keptJsonClient(sdk.MessagesClient))(options);
   const ctx: RetryContext = { provider, credentialHint: credentialHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
   let structured = structuredOutputOn(config);
   const formats = new WeakMap<object, Anthropic.JSONOutputFormat | null>();
@@ -232,7 +235,7 @@ export async function createAnthropicProvider(config: ProviderConfig): Promise<P
       return withRetry(config.retry, ctx, hooks, signal, async (attempt) => {
         for (;;) {
           try {
-            const events = await client.messages.create(params, { signal });
+            const events = await client.messages.create(params, { signal, headers: JSON_HEADERS });
             return await consumeAnthropicStream(events, attempt.hooks, signal);
           } catch (error) {
             // A model without structured outputs, or a schema it cannot take: conch checks the answer alone.

@@ -4,6 +4,7 @@
 import type OpenAI from 'openai';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
 import { historyConverter } from './converted-history.ts';
+import { JSON_HEADERS, keptJsonClient, useKeptTexts } from './request-json.ts';
 import { controlsFor } from './families.ts';
 import { abortError, withRetry, type RetryContext } from './retry.ts';
 import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type Usage } from './types.ts';
@@ -91,11 +92,15 @@ export function toOpenAIParams(
 ): OpenAI.Chat.ChatCompletionCreateParamsStreaming {
   const controls = controlsFor(config);
   const maxTokens = request.maxOutputTokens ?? controls.maxOutputTokens;
+  const system = systemMessage(request.system);
+  const kept = keptOpenAIMessages(request.messages);
+  const messages = [...system, ...kept.messages];
+  useKeptTexts(messages, kept, system.length);
   return {
     model: config.model,
     stream: true,
     stream_options: { include_usage: true },
-    messages: [...systemMessage(request.system), ...keptOpenAIMessages(request.messages)],
+    messages,
     ...(request.tools.length > 0
       ? {
           tools: request.tools.map((t) => ({
@@ -226,7 +231,7 @@ export async function createOpenAIProvider(config: ProviderConfig): Promise<Prov
   const provider = `OpenAI-compatible (${config.name})`;
   const options = sdkClientOptions(config, provider);
   const sdk = await import('openai');
-  const client = new sdk.OpenAI(options);
+  const client = new (keptJsonClient(sdk.OpenAI))(options);
   const ctx: RetryContext = { provider, credentialHint: credentialHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
   // Fields a compatible server may not know: once one is rejected it is left out for the rest of the run.
   const dropped = new Set<string>();
@@ -240,7 +245,7 @@ export async function createOpenAIProvider(config: ProviderConfig): Promise<Prov
         for (;;) {
           for (const field of dropped) delete (params as unknown as Record<string, unknown>)[field];
           try {
-            const chunks = await client.chat.completions.create(params, { signal });
+            const chunks = await client.chat.completions.create(params, { signal, headers: JSON_HEADERS });
             return await consumeOpenAIStream(chunks, attempt.hooks, signal);
           } catch (error) {
             const field = rejectedField(error, params, sdk.APIError);

@@ -33,6 +33,7 @@ describe('ConvertedHistory', () => {
     expect(seen.length).toBe(4);
     seen.length = 0;
     expect(out).toEqual(scratch(messages));
+    expect(history.texts).toEqual(out.map((o) => JSON.stringify(o)));
     expect(history.rewrites).toBe(0);
   });
 
@@ -49,9 +50,11 @@ describe('ConvertedHistory', () => {
     seen.length = 0;
     expect(out).toEqual(scratch(messages));
     // The next request after the rewrite appends again.
+    expect(history.texts).toEqual(out.map((o) => JSON.stringify(o)));
     seen.length = 0;
     messages.push(said('three'));
     expect(history.update(messages)).toEqual(scratch(messages));
+    expect(history.texts).toEqual(scratch(messages).map((o) => JSON.stringify(o)));
     expect(history.rewrites).toBe(1);
   });
 
@@ -78,9 +81,11 @@ describe('ConvertedHistory', () => {
     expect(seen).toEqual([messages[0]!, messages[1]!, messages[2]!]);
     seen.length = 0;
     expect(out).toEqual(scratch(messages));
+    expect(history.texts).toEqual(out.map((o) => JSON.stringify(o)));
     // Emptied.
     messages.length = 0;
     expect(history.update(messages)).toEqual([]);
+    expect(history.texts).toEqual([]);
   });
 
   test('the kept array is rebuilt, with new objects, each time its count doubles', () => {
@@ -106,6 +111,7 @@ describe('ConvertedHistory', () => {
     messages.push(said('the doubling'));
     expect(history.update(messages)).toEqual(scratch(messages));
     expect(history.rebuilds).toBe(2);
+    expect(history.texts).toEqual(scratch(messages).map((o) => JSON.stringify(o)));
   });
 });
 
@@ -118,8 +124,8 @@ describe('historyConverter', () => {
     for (let turn = 0; turn < 3; turn++) {
       a.push(said(`a${turn}`));
       b.push(said(`b${turn}`));
-      expect(kept(a).map((o) => o.from)).toEqual(a.map((m) => (m.role === 'user' ? 'a' : (m as { text: string }).text)));
-      expect(kept(b).length).toBe(b.length);
+      expect(kept(a).messages.map((o) => o.from)).toEqual(a.map((m) => (m.role === 'user' ? 'a' : (m as { text: string }).text)));
+      expect(kept(b).messages.length).toBe(b.length);
     }
     // Every message converted once, although the two conversations alternated.
     expect(seen.length).toBe(a.length + b.length);
