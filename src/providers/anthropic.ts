@@ -4,7 +4,7 @@ import type Anthropic from '@anthropic-ai/sdk';
 import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
 import { addCacheBreakpoints } from './anthropic-cache.ts';
 import { historyConverter } from './converted-history.ts';
-import { JSON_HEADERS, keptJsonClient, useKeptTexts } from './request-json.ts';
+import { JSON_HEADERS, keptJsonClient, useKeptTexts, withStandInMessages } from './request-json.ts';
 import { controlsFor } from './families.ts';
 import { StreamInterruptedError, abortError, withRetry, type RetryContext } from './retry.ts';
 import { ProviderError, type Message, type ModelRequest, type ModelResponse, type Provider, type StreamHooks, type ThinkingBlock, type ToolCall, type ToolResultMessage, type Usage } from './types.ts';
@@ -222,6 +222,11 @@ export async function createAnthropicProvider(config: ProviderConfig): Promise<P
   const client = new (keptJsonClient(sdk.MessagesClient))(options);
   const ctx: RetryContext = { provider, credentialHint: credentialHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
   let structured = structuredOutputOn(config);
+  // create() reads the messages only to walk them for its x-stainless-helper header (which marks
+  // objects the SDK's own helpers made: conch's never are) and, in its tracing's content mode, to
+  // record them on the span; the walk grew with the conversation (5 % of a 2,000-turn run).
+  const recordsContent = client.openTelemetry.traces.enabled && client.openTelemetry.traces.contentMode === 'content';
+  const sdkParams = (params: Anthropic.MessageCreateParamsStreaming) => (recordsContent ? params : withStandInMessages(params));
   const formats = new WeakMap<object, Anthropic.JSONOutputFormat | null>();
   return {
     name: config.name,
@@ -235,7 +240,7 @@ export async function createAnthropicProvider(config: ProviderConfig): Promise<P
       return withRetry(config.retry, ctx, hooks, signal, async (attempt) => {
         for (;;) {
           try {
-            const events = await client.messages.create(params, { signal, headers: JSON_HEADERS });
+            const events = await client.messages.create(sdkParams(params), { signal, headers: JSON_HEADERS });
             return await consumeAnthropicStream(events, attempt.hooks, signal);
           } catch (error) {
             // A model without structured outputs, or a schema it cannot take: conch checks the answer alone.

@@ -48,15 +48,33 @@ function messagesJson(messages: readonly unknown[], kept: KeptTexts): string {
   return `[${texts.join(',')}]`;
 }
 
+/** Stand-in → the request's messages (withStandInMessages). */
+const standsFor = new WeakMap<readonly unknown[], readonly unknown[]>();
+
+/**
+ * The params with an empty array standing in for their messages, for an SDK whose create() would
+ * only walk them (Anthropic's, for a header conch's messages never earn). The body's JSON has the
+ * real messages; were the SDK to serialise the body itself, the stand-in's toJSON gives them too.
+ */
+export function withStandInMessages<P extends { messages: readonly unknown[] }>(params: P): P {
+  const real = params.messages;
+  const standIn: unknown[] = [];
+  Object.defineProperty(standIn, 'toJSON', { value: () => real });
+  standsFor.set(standIn, real);
+  return { ...params, messages: standIn };
+}
+
 /** JSON.stringify(body), from kept texts; undefined when its messages have none noted. */
 export function requestJson(body: Body): string | undefined {
-  const messages = body.messages;
-  const kept = Array.isArray(messages) ? keptFor.get(messages) : undefined;
+  const given = body.messages;
+  if (!Array.isArray(given)) return undefined;
+  const messages = standsFor.get(given) ?? given;
+  const kept = keptFor.get(messages);
   if (!kept) return undefined;
   const fields: string[] = [];
   for (const key of Object.keys(body)) {
     // Undefined for what JSON.stringify leaves out (undefined, functions, symbols).
-    const value = key === 'messages' ? messagesJson(messages as unknown[], kept) : JSON.stringify(body[key]);
+    const value = key === 'messages' ? messagesJson(messages, kept) : JSON.stringify(body[key]);
     if (value !== undefined) fields.push(`${JSON.stringify(key)}:${value}`);
   }
   return `{${fields.join(',')}}`;

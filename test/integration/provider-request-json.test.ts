@@ -9,6 +9,7 @@ import { createProvider } from '../../src/providers/index.ts';
 import { sdkClientOptions } from '../../src/providers/common.ts';
 import { toAnthropicParams } from '../../src/providers/anthropic.ts';
 import { toOpenAIParams } from '../../src/providers/openai.ts';
+import { requestJson, withStandInMessages } from '../../src/providers/request-json.ts';
 import type { Message, ModelRequest, Provider } from '../../src/providers/types.ts';
 import type { ProviderConfig } from '../../src/config/provider-config.ts';
 import { startModelServer, type ModelServer, type RecordedRequest } from '../support/model-server.ts';
@@ -157,3 +158,13 @@ for (const protocol of ['anthropic', 'openai'] as const) {
     });
   });
 }
+
+test("the stand-in Anthropic's create() gets for the messages: the JSON has the real ones, whoever serialises it", () => {
+  const params = { model: 'm', messages: [{ role: 'user', content: [{ type: 'text', text: ODD }] }], stream: true };
+  const handed = withStandInMessages(params);
+  expect(handed.messages).toEqual([]);
+  expect(params.messages).toHaveLength(1);
+  // No kept texts for these messages: conch leaves the body to the SDK, whose JSON.stringify still writes them.
+  expect(requestJson({ ...handed })).toBeUndefined();
+  expect(JSON.stringify({ ...handed })).toBe(JSON.stringify(params));
+});
