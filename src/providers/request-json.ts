@@ -3,9 +3,10 @@
 // the cost that grew with the conversation (a profile of a 2,000-turn run: 46 % of conch's CPU).
 //
 // The SDK still gets the params object and derives from it all it derives (headers, the stream
-// flag, timeouts, its tracing spans); only its last step, JSON.stringify(body), is replaced, in the
-// client's post() (keptJsonClient), with a string it sends as it is when the request's
-// content-type is set (JSON_HEADERS). The string is JSON.stringify(body) byte for byte: each key of
+// flag, timeouts, its tracing spans' attributes; Anthropic's gets a stand-in for the messages, see
+// withStandInMessages); only its last step, JSON.stringify(body), is replaced, in the client's
+// post() (keptJsonClient), with a string it sends as it is when the request's content-type is set
+// (JSON_HEADERS). Not as the request option `body`: that would hide the params from the spans. The string is JSON.stringify(body) byte for byte: each key of
 // the body in order, the messages from their kept texts. A message is taken from its kept text only
 // while it is the very object that text was made from (the cache breakpoints mark copies; an
 // elision replaces the message); any other is serialised there and then.
