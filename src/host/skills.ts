@@ -8,7 +8,7 @@ import type { ContentBlock } from '../core/content.ts';
 import { workspaceTrusted } from '../plugins/trust.ts';
 import type { Catalog } from '../tools/catalog.ts';
 import type { Workspace } from '../workspace/paths.ts';
-import { defaultCacheDir } from '../plugins/importer.ts';
+import { defaultCacheDir } from '../plugins/cache-dir.ts';
 import { displayPath } from '../core/display-path.ts';
 import { loadSkills, NO_SKILLS, readSkillBody, type Skill, type SkillSet } from '../skills/load.ts';
 import { inlineSkill, renderCatalog } from '../skills/catalog.ts';

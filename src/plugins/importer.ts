@@ -2,7 +2,6 @@
 // conch's own module instances wherever the file lives, transpiled output cached on disk.
 import { mkdirSync } from 'node:fs';
 import { createRequire, isBuiltin } from 'node:module';
-import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Jiti, JitiOptions } from 'jiti';
@@ -15,12 +14,6 @@ import { transpiledMs } from './transpiling.ts';
 
 /** Every entry point typebox 1.x exports; a plugin may import any of them. */
 const TYPEBOX_ENTRIES = ['', '/compile', '/error', '/format', '/guard', '/schema', '/system', '/type', '/value'];
-
-/** Where transpiled plugins are cached: private to the user, because a cached file is code we run. */
-export function defaultCacheDir(env: Record<string, string | undefined> = process.env): string {
-  const base = env.XDG_CACHE_HOME && env.XDG_CACHE_HOME.startsWith('/') ? env.XDG_CACHE_HOME : join(env.HOME || homedir(), '.cache');
-  return join(base, 'conch', 'jiti');
-}
 
 const importers = new Map<string, Promise<Jiti>>();
 const MAX_CONFINED = 4;

@@ -8,12 +8,12 @@ import { checkToolDefinition } from '../tools/catalog.ts';
 import { PolicyError, thrownText } from '../core/errors.ts';
 import { checkFirstParty, listPluginFiles, projectToolsDir, userToolsDir, type PluginCandidate } from './discover.ts';
 import { availableFirstParty, FIRST_PARTY_DIR } from '../config/first-party.ts';
-import { defaultCacheDir, getImporter, importPlugin, type ImportOutcome } from './importer.ts';
+import { defaultCacheDir } from './cache-dir.ts';
+import type { ImportOutcome } from './importer.ts';
 import { materialize, readFolder, snapshotRoot, type FolderContent } from './snapshot.ts';
 import { CHANGED_REASON, trustedHash } from './trust.ts';
-import { install as installPluginOutput, pluginLabel, runAsPlugin } from './output.ts';
+import type * as PluginOutput from './output.ts';
 import { loadingPlugin } from './loading.ts';
-import { reportThrown } from './throw-site.ts';
 
 export interface PluginReport {
   /** Absolute path of the plugin file (or folder, for a folder that could not be read). */
@@ -59,6 +59,11 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
   const slots = await collectCandidates(opts);
   const candidates = slots.flatMap((s) => ('candidate' in s ? [s.candidate] : []));
   if (candidates.length === 0) return { tools: [], reports: slots.flatMap((s) => ('report' in s ? [s.report] : [])) };
+  // Only with a file to import: a start without plugins loads neither, nor throw-site.ts's source
+  // maps (about 1.5 ms and 0.5 MiB).
+  const [{ getImporter, importPlugin }, loadedOutput] = await Promise.all([import('./importer.ts'), import('./output.ts')]);
+  output = loadedOutput;
+  const { pluginLabel, runAsPlugin } = output;
 
   const cacheDir = opts.cacheDir ?? defaultCacheDir();
   const timeout = opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS;
@@ -74,7 +79,7 @@ export async function loadPlugins(opts: LoadPluginsOptions): Promise<LoadedPlugi
     return runAsPlugin(label, () => loadingPlugin(c.path, () => startFactory(outcome.module, setup, timeout)));
   };
   const importOne = async (c: PluginCandidate): Promise<ImportOutcome> => {
-    installPluginOutput();
+    output.install();
     const label = pluginLabel(c.path);
     if (!c.snapshot) {
       const jiti = await getImporter(cacheDir);
@@ -266,8 +271,12 @@ function commonJsDefault(module: Record<string, unknown>): Record<string, unknow
  * one line saying where in their file it was thrown; not for a policy refusal or a tool stopped by
  * its signal, which are not bugs in the plugin.
  */
+/** plugins/output.ts, loaded by the first loadPlugins with a file to import (before any tool of a plugin exists). */
+let output: typeof PluginOutput;
+
 function asPluginCode(tool: Tool, candidate: PluginCandidate): Tool {
   const execute = tool.execute;
+  const { pluginLabel, runAsPlugin } = output;
   const label = pluginLabel(candidate.path);
   const file = { path: candidate.path, ran: candidate.snapshot?.file };
   return {
@@ -276,7 +285,10 @@ function asPluginCode(tool: Tool, candidate: PluginCandidate): Tool {
       try {
         return await runAsPlugin(label, () => execute.call(tool, args, ctx));
       } catch (error) {
-        if (!(error instanceof PolicyError) && !ctx.signal.aborted) await reportThrown(tool.name, file, error);
+        if (!(error instanceof PolicyError) && !ctx.signal.aborted) {
+          const { reportThrown } = await import('./throw-site.ts');
+          await reportThrown(tool.name, file, error);
+        }
         throw error;
       }
     },
