@@ -42,3 +42,12 @@ export function thrownText(value: unknown): string {
     return 'a value that cannot be shown as text';
   }
 }
+
+/** Why a directory could not be made, in words (mkdir's errno), for a message that then names the fix. */
+export function mkdirFailure(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EROFS') return 'a read-only file system';
+  if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file is in the way';
+  return thrownText(error);
+}

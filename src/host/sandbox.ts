@@ -2,6 +2,8 @@
 // whether the sandbox is needed at all, and the label the run header and --json envelope show.
 import type { Config } from '../config/types.ts';
 import { probeSandbox, type SandboxSettings } from '../sandbox/index.ts';
+import { mkdirSync } from 'node:fs';
+import { mkdirFailure } from '../core/errors.ts';
 import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import { DEFAULT_PROFILE, READ_ONLY_PROFILE } from '../sandbox/profile-names.ts';
 import type { Catalog } from '../tools/catalog.ts';
@@ -13,6 +15,8 @@ export interface SessionSandbox {
   unrestricted: boolean;
   /** --unrestricted was given, but a policy that denies paths keeps commands sandboxed. */
   pinned: boolean;
+  /** Why shell commands run without the toolchain cache this time (it cannot be made). */
+  warning?: string;
 }
 
 export async function sessionSandbox(config: Config, workspaceRoot: string): Promise<SessionSandbox> {
@@ -25,7 +29,9 @@ export async function sessionSandbox(config: Config, workspaceRoot: string): Pro
   };
   // The allowlist needs the proxy, which only a session runs; off means off.
   if (!settings.network) delete settings.netAllow;
-  return { settings, unrestricted: config.unrestricted && !pinned, pinned };
+  const unrestricted = config.unrestricted && !pinned;
+  const warning = unrestricted ? null : withoutUnusableCache(settings);
+  return { settings, unrestricted, pinned, ...(warning && { warning }) };
 }
 
 /**
@@ -46,4 +52,23 @@ export async function checkSandbox(config: Config, sandbox: SessionSandbox, cata
   const { profile } = sandbox.settings;
   const traits = [profile === READ_ONLY_PROFILE ? readOnly : profile === DEFAULT_PROFILE ? null : `profile ${profile}`, !sandbox.settings.network ? 'no network' : sandbox.settings.netAllow ? `network allowlist (${sandbox.settings.netAllow.length})` : null].filter(Boolean);
   return { label: [status.backend, ...traits].join(', ') };
+}
+
+/**
+ * The toolchain cache's directory made now, not at each command: one that cannot be (a home
+ * directory nobody may write, as in CI with HOME=/nonexistent) would fail every command, so they
+ * run without it, their home read-only as always, and the warning says why and what to set. Only
+ * the directory: the first command checks it and makes the rest (sandbox/caches.ts), so a run that
+ * runs none pays one mkdir.
+ */
+function withoutUnusableCache(settings: SandboxSettings): string | null {
+  const dir = settings.cacheDir;
+  if (!dir) return null;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    return null;
+  } catch (error) {
+    delete settings.cacheDir;
+    return `cannot create the toolchain cache for shell commands, ${dir} (${mkdirFailure(error)}): set XDG_CACHE_HOME to a directory you can write. Shell commands run without it (npm, pip, cargo… cannot cache their downloads).`;
+  }
 }

@@ -145,6 +145,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   const kernel = kernelTools(config, executor, workspace, new RevisionTracker());
   const catalog = kernelCatalog(kernel);
   const warnings: string[] = [];
+  if (sandbox.warning) warnings.push(sandbox.warning);
   if (sandbox.pinned) warnings.push('the policy denies paths, so shell commands stay sandboxed despite --unrestricted');
   const plugins = await addPlugins(catalog, config, options.loadPlugins, workspace.root, warnings);
   const mcpReports = await mcp.register(catalog, warnings);

@@ -5,6 +5,7 @@
 import { lstatSync, mkdirSync, readFileSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { PROFILES_DIR, SandboxProfileError } from './profiles.ts';
+import { mkdirFailure } from '../core/errors.ts';
 
 export const CACHES_FILE = join(PROFILES_DIR, 'caches.json');
 
@@ -37,7 +38,11 @@ export function prepareCache(dir: string): Record<string, string> {
   if (known) return known;
   const vars = cacheVariables();
   {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+    } catch (error) {
+      throw new SandboxProfileError(`cannot create the toolchain cache for shell commands, ${dir} (${mkdirFailure(error)}): set XDG_CACHE_HOME to a directory you can write.`);
+    }
     const info = lstatSync(dir);
     const uid = process.getuid?.() ?? info.uid;
     if (!info.isDirectory() || info.uid !== uid) {

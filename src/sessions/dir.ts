@@ -5,6 +5,7 @@ import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { conchCacheDir, stateHome } from '../config/xdg.ts';
+import { mkdirFailure } from '../core/errors.ts';
 
 /** A session problem the user can fix (unknown id, another workspace's session, a foreign file). */
 export class SessionError extends Error {
@@ -25,9 +26,7 @@ export function ensurePrivateDir(dir: string): void {
     mkdirSync(dir, { recursive: true, mode: 0o700 });
   } catch (error) {
     // A home directory nobody may write (a service account's, HOME=/nonexistent in CI) is no bug.
-    const code = (error as NodeJS.ErrnoException).code;
-    const why = code === 'EACCES' || code === 'EPERM' ? 'permission denied' : code === 'EROFS' ? 'a read-only file system' : code === 'ENOTDIR' ? 'a file is in the way' : (error as Error).message;
-    throw new SessionError(`cannot create the session directory ${dir} (${why}): set XDG_STATE_HOME to a directory you can write, or run with --ephemeral to store no session.`);
+    throw new SessionError(`cannot create the session directory ${dir} (${mkdirFailure(error)}): set XDG_STATE_HOME to a directory you can write, or run with --ephemeral to store no session.`);
   }
   const info = lstatSync(dir);
   const uid = process.getuid?.();

@@ -42,6 +42,25 @@ describe.skipIf(!canRun)('sandbox policy the model sees', () => {
     expect(JSON.stringify(harness.server.requests[0]!.body.system)).toContain(`network limited to 127.0.0.1:${a.port}`);
   });
 
+  test('a toolchain cache that cannot be made (a home nobody may write): commands run without it, and one line says why and what to set', async () => {
+    const blocked = join(harness.dirs.home, 'not-a-dir');
+    await writeFile(blocked, 'a file where the cache directory would be\n');
+    harness.server.script([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo ran; echo "cache=${npm_config_cache:-none}"' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo again' } }] },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--ephemeral', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), XDG_CACHE_HOME: blocked } });
+    expect(r.code).toBe(0);
+    const warning = `conch: cannot create the toolchain cache for shell commands, ${join(blocked, 'conch', 'sandbox')} (a file is in the way): set XDG_CACHE_HOME to a directory you can write. Shell commands run without it`;
+    expect(r.stderr).toContain(warning);
+    expect(r.stderr.split(warning)).toHaveLength(2);
+    const results = toolResults(harness.server.requests.at(-1)!.body);
+    expect(results).toContain('ran\\ncache=none');
+    expect(results).toContain('again');
+    expect(results).not.toContain('could not run');
+  });
+
   test('a credential location: the read tool refuses it naming the rule', async () => {
     await mkdir(join(harness.dirs.home, '.aws'), { recursive: true });
     await writeFile(join(harness.dirs.home, '.aws', 'credentials'), 'AWS-SECRET\n');
