@@ -68,7 +68,11 @@ export async function trust(): Promise<number> {
 
 export async function sandboxCommand(action: string | undefined, command: string[], opts: { network: boolean; profile?: string }): Promise<number> {
   const { sandboxCheck, sandboxRun } = await import('./sandbox-command.ts');
-  if (action === 'check') return sandboxCheck(stdout);
+  if (action === 'check') {
+    // `conch sandbox check ls` checks nothing about ls: a word there is a mistake, not a wish.
+    if (command.length) return usage(`'conch sandbox check' takes no arguments, got: ${command.join(' ')}; to run a command: conch sandbox run -- ${command.join(' ')}`);
+    return sandboxCheck(stdout);
+  }
   if (action === 'run') {
     if (command.length === 0) return usage('conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…');
     // Exactly the policy the bash tool would get in this directory: config roots, globs and network;

@@ -268,6 +268,8 @@ describe('commands and tasks', () => {
       [['skills', '--', 'x'], "'conch skills' takes no arguments, got: x"],
       [['mcp', '--', 'x'], "'conch mcp' takes no arguments, got: x"],
       [['trust', '--', 'x'], "'conch trust' takes no arguments, got: x"],
+      [['sandbox', 'check', 'ls'], "'conch sandbox check' takes no arguments, got: ls; to run a command: conch sandbox run -- ls"],
+      [['sandbox', 'check', '--', 'ls'], "'conch sandbox check' takes no arguments, got: ls"],
     ] as const) {
       const r = await conch([...args]);
       expect(r.code).toBe(2);
