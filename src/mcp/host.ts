@@ -28,6 +28,7 @@ export async function openMcp(
     cwd: settings.workspace,
     env: settings.parentEnv,
     trustedHash: async () => (await import('../plugins/trust.ts')).trustedMcpHash(config.configDir, settings.workspace),
+    trustedFiles: async () => (await import('../plugins/trust.ts')).trustedMcpFiles(config.configDir, settings.workspace),
   });
   const names = new Set(extra.map((s) => s.name));
   const specs = [...extra, ...found.servers.filter((s) => !names.has(s.name))];

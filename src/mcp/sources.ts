@@ -2,12 +2,13 @@
 // which is the repository's file: its servers start only in a workspace the user trusted (`conch
 // trust`), since each one is a program the repository names. Otherwise one line says which were
 // skipped and how to start them.
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { ConfigError } from '../core/errors.ts';
 import { parseJsonText } from '../config/json-text.ts';
 import { parseServers, type ServerSpec } from './config.ts';
 import { PROJECT_FILE } from './gate.ts';
 import { contentHash, readMcpText } from '../plugins/trust.ts';
+import { changedPath, hashPaths, namedPaths, type PinnedFiles } from '../workspace/pinned-files.ts';
 
 
 export interface SourcesInput {
@@ -18,6 +19,8 @@ export interface SourcesInput {
   env: Record<string, string | undefined>;
   /** The .mcp.json hash `conch trust` recorded: null when never trusted, undefined for a record older than the hash. */
   trustedHash: () => Promise<string | null | undefined>;
+  /** The hashes of the workspace files the servers run, as `conch trust` recorded them (workspace/pinned-files.ts). */
+  trustedFiles: () => Promise<PinnedFiles>;
 }
 
 export interface Sources {
@@ -56,8 +59,23 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
           : `${what}: the file changed since you trusted this workspace. Review it and run \`conch trust\` here again to start ${them}.`,
     };
   }
-  const own = parseServers(project, { source: file, project: true, env: input.env }).filter((s) => !taken.has(s.name));
-  return { servers: [...servers, ...own], skipped: shadowNote(file, project, taken, input.user?.file) };
+  const parsed = parseServers(project, { source: file, project: true, env: input.env }).filter((s) => !taken.has(s.name));
+  const pinned = await input.trustedFiles();
+  const own: ServerSpec[] = [];
+  const changed: string[] = [];
+  for (const spec of parsed) {
+    const now = await hashPaths(await namedPaths((project as Record<string, unknown>)[spec.name], input.cwd, input.env.PATH));
+    const path = changedPath(now, pinned);
+    if (path === null) own.push(spec);
+    else {
+      changed.push(
+        `${file}: MCP server ${spec.name} not started: it runs ${relative(input.cwd, path) || path}, which changed since you trusted this workspace (the model can write the workspace). ` +
+          'Review it and run `conch trust` here again to start it.',
+      );
+    }
+  }
+  const notes = [...changed, shadowNote(file, project, taken, input.user?.file)].filter((n): n is string => n !== null);
+  return { servers: [...servers, ...own], skipped: notes.length ? notes.join('\n') : null };
 }
 
 /** Yours win a name; left unsaid, the project's server would seem to run when it does not. */

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { projectToolsDir } from './discover.ts';
 import { readFolder } from './snapshot.ts';
 import { canonical } from '../core/paths.ts';
+import { hashPaths, namedPaths, type PinnedFiles } from '../workspace/pinned-files.ts';
 
 const TRUST_FILE = 'trusted.json';
 
@@ -19,6 +20,8 @@ interface TrustRecord {
   mcp?: string;
   /** sha256 of .conch/config.json when it was trusted ('' when there was none); absent in older records. */
   config?: string;
+  /** The workspace files .mcp.json's servers run, hashed when trusted (workspace/pinned-files.ts); absent in older records. */
+  mcpFiles?: PinnedFiles;
   trustedAt: string;
 }
 
@@ -144,6 +147,26 @@ export async function trustedMcpHash(configDir: string, cwd: string): Promise<st
   return typeof record.mcp === 'string' ? record.mcp : undefined;
 }
 
+/** The hashes of the workspace files .mcp.json's servers run, as trusted for `cwd` ({} when none were recorded). */
+export async function trustedMcpFiles(configDir: string, cwd: string): Promise<PinnedFiles> {
+  const file = await readTrustFile(configDir);
+  const record = file.ok ? file.data.workspaces[await canonical(cwd)] : undefined;
+  return record?.mcpFiles && typeof record.mcpFiles === 'object' ? record.mcpFiles : {};
+}
+
+/** What each stdio server in a .mcp.json text names in the workspace, hashed now (none for text that is no such file). */
+export async function mcpServerFiles(text: string | null, workspace: string, path: string | undefined): Promise<PinnedFiles> {
+  let servers: unknown;
+  try {
+    servers = text === null ? null : (JSON.parse(text) as { mcpServers?: unknown })?.mcpServers;
+  } catch {
+    return {};
+  }
+  if (!servers || typeof servers !== 'object') return {};
+  const paths = (await Promise.all(Object.values(servers).map((entry) => namedPaths(entry, workspace, path)))).flat();
+  return hashPaths(paths);
+}
+
 /** Far above any real .mcp.json; a bound so that a link to /dev/zero cannot fill memory. */
 export const MCP_FILE_MAX_BYTES = 4 * 1024 * 1024;
 
@@ -169,7 +192,7 @@ async function readProjectConfig(workspace: string): Promise<string | null> {
   return read && !read.truncated ? read.bytes.toString('utf8') : null;
 }
 
-/** Record the canonical workspace path and the current hashes of its .conch/tools folder, .mcp.json and .conch/config.json. */
+/** Record the canonical workspace path and the current hashes of its .conch/tools folder, .mcp.json (and the workspace files its servers run) and .conch/config.json. */
 export async function trustWorkspace(configDir: string, cwd: string): Promise<TrustResult> {
   const workspace = canonical(cwd);
   const file = await readTrustFile(configDir);
@@ -183,7 +206,8 @@ export async function trustWorkspace(configDir: string, cwd: string): Promise<Tr
   }
   const mcp = await readMcpFile(workspace);
   const config = await readProjectConfig(workspace);
-  file.data.workspaces[workspace] = { hash, mcp: contentHash(mcp), config: contentHash(config), trustedAt: new Date().toISOString() };
+  const mcpFiles = await mcpServerFiles(mcp, workspace, process.env.PATH);
+  file.data.workspaces[workspace] = { hash, mcp: contentHash(mcp), mcpFiles, config: contentHash(config), trustedAt: new Date().toISOString() };
   try {
     await mkdir(configDir, { recursive: true, mode: 0o700 });
     // Write then rename: a crash mid-write must not leave a truncated trust file behind.

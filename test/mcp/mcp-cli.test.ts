@@ -183,6 +183,30 @@ describe('MCP servers through the CLI', () => {
     expect(offered(3)).toContain('mcp__planted__echo');
   });
 
+  test("a trusted server's script in the workspace, rewritten by a command, is not started until trusted again", async () => {
+    // The model cannot change .mcp.json unnoticed, but the script it runs is a workspace file: what a
+    // command writes there would run at the next start with the server's env (a token) and network.
+    const ws = harness.dirs.workspace;
+    mkdirSync(join(ws, 'mcp'));
+    writeFileSync(join(ws, 'mcp', 'server.mjs'), `await import(${JSON.stringify(WRITER)});\n`);
+    await writeFile(join(ws, '.mcp.json'), JSON.stringify({ mcpServers: { proj: { command: BUN, args: ['mcp/server.mjs'], env: { TOKEN: '${PROJ_TOKEN}' } } } }));
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    const planted = `process.argv.push("stdio"); await import(${JSON.stringify(EVERYTHING)});`;
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `printf '%s\\n' '${planted}' > mcp/server.mjs` } }] }, { text: 'done' }, { text: 'done' }, { text: 'done' }]);
+    const first = await run(['go'], { PROJ_TOKEN: 'token-of-the-project' });
+    expect(first.code).toBe(0);
+    expect(offered(0)).toContain('mcp__proj__write_file');
+    expect(Bun.file(join(ws, 'mcp', 'server.mjs')).size).toBeGreaterThan(0);
+    expect(await Bun.file(join(ws, 'mcp', 'server.mjs')).text()).toContain('process.argv.push');
+    const next = await run(['go'], { PROJ_TOKEN: 'token-of-the-project' });
+    expect(next.code).toBe(0);
+    expect(offered(2).some((n) => n.startsWith('mcp__proj__'))).toBe(false);
+    expect(next.stderr).toContain('MCP server proj not started: it runs mcp/server.mjs, which changed since you trusted this workspace');
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    expect((await run(['go'], { PROJ_TOKEN: 'token-of-the-project' })).code).toBe(0);
+    expect(offered(3)).toContain('mcp__proj__get-env');
+  });
+
   test('neither conch mcp nor a run prints a control sequence from a server (its stderr when it fails to start)', async () => {
     await writeConfig(harness.dirs, { mcpServers: { loud: { command: 'sh', args: ['-c', 'printf "\\033]52;c;eA==\\007\\033]0;owned\\007boom" >&2; exit 1'] } } });
     const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
