@@ -3,7 +3,7 @@
 // process conch starts for the user: in restricted mode it runs in the same sandbox as a shell
 // command, read-only on the workspace unless its config says "workspace": "write", with a clean
 // environment and the run's network unless its config grants its own.
-import { isAbsolute, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 // The SDK is imported only after the servers were spawned, so they boot while it loads.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
@@ -127,6 +127,9 @@ async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<S
     try {
       prepared = await prepareSandboxed({
         ...settings.sandbox,
+        // A toolchain cache of the servers' own: shell commands write theirs, and npx, uvx and bunx
+        // run what a cache holds, so a command could have its code run as the server next time.
+        ...(settings.sandbox.cacheDir ? { cacheDir: serverCache(settings.sandbox.cacheDir) } : {}),
         profile: effectiveProfile({ chosen: [settings.sandbox.profile], readOnly: spec.workspace !== 'write' }),
         network: spec.network ?? settings.sandbox.network,
         command: '',
@@ -152,6 +155,11 @@ async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<S
     if (code === 'ENOENT') return { ok: false, reason: `command not found: ${spec.command}` };
     return { ok: false, reason: `could not start ${spec.command}: ${(error as Error).message}` };
   }
+}
+
+/** Beside the commands' cache (<cache>/sandbox), where no command can write: <cache>/mcp. */
+function serverCache(commandsCache: string): string {
+  return join(dirname(commandsCache), 'mcp');
 }
 
 /** The host path the shell inside will run for `command` (as it finds it on PATH), or the name. */

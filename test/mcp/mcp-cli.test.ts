@@ -234,6 +234,24 @@ describe('MCP servers through the CLI', () => {
     expect(existsSync(join(harness.dirs.workspace, 'pwned.txt'))).toBe(true);
   });
 
+  test('a server with "workspace": "write" does not share the toolchain cache that shell commands write', async () => {
+    // npx, uvx and bunx run what their cache holds: a command writing the cache a server reads would
+    // have its code run as the server (with the server's env and network) at the next start.
+    await writeConfig(harness.dirs, { mcpServers: { rw: everything(randomUUID(), { workspace: 'write' }) } });
+    harness.server.script([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'for v in npm_config_cache UV_CACHE_DIR BUN_INSTALL_CACHE_DIR; do eval d=\\$$v; echo planted > "$d/planted-by-a-command"; done; echo ok' } }] },
+      { toolCalls: [{ name: 'mcp__rw__get-env', arguments: {} }] },
+      { text: 'done' },
+    ]);
+    expect((await run(['go'])).code).toBe(0);
+    expect(JSON.stringify(results(1)[0].content)).toContain('ok');
+    const env = JSON.parse(JSON.parse(JSON.stringify(results(2)[0].content))[0].text) as Record<string, string>;
+    for (const name of ['npm_config_cache', 'UV_CACHE_DIR', 'BUN_INSTALL_CACHE_DIR']) {
+      if (env[name] === undefined) continue;
+      expect([name, existsSync(join(env[name]!, 'planted-by-a-command'))]).toEqual([name, false]);
+    }
+  });
+
   // The run's check of nested repositories comes before its MCP servers stop: one allowed to write
   // the workspace wrote again what the check had disabled. conch checks again once they are stopped.
   test('a nested repository an MCP server with "workspace": "write" keeps rewriting is disabled after the servers stop', async () => {
