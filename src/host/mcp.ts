@@ -31,7 +31,7 @@ const NONE: SessionMcp = { register: async () => [], stop: async () => {}, secre
 export async function startMcp(
   config: Config,
   extra: ServerSpec[] | undefined,
-  settings: { workspace: string; tmpDir: string; sandbox: SandboxSettings; unrestricted: boolean; placeholders: PlaceholderScope },
+  settings: { workspace: string; tmpDir: () => string; sandbox: SandboxSettings; unrestricted: boolean; placeholders: PlaceholderScope },
 ): Promise<SessionMcp> {
   if (!mayHaveServers(config, settings.workspace, extra)) return NONE;
   const { openMcp } = await import('../mcp/host.ts');

@@ -55,7 +55,7 @@ export interface RunDir {
   root: string;
   tmpDir: string;
   logDir: string;
-  /** A further private, empty /tmp for a run that overlaps the others (host/session.ts lanes). */
+  /** A further private, empty /tmp: for a run that overlaps the others (host/session.ts lanes), and for each MCP server. */
   laneTmpDir(): string;
   remove(): Promise<void>;
 }

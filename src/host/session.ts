@@ -136,7 +136,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   // Started now, so the servers come up while plugins load and the prompt is assembled.
   const mcp = await startMcp(config, options.mcpServers, {
     workspace: workspace.root,
-    tmpDir: runDir.tmpDir,
+    tmpDir: () => runDir.laneTmpDir(),
     sandbox: sandboxSettings,
     unrestricted: sandbox.unrestricted,
     placeholders,

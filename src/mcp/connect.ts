@@ -17,8 +17,11 @@ import type { HttpSpec, ServerSpec, StdioSpec } from './config.ts';
 export interface ConnectSettings {
   /** Canonical workspace root. */
   workspace: string;
-  /** The run's private temp dir (the sandbox's /tmp). */
-  tmpDir: string;
+  /**
+   * A new private temp dir for one server (its sandbox's /tmp and TMPDIR), apart from the shell
+   * commands' and the other servers': what servers keep there (state, downloads, tokens) is theirs.
+   */
+  tmpDir: () => string;
   sandbox: SandboxSettings;
   /** No sandbox (--unrestricted). */
   unrestricted: boolean;
@@ -115,7 +118,8 @@ type Started = { ok: true; child: PipedProcess; prepared: PreparedCommand | null
 async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<Started> {
   const cwd = spec.cwd ? (isAbsolute(spec.cwd) ? spec.cwd : resolve(settings.workspace, spec.cwd)) : settings.workspace;
   // Only the basic variables and what the server's config names: never the parent's API keys.
-  const env = { ...cleanEnv(settings.parentEnv, {}, { tmpDir: settings.tmpDir }), ...spec.env };
+  const tmpDir = settings.tmpDir();
+  const env = { ...cleanEnv(settings.parentEnv, {}, { tmpDir }), ...spec.env };
   // Looked up before the start: where a PATH entry cannot be searched (another user's bin folder),
   // the sandbox's shell says "Permission denied" (126) for a program that simply is not there.
   if (!spec.command.includes('/') && !Bun.which(spec.command, { PATH: env.PATH ?? '' })) {
@@ -136,7 +140,7 @@ async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<S
         argv,
         cwd,
         workspace: settings.workspace,
-        tmpDir: settings.tmpDir,
+        tmpDir,
         ...(settings.placeholders ? { placeholders: settings.placeholders } : {}),
         // The program and the files its config names, wherever they live (a checkout under /tmp too).
         readOnlyPaths: [resolveProgram(spec.command, cwd, env.PATH), ...spec.args.filter(isAbsolute)],

@@ -252,6 +252,23 @@ describe('MCP servers through the CLI', () => {
     }
   });
 
+  test("a server's /tmp is its own: what a shell command leaves in its /tmp is not there", async () => {
+    // Servers keep state, downloads and tokens in TMPDIR; the model's commands must neither read
+    // them nor plant files for a server to pick up.
+    await writeConfig(harness.dirs, { mcpServers: { srv: everything(randomUUID()) } });
+    harness.server.script([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'echo planted > "$TMPDIR/planted-by-a-command"; echo "$TMPDIR"' } }] },
+      { toolCalls: [{ name: 'mcp__srv__get-env', arguments: {} }] },
+      { text: 'done' },
+    ]);
+    expect((await run(['go'])).code).toBe(0);
+    const commandTmp = (results(1)[0].content as { text: string }[])[0]!.text.split('\n')[0]!;
+    const env = JSON.parse(JSON.parse(JSON.stringify(results(2)[0].content))[0].text) as Record<string, string>;
+    expect(env.TMPDIR).toBeDefined();
+    expect(env.TMPDIR).not.toBe(commandTmp);
+    expect(existsSync(join(env.TMPDIR!, 'planted-by-a-command'))).toBe(false);
+  });
+
   // The run's check of nested repositories comes before its MCP servers stop: one allowed to write
   // the workspace wrote again what the check had disabled. conch checks again once they are stopped.
   test('a nested repository an MCP server with "workspace": "write" keeps rewriting is disabled after the servers stop', async () => {
