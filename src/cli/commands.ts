@@ -10,6 +10,7 @@ import { buildPluginLoader } from '../host/setup.ts';
 import type { Watchdog } from './watchdog.ts';
 import { loadCliConfig, setupFailure } from './setup.ts';
 import { terminalSafe } from './tool-lines.ts';
+import { UsageError } from './argv.ts';
 
 export async function toolsCommand(action: string | undefined, name: string | undefined, flags: CliFlags, json: boolean): Promise<number> {
   const tools = await import('./tools-command.ts');
@@ -99,7 +100,7 @@ export async function sandboxCommand(action: string | undefined, command: string
   return usage("conch sandbox check | conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…");
 }
 
-function usage(text: string): number {
-  stderr.write(`conch: usage: ${text}\n`);
-  return EXIT_CODES.setup_error;
+/** main.ts reports it as any usage error: the pointer to --help, and under --json the document. */
+function usage(text: string): never {
+  throw new UsageError(`usage: ${text}`);
 }

@@ -8,6 +8,8 @@ import { SessionStore } from '../sessions/store.ts';
 import { transcript } from '../sessions/transcript.ts';
 import { terminalSafe } from './render.ts';
 import { stderr, stdout } from '../core/stdio.ts';
+import { UsageError } from './argv.ts';
+import { setupEnvelope } from './envelope.ts';
 
 export interface SessionsOptions {
   json: boolean;
@@ -46,6 +48,8 @@ export async function sessionsCommand(action: string | undefined, id: string | u
     }
   } catch (error) {
     if (!(error instanceof SessionError)) throw error;
+    // --json promises a document on stdout, a failed one too (`conch sessions show ID --json | jq`).
+    if (options.json) stdout.write(`${JSON.stringify(setupEnvelope(null, error.message))}\n`);
     stderr.write(`conch: ${error.message}\n`);
     return EXIT_CODES.setup_error;
   }
@@ -134,7 +138,7 @@ function oneLine(text: string): string {
   return flat.length > 80 ? `${flat.slice(0, 79)}…` : flat;
 }
 
-function usage(text: string): number {
-  stderr.write(`conch: usage: ${text}\n`);
-  return EXIT_CODES.setup_error;
+/** main.ts reports it as any usage error: the pointer to --help, and under --json the document. */
+function usage(text: string): never {
+  throw new UsageError(`usage: ${text}`);
 }

@@ -278,6 +278,24 @@ describe('commands and tasks', () => {
     }
   });
 
+  test("a subcommand's usage error or unknown session under --json is one document on stdout, as for a run", async () => {
+    for (const [args, message, help] of [
+      [['tools', 'bogus'], "usage: unknown 'tools' action 'bogus'", 'tools'],
+      [['sessions', 'bogus'], "usage: unknown 'sessions' action 'bogus'", 'sessions'],
+      [['sessions', 'show'], 'usage: conch sessions show ID [--json]', 'sessions'],
+      [['sessions', 'show', 'abcdef'], "no session 'abcdef'", null],
+    ] as const) {
+      const r = await conch([...args, '--json']);
+      expect(r.code).toBe(2);
+      const lines = r.stdout.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(JSON.parse(lines[0]!)).toMatchObject({ runId: null, status: 'failed', code: 'config_invalid', exitCode: 2, message: expect.stringContaining(message) });
+      expect(r.stderr).toContain(message);
+      if (help) expect(r.stderr).toEndWith(`Run 'conch ${help} --help' for usage.\n`);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
   test('a task that begins with the word help, quoted or after --, is a task', async () => {
     harness.server.script(() => ({ text: 'ok' }));
     for (const args of [['help me fix the tests'], ['--', 'help', 'me'], ['run', 'help']]) {
