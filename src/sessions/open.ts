@@ -52,7 +52,7 @@ export function planSession(choice: SessionChoice, cwd: string, dir: string, ind
     if (!latest) throw new SessionError(`no earlier session in ${root} to continue; run without -c to start one (\`conch sessions --all\` lists other workspaces').`);
     loaded = store.loadFor(latest, root);
   } else if (choice.resume !== undefined) {
-    loaded = store.loadFor(store.resolve(choice.resume), root);
+    loaded = store.loadFor(store.resolve(choice.resume, root), root);
   }
   return { store, cwd: root, choice, loaded };
 }

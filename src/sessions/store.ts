@@ -45,14 +45,19 @@ export class SessionStore {
     return out.sort((a, b) => b.mtimeMs - a.mtimeMs);
   }
 
-  /** A full id or a unique prefix of one. */
-  resolve(idOrPrefix: string): StoredFile {
+  /**
+   * A full id or a unique prefix of one. With `cwd` (--resume, which refuses another workspace's
+   * session anyway) a prefix is unique when one of its sessions is that workspace's.
+   */
+  resolve(idOrPrefix: string, cwd?: string): StoredFile {
     const wanted = idOrPrefix.trim().toLowerCase();
     if (!/^[0-9a-f]+$/.test(wanted)) {
       throw new SessionNotFoundError(`'${idOrPrefix}' is not a session id (ids are hex, e.g. 7f3c2a…); \`conch sessions\` lists them.`);
     }
     const hits = this.files(wanted);
     if (hits.length === 0) throw new SessionNotFoundError(`no session '${idOrPrefix}' in ${this.dir}; \`conch sessions --all\` lists them.`);
+    const here = hits.length > 1 && cwd !== undefined ? hits.filter((h) => headerCwd(h.path) === cwd) : [];
+    if (here.length === 1) return here[0]!;
     if (hits.length > 1) {
       throw new SessionError(`'${idOrPrefix}' matches ${hits.length} sessions (${hits.slice(0, 5).map((h) => h.id).join(', ')}); give more of the id.`);
     }

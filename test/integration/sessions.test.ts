@@ -1,7 +1,7 @@
 // Sessions through the real CLI and the local model server: continue, resume, fork, --ephemeral,
 // policy on resume, a SIGKILLed run, a torn file, the sandbox's view of the store, `conch sessions`.
 import { describe, expect, test } from 'bun:test';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { anthropicEnv, CONCH, runConch, useHarness, writeConfig, type Sandbox } from '../support/cli.ts';
 
@@ -69,6 +69,25 @@ describe('continuing and resuming', () => {
     const byPrefix = await jsonRun(['--resume', a.doc.sessionId.slice(0, 8), 'even more A']);
     expect(byPrefix.doc.sessionId).toBe(a.doc.sessionId);
     expect(sent(3)).toContain('more A');
+  });
+
+  test("--resume PREFIX that another workspace's sessions share goes on with this workspace's session", async () => {
+    harness.server.script([{ text: 'here' }, { text: 'again' }]);
+    const here = await jsonRun(['task here']);
+    const id: string = here.doc.sessionId;
+    // Two sessions of another workspace whose ids begin as this one's does (the store names files by id).
+    const other = join(harness.dirs.home, 'other-ws');
+    mkdirSync(other);
+    const { SessionStore } = await import('../../src/sessions/store.ts');
+    const store = new SessionStore(storeDir(harness.dirs));
+    for (const tail of ['0', '1']) store.create(realpathSync(other), [], null, `${id.slice(0, 4)}${tail.repeat(12)}`).close();
+    const r = await jsonRun(['--resume', id.slice(0, 4), 'more here']);
+    expect(r.doc.sessionId).toBe(id);
+    expect(sent(1)).toContain('task here');
+    // From the other workspace the prefix stays ambiguous: two of its own match.
+    const there = await runConch({ dirs: { ...harness.dirs, workspace: other }, args: ['--model', 'anthropic/test-model', '--resume', id.slice(0, 4), 'x'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    expect(there.code).toBe(2);
+    expect(there.stderr).toContain(`'${id.slice(0, 4)}' matches 3 sessions`);
   });
 
   test('--resume of another workspace is refused with the path it belongs to; -c there finds nothing', async () => {

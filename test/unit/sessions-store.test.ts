@@ -257,6 +257,14 @@ describe('finding sessions', () => {
     if (a.id[0] === b.id[0]) expect(() => store.resolve(a.id[0]!)).toThrow('matches 2 sessions');
   });
 
+  test("for --resume a prefix shared with other workspaces' sessions names this workspace's one; elsewhere it stays ambiguous", () => {
+    for (const [id, cwd] of [['abcd000000000001', '/work/a'], ['abcd000000000002', '/work/b'], ['abcd000000000003', '/work/b']] as const) store.create(cwd, [], null, id).close();
+    expect(store.resolve('abcd', '/work/a').id).toBe('abcd000000000001');
+    expect(() => store.resolve('abcd', '/work/b')).toThrow("'abcd' matches 3 sessions");
+    expect(() => store.resolve('abcd', '/work/c')).toThrow("'abcd' matches 3 sessions");
+    expect(() => store.resolve('abcd')).toThrow("'abcd' matches 3 sessions");
+  });
+
   test('latest() is the most recently active session of that workspace only', () => {
     const a1 = store.create('/work/a');
     const b = store.create('/work/b');
