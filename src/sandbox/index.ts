@@ -23,6 +23,26 @@ import { userStateDir } from './user-dir.ts';
 import type { SpawnOptions } from '../process/spawn.ts';
 import { renderSeatbeltProfile, seatbeltArgv, SeatbeltPathError } from './seatbelt.ts';
 
+/**
+ * The host's TMPDIR, to hide, when it lies apart from everything a command is given. It holds the
+ * per-user state directory (the user lock, placeholder records) and every run's directory (its
+ * commands' /tmp, its logs): readable there, one project's command read another run's /tmp and
+ * could flock the lock through a read-only descriptor. /tmp itself is the sandbox's own already; a
+ * TMPDIR inside the workspace or a writable root keeps conch's own directories hidden (ownDirs); one
+ * that contains the workspace or another mount is left visible rather than hide the user's files.
+ */
+function hostTemp(workspace: string, cwd: string, mounted: string[]): string[] {
+  let temp: string;
+  try {
+    temp = realpathSync(userStateDir().path).replace(/\/[^/]+$/, '');
+  } catch {
+    return [];
+  }
+  if (temp === '' || temp === '/tmp') return [];
+  const apart = [workspace, cwd, ...mounted].every((path) => !isWithin(path, temp) && !isWithin(temp, path));
+  return apart ? [temp] : [];
+}
+
 export interface SandboxSettings {
   /** A name from listProfiles() (profile-names.ts); effective-profile.ts decides which. */
   profile: string;
@@ -323,7 +343,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     writableRoots,
     cacheRoots,
     readOnlyPaths: request.readOnlyPaths ?? [],
-    hidden: request.hidden ?? [],
+    hidden: [...(request.hidden ?? []), ...hostTemp(workspace, request.cwd, [...writableRoots, ...cacheRoots, ...(request.readOnlyPaths ?? [])])],
     own,
   });
   const { needed } = layout;
