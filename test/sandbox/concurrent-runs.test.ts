@@ -118,3 +118,26 @@ describe.skipIf(!canRun)('two conch runs in one workspace', () => {
     expect(readdirSync(join(state, `conch-${uid}`, 'placeholders'))).toEqual([]);
   }, 30_000);
 });
+
+// Known weakness, not fixed yet (run with `bun test --todo` to see it fail): a run in a folder that
+// contains another run's workspace (or writable root) binds none of that run's placeholders, so its
+// command can remove one; since Linux 3.18 removing a mount point on the host detaches the mounts on
+// it in every other namespace, and the inner run's command then writes its protected name.
+describe.skipIf(!canRun)('a run in the folder around another run', () => {
+  test.todo("cannot remove the inner run's placeholders from under its running command", async () => {
+    const inner = join(fx.ws, 'sub');
+    mkdirSync(inner);
+    const child = Bun.spawn(
+      [join(REPO, 'bin/conch'), 'sandbox', 'run', '--', 'sh', '-c', 'for i in $(seq 100); do (echo PLANTED > .env.local) 2>/dev/null && { echo WROTE; break; }; sleep 0.05; done; echo DONE'],
+      { cwd: inner, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', TMPDIR: state, HOME: fx.root, CONCH_FROM_SOURCE: '1' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    children.push(child);
+    const out = Promise.all([new Response(child.stdout).text(), child.exited]);
+    await waitFor(() => existsSync(join(inner, '.env.local')));
+    const outer = run('rm -f sub/.env.local && echo REMOVED');
+    expect((await outer.out)[0]).toBe('REMOVED\n');
+    const [stdout] = await out;
+    expect(stdout).toBe('DONE\n');
+    expect(existsSync(join(inner, '.env.local'))).toBe(false);
+  });
+});
