@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { removeAtExit } from '../process/exit-cleanup.ts';
 import { rememberLogDir } from '../process/output.ts';
 import { rememberDirectory } from '../sandbox/index.ts';
+import { recoverLeftovers } from '../sandbox/placeholders.ts';
 import { liveness, selfTag } from '../process/identity.ts';
 
 const PREFIX = 'conch-run-';
@@ -64,6 +65,9 @@ export async function openRunDir(): Promise<RunDir> {
   // In the background: a start never waits for a dead run's files to go. The end does: conch ends
   // with process.exit, which would cut a removal still under way and leave the directory half gone.
   const sweeping = sweepStaleRunDirs();
+  // A killed run's placeholders too (empty .git, HEAD, .env.* in its workspace), not only at the next
+  // shell command: a run may run none.
+  recoverLeftovers();
   const root = await mkdtemp(runDirPrefix());
   // Removed by remove(), or at exit on any path that never reaches it (a setup error, a second Ctrl-C).
   const keep = removeAtExit(root);

@@ -362,3 +362,23 @@ function tryLink(source: string, path: string): boolean {
 export function livePlaceholders(): Map<string, number> {
   return new Map([...entries].map(([path, entry]) => [path, entry.count]));
 }
+
+/**
+ * Remove what killed conch processes of this user left (their records' untouched placeholders), as
+ * a run's first command does; for a run's start, so that a run that runs no shell command cleans up
+ * too. Never throws: a leftover costs clutter, never protection.
+ */
+export function recoverLeftovers(): void {
+  try {
+    locked(() => {
+      const others = readOthers();
+      if (others.dead.length === 0) return;
+      recoverDead(others, (item) => {
+        const entry = entries.get(item.path);
+        return !!entry && sameRecord(entry, item);
+      });
+    });
+  } catch {
+    // tried again by the first shell command
+  }
+}

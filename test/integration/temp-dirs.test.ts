@@ -73,6 +73,23 @@ describe('temp directories', () => {
     expect(leftovers()).toEqual([live]);
   });
 
+  test("a SIGKILLed run's placeholders are removed by the next run, even one that runs no shell command", async () => {
+    // They went only at the next run's first shell command: a killed run's empty .git, HEAD, .conch
+    // and .env.* stayed in the workspace through any number of runs that ran none (conch -c "explain").
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: 'touch ready; sleep 30' } }] }]);
+    let child: ReturnType<typeof Bun.spawn> | undefined;
+    const pending = run(['--json', 'go'], (c) => (child = c));
+    const ws = harness.dirs.workspace;
+    while (!existsSync(join(ws, 'ready')) && child!.exitCode === null) await Bun.sleep(20);
+    child!.kill('SIGKILL');
+    await pending;
+    expect(readdirSync(ws)).toContain('.env.local');
+    expect(readdirSync(ws)).toContain('.conch');
+    harness.server.script([{ text: 'done' }]);
+    expect((await run(['--json', '-c', 'go on'])).code).toBe(0);
+    expect(readdirSync(ws)).toEqual(['ready']);
+  });
+
   test('a test file using the plugin test context leaves no conch-plugin-run-* behind', async () => {
     const file = join(tmp, 'uses-context.test.ts');
     writeFileSync(file, `
