@@ -65,9 +65,6 @@ export async function openRunDir(): Promise<RunDir> {
   // In the background: a start never waits for a dead run's files to go. The end does: conch ends
   // with process.exit, which would cut a removal still under way and leave the directory half gone.
   const sweeping = sweepStaleRunDirs();
-  // A killed run's placeholders too (empty .git, HEAD, .env.* in its workspace), not only at the next
-  // shell command: a run may run none.
-  recoverLeftovers();
   const root = await mkdtemp(runDirPrefix());
   // Removed by remove(), or at exit on any path that never reaches it (a setup error, a second Ctrl-C).
   const keep = removeAtExit(root);
@@ -89,6 +86,9 @@ export async function openRunDir(): Promise<RunDir> {
       return dir;
     },
     async remove() {
+      // A killed run's placeholders too (empty .git, HEAD, .env.* in its workspace), not only at a
+      // shell command: a run may run none. At the end, where it costs the start nothing.
+      recoverLeftovers();
       await Promise.all([rm(root, { recursive: true, force: true }), sweeping]);
       keep();
     },

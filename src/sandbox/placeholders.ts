@@ -370,6 +370,9 @@ export function livePlaceholders(): Map<string, number> {
  */
 export function recoverLeftovers(): void {
   try {
+    // Looked at unlocked first: the lock needs flock through bun:ffi, ~150 ms at a start that has
+    // nothing to recover (the usual case).
+    if (readOthers().dead.length === 0) return;
     locked(() => {
       const others = readOthers();
       if (others.dead.length === 0) return;
