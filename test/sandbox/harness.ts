@@ -1,5 +1,6 @@
 // Shared fixtures for the sandbox tests: real bwrap, a temp workspace, an "outside" directory the
 // command must not touch, and snapshots to prove the host is unchanged afterwards.
+import { afterEach, beforeEach } from 'bun:test';
 import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -51,6 +52,23 @@ export function fixture(): Fixture {
     rmSync(outside, { recursive: true, force: true });
   };
   return { root, ws, tmp, outside, cleanup };
+}
+
+/**
+ * A fresh fixture and placeholder scope for each test of the enclosing describe (or file), closed
+ * after it: read `current.fx` and `current.scope` inside a test.
+ */
+export function useFixtureScope(): { readonly fx: Fixture; readonly scope: PlaceholderScope } {
+  const current = {} as { fx: Fixture; scope: PlaceholderScope };
+  beforeEach(() => {
+    current.fx = fixture();
+    current.scope = new PlaceholderScope();
+  });
+  afterEach(() => {
+    current.scope.close();
+    current.fx.cleanup();
+  });
+  return current;
 }
 
 export interface RunResult {

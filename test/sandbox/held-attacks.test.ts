@@ -1,11 +1,10 @@
 // Attacks on the held sandbox's prepared process (held.ts) by the commands of a run: each is an
 // attempt a model's command can make, and what must come of it. Real bwrap and nsenter.
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable, preparedCounts } from '../../src/sandbox/held.ts';
-import { canRun, fixture, PYTHON, py, snapshotAll, type Fixture } from './harness.ts';
+import { canRun, py, PYTHON, snapshotAll, useFixtureScope } from './harness.ts';
 import { hostProcesses, lingering, runExecutor, untilHeld } from './held-harness.ts';
 
 const run = canRun && heldAvailable() ? describe : describe.skip;
@@ -34,21 +33,12 @@ const EACH_PREPARED = String.raw`for p in /proc/[0-9]*; do
   case "$(tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null)" in '/bin/sh /proc/self/fd/8 '|*' -- /bin/sh /proc/self/fd/8 ') ;; *) continue;; esac`;
 
 run('a command against the held sandbox and its prepared process', () => {
-  let fx: Fixture;
-  let scope: PlaceholderScope;
-  beforeEach(() => {
-    fx = fixture();
-    scope = new PlaceholderScope();
-  });
-  afterEach(() => {
-    scope.close();
-    fx.cleanup();
-  });
+  const current = useFixtureScope();
 
   test('cannot end, stop or feed the holder: the next command runs in the same sandbox', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     const ns = await untilHeld(exec);
-    await prepared(fx.ws);
+    await prepared(current.fx.ws);
     const attack = await exec(
       [
         'kill -KILL 1; kill -STOP 1; kill -TERM 1; kill -HUP 1',
@@ -66,10 +56,10 @@ run('a command against the held sandbox and its prepared process', () => {
 
   for (const slow of [false, true]) {
     test(`given up for another cwd, the prepared process cannot be read or fed a script${slow ? ' (held up until the command is done)' : ''}`, async () => {
-      const exec = await runExecutor(fx, scope, { env: { CONCH_TASK_KEY: 'prepared-secret' } });
+      const exec = await runExecutor(current.fx, current.scope, { env: { CONCH_TASK_KEY: 'prepared-secret' } });
       await untilHeld(exec);
       await exec('true');
-      const pids = await prepared(fx.ws);
+      const pids = await prepared(current.fx.ws);
       const used = preparedCounts.used;
       // A loaded machine may not run it to its end before the command is in: stopped from here, it
       // is there for the command to find for as long as that runs.
@@ -102,15 +92,15 @@ done; echo "seen $seen"`,
       const after = await exec('ls; ls src');
       expect(await gone(pids)).toEqual([]);
       expect(after.output).not.toContain('hijacked');
-      expect(readdirSync(fx.ws).filter((name) => name.startsWith('hijacked'))).toEqual([]);
+      expect(readdirSync(current.fx.ws).filter((name) => name.startsWith('hijacked'))).toEqual([]);
     });
   }
 
   test('a process let go that a command kept from ending takes its sandbox with it before the next command', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     const ns = await untilHeld(exec);
     await exec('true');
-    const pids = await prepared(fx.ws);
+    const pids = await prepared(current.fx.ws);
     // Its processes inside the sandbox (nsenter is outside, out of a command's sight), held up from
     // here: as a loaded machine can leave them, for the command below to find and stop for good.
     const inside = pids.filter((pid) => !readFileSync(`/proc/${pid}/cmdline`, 'latin1').startsWith('/usr/bin/nsenter'));
@@ -126,9 +116,9 @@ done; echo "seen $seen"`,
   });
 
   test('what a command leaves running, however it hides, never meets a prepared process', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     const ns = await untilHeld(exec);
-    await prepared(fx.ws);
+    await prepared(current.fx.ws);
     // Out of the session, out of the group, its descriptors closed, twice forked, and a zombie.
     const left = await exec(
       `(setsid sh -c 'exec </dev/null >/dev/null 2>&1 3>&- 4>&- 5>&-; sleep 308.5' &) ; sh -c 'sleep 0 & exec sleep 309.5' >/dev/null 2>&1 & echo left`,
@@ -142,16 +132,16 @@ done; echo "seen $seen"`,
   });
 
   test('a cwd swapped for a link out of the workspace after the process was prepared for it is refused', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
     await exec('true', undefined, 'src');
-    await prepared(join(fx.ws, 'src'));
+    await prepared(join(current.fx.ws, 'src'));
     const used = preparedCounts.used;
     // Run in src itself, in the process prepared for it; the next one is prepared for src again.
-    const swap = await exec(`cd .. && mv src src.old && ln -s ${fx.outside} src && echo swapped`, undefined, 'src');
+    const swap = await exec(`cd .. && mv src src.old && ln -s ${current.fx.outside} src && echo swapped`, undefined, 'src');
     expect(swap.output).toBe('swapped\n');
     expect(preparedCounts.used).toBe(used + 1);
-    await prepared(join(fx.ws, 'src'));
+    await prepared(join(current.fx.ws, 'src'));
     const inSrc = await exec('pwd; ls', undefined, 'src');
     expect((inSrc as { denied?: { rule: string } }).denied?.rule).toBe('workspace.outside');
     expect(inSrc.output).not.toContain('file');
@@ -159,36 +149,36 @@ done; echo "seen $seen"`,
   });
 
   test('a cwd replaced on the host after the process was prepared for it: the command runs in the new one', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
     await exec('true', undefined, 'src');
-    await prepared(join(fx.ws, 'src'));
+    await prepared(join(current.fx.ws, 'src'));
     const used = preparedCounts.used;
-    renameSync(join(fx.ws, 'src'), join(fx.ws, 'src.old'));
-    mkdirSync(join(fx.ws, 'src'));
-    writeFileSync(join(fx.ws, 'src', 'new.txt'), 'new\n');
+    renameSync(join(current.fx.ws, 'src'), join(current.fx.ws, 'src.old'));
+    mkdirSync(join(current.fx.ws, 'src'));
+    writeFileSync(join(current.fx.ws, 'src', 'new.txt'), 'new\n');
     const result = await exec('pwd; ls; echo made > here.txt', undefined, 'src');
     expect(preparedCounts.used).toBe(used + 1);
-    expect(result.output).toBe(`${join(fx.ws, 'src')}\nnew.txt\n`);
-    expect(readFileSync(join(fx.ws, 'src', 'here.txt'), 'utf8')).toBe('made\n');
-    expect(existsSync(join(fx.ws, 'src.old', 'here.txt'))).toBe(false);
+    expect(result.output).toBe(`${join(current.fx.ws, 'src')}\nnew.txt\n`);
+    expect(readFileSync(join(current.fx.ws, 'src', 'here.txt'), 'utf8')).toBe('made\n');
+    expect(existsSync(join(current.fx.ws, 'src.old', 'here.txt'))).toBe(false);
   });
 
   test('nothing of the run is left in conch when it ends: no descriptor, no process', async () => {
     const fds = () => readdirSync('/proc/self/fd').map((fd) => { try { return readlinkSync(`/proc/self/fd/${fd}`); } catch { return '?'; } });
     const before = fds();
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
     for (const cwd of ['.', 'src', 'src', '.', '.']) {
       await Bun.sleep(20);
       await exec('echo x', undefined, cwd);
     }
-    await prepared(fx.ws);
-    expect(hostProcesses(fx.ws).length).toBeGreaterThan(0);
-    scope.close();
+    await prepared(current.fx.ws);
+    expect(hostProcesses(current.fx.ws).length).toBeGreaterThan(0);
+    current.scope.close();
     const until = Date.now() + 5000;
-    while ((hostProcesses(fx.ws).length > 0 || hostProcesses('echo; read _').length > 0) && Date.now() < until) await Bun.sleep(10);
-    expect(hostProcesses(fx.ws)).toEqual([]);
+    while ((hostProcesses(current.fx.ws).length > 0 || hostProcesses('echo; read _').length > 0) && Date.now() < until) await Bun.sleep(10);
+    expect(hostProcesses(current.fx.ws)).toEqual([]);
     await Bun.sleep(50);
     const after = fds();
     const added = after.filter((fd) => !before.includes(fd));
@@ -214,16 +204,16 @@ done; echo "seen $seen"`,
   }
   for (const [name, attack] of attacks) {
     test(`in a prepared process as in a sandbox of its own: ${name}`, async () => {
-      const command = attack.replaceAll('OUTSIDE', fx.outside);
-      const exec = await runExecutor(fx, scope);
+      const command = attack.replaceAll('OUTSIDE', current.fx.outside);
+      const exec = await runExecutor(current.fx, current.scope);
       await untilHeld(exec);
       await exec('true');
-      await prepared(fx.ws);
-      const before = snapshotAll(fx);
+      await prepared(current.fx.ws);
+      const before = snapshotAll(current.fx);
       const used = preparedCounts.used;
       const inPrepared = await exec(command);
       expect(preparedCounts.used).toBe(used + 1);
-      const afterPrepared = snapshotAll(fx);
+      const afterPrepared = snapshotAll(current.fx);
       process.env.CONCH_SANDBOX_PER_COMMAND = '1';
       let ownSandbox;
       try {
@@ -235,7 +225,7 @@ done; echo "seen $seen"`,
       expect(inPrepared.output.replaceAll(/pid:\[\d+\]/g, '')).toBe(ownSandbox.output.replaceAll(/pid:\[\d+\]/g, ''));
       expect(inPrepared.exitCode).toBe(ownSandbox.exitCode);
       expect(afterPrepared).toBe(before);
-      expect(snapshotAll(fx)).toBe(before);
+      expect(snapshotAll(current.fx)).toBe(before);
       if (process.env.ATK_DEBUG) console.log(name, inPrepared.output);
     });
   }

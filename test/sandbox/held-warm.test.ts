@@ -1,12 +1,11 @@
 // The held sandbox's prepared process (src/sandbox/held.ts): while the sandbox is idle the next
 // command's nsenter and bwrap are set up and wait at bwrap's --block-fd; a command that passes every
 // check, with the cwd and environment it was prepared for, is given it. Real bwrap and nsenter.
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PlaceholderScope } from '../../src/sandbox/index.ts';
 import { heldAvailable, preparedCounts } from '../../src/sandbox/held.ts';
-import { canRun, fixture, type Fixture } from './harness.ts';
+import { canRun, useFixtureScope } from './harness.ts';
 import { hostProcesses, lingering, runExecutor, untilHeld } from './held-harness.ts';
 
 const run = canRun && heldAvailable() ? describe : describe.skip;
@@ -42,21 +41,12 @@ function uptimeTicks(): number {
 }
 
 run('the held sandbox prepares the next command', () => {
-  let fx: Fixture;
-  let scope: PlaceholderScope;
-  beforeEach(() => {
-    fx = fixture();
-    scope = new PlaceholderScope();
-  });
-  afterEach(() => {
-    scope.close();
-    fx.cleanup();
-  });
+  const current = useFixtureScope();
 
   test('a command after an idle moment runs in the process started before it came, as a command started then would', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
-    await prepared(fx.ws);
+    await prepared(current.fx.ws);
     // Well past the tick the prepared process started in.
     await Bun.sleep(50);
     const before = uptimeTicks();
@@ -76,7 +66,7 @@ run('the held sandbox prepares the next command', () => {
     // The shell's process was forked before the command was given: it is the prepared one.
     expect(Number(started)).toBeLessThan(before);
     const out = rest.join('\n');
-    expect(out).toContain(`/bin/sh|${fx.ws}\n`);
+    expect(out).toContain(`/bin/sh|${current.fx.ws}\n`);
     // Nothing of conch's beyond stdio, neither the gate nor the script's descriptor.
     expect(out).toMatch(/^0\n1\n2\n/m);
     expect(out).toContain('CapEff:\t0000000000000000');
@@ -93,18 +83,18 @@ run('the held sandbox prepares the next command', () => {
   });
 
   test('a command in another directory or with another environment starts as usual and runs there', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
-    const forWs = await prepared(fx.ws);
+    const forWs = await prepared(current.fx.ws);
     const used = preparedCounts.used;
-    const src = join(fx.ws, 'src');
+    const src = join(current.fx.ws, 'src');
     expect((await exec('pwd; echo "[$CONCH_TASK_X]"', undefined, 'src')).output).toBe(`${src}\n[]\n`);
     expect(preparedCounts.used).toBe(used);
     // Given no command, it ran none and ended by itself; the next one is prepared for src.
     expect(await gone(forWs)).toEqual([]);
     await prepared(src);
     // The same run, another environment: what the process was prepared with must not reach it.
-    const other = await runExecutor(fx, scope, { env: { CONCH_TASK_X: 'other' } });
+    const other = await runExecutor(current.fx, current.scope, { env: { CONCH_TASK_X: 'other' } });
     expect((await other('pwd; echo "[$CONCH_TASK_X]"', undefined, 'src')).output).toBe(`${src}\n[other]\n`);
     expect(preparedCounts.used).toBe(used);
     await prepared(src);
@@ -116,7 +106,7 @@ run('the held sandbox prepares the next command', () => {
   });
 
   test('quotes, backslashes, newlines and a syntax error reach the shell as written; a long command starts as usual', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
     const host = (command: string) => {
       const child = Bun.spawnSync(['/bin/sh', '-c', command], { env: {}, stderr: 'pipe' });
@@ -125,13 +115,13 @@ run('the held sandbox prepares the next command', () => {
     const tricky = [`printf '[%s]\\n' 'it'"'"'s' 'a\\b' '$HOME' "tab\there" ''`, `echo "two"; echo '\\' "\\$(x)"`, 'echo three'].join('\n');
     const broken = ['echo a', 'echo b', 'if then fi'].join('\n');
     for (const command of [tricky, broken]) {
-      await prepared(fx.ws);
+      await prepared(current.fx.ws);
       const used = preparedCounts.used;
       const result = await exec(command);
       expect(preparedCounts.used).toBe(used + 1);
       expect(result.output).toBe(host(command));
     }
-    await prepared(fx.ws);
+    await prepared(current.fx.ws);
     const used = preparedCounts.used;
     const long = `: ${'y'.repeat(17 * 1024)}; echo long`;
     const result = await exec(long);
@@ -139,21 +129,21 @@ run('the held sandbox prepares the next command', () => {
     expect(result.exitCode).toBe(0);
     expect(preparedCounts.used).toBe(used);
     // Just under the limit, quotes and all.
-    await prepared(fx.ws);
+    await prepared(current.fx.ws);
     const near = `echo "${"'".repeat(3000)}" | wc -c`;
     expect((await exec(near)).output.trim()).toBe('3001');
     expect(preparedCounts.used).toBe(used + 1);
   });
 
   test('its output, exit code, timeout and teardown are those of a command started as usual', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
-    await prepared(fx.ws);
+    await prepared(current.fx.ws);
     const used = preparedCounts.used;
     const ended = await exec('echo out; echo err >&2; exit 7');
     expect(ended.output).toBe('out\nerr\n');
     expect(ended.exitCode).toBe(7);
-    await prepared(fx.ws);
+    await prepared(current.fx.ws);
     const timed = await exec('sleep 305.5 & sleep 306.5', 300);
     expect(preparedCounts.used).toBe(used + 2);
     expect(timed.timedOut).toBe(true);
@@ -168,30 +158,30 @@ run('the held sandbox prepares the next command', () => {
   });
 
   test('nothing of a prepared process outlives the run, not even a zombie', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
-    const pids = await prepared(fx.ws);
-    scope.close();
+    const pids = await prepared(current.fx.ws);
+    current.scope.close();
     expect(await gone(pids)).toEqual([]);
-    expect(preparedFor(fx.ws)).toEqual([]);
+    expect(preparedFor(current.fx.ws)).toEqual([]);
   });
 
   test('a command that fails the checks is not given the prepared process, which goes with its sandbox', async () => {
-    const exec = await runExecutor(fx, scope);
+    const exec = await runExecutor(current.fx, current.scope);
     await untilHeld(exec);
-    const pids = await prepared(fx.ws);
+    const pids = await prepared(current.fx.ws);
     const used = preparedCounts.used;
-    writeFileSync(join(fx.ws, '.env.saved'), 'SECRET=2\n');
-    renameSync(join(fx.ws, '.env.saved'), join(fx.ws, '.env'));
+    writeFileSync(join(current.fx.ws, '.env.saved'), 'SECRET=2\n');
+    renameSync(join(current.fx.ws, '.env.saved'), join(current.fx.ws, '.env'));
     const result = await exec('echo hijacked > .env; cat .env');
     expect(result.output).toContain('Read-only file system');
     expect(preparedCounts.used).toBe(used);
     expect(await gone(pids)).toEqual([]);
-    expect(readFileSync(join(fx.ws, '.env'), 'utf8')).toBe('SECRET=2\n');
+    expect(readFileSync(join(current.fx.ws, '.env'), 'utf8')).toBe('SECRET=2\n');
     // Planted in /dev by a command: the prepared process that follows it has the same /dev.
     await untilHeld(exec);
     await exec('echo x > /dev/shm/planted');
-    const after = await prepared(fx.ws);
+    const after = await prepared(current.fx.ws);
     const usedAfter = preparedCounts.used;
     expect((await exec('ls /dev/shm; echo end')).output).toBe('end\n');
     expect(preparedCounts.used).toBe(usedAfter);

@@ -3,24 +3,14 @@
 // an old plan was reused. Each test lets the plan settle (its stamp is kept only once the root's
 // times are safely in the past), changes the workspace on the host as a user would, and checks the
 // very next command.
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
+import { describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { PlaceholderScope } from '../../src/sandbox/index.ts';
-import { bashExecutor, canRun, fixture, type Fixture } from './harness.ts';
+import { bashExecutor, canRun, useFixtureScope } from './harness.ts';
 
-let fx: Fixture;
-let scope: PlaceholderScope;
-beforeEach(() => {
-  fx = fixture();
-  scope = new PlaceholderScope();
-});
-afterEach(() => {
-  scope.close();
-  fx.cleanup();
-});
+const current = useFixtureScope();
 
-const runExecutor = () => bashExecutor(fx, scope);
+const runExecutor = () => bashExecutor(current.fx, current.scope);
 
 /** Commands until the plan is kept: the root's times must be older than the racy window. */
 async function settle(run: (command: string) => Promise<unknown>) {
@@ -34,27 +24,27 @@ describe.skipIf(!canRun || process.platform !== 'linux')('the protected plan of 
   test('a protected name the user creates between two commands is read-only in the next one', async () => {
     const run = await runExecutor();
     await settle(run);
-    writeFileSync(join(fx.ws, '.env.preview'), 'KEY=1\n');
+    writeFileSync(join(current.fx.ws, '.env.preview'), 'KEY=1\n');
     const result = await run('echo changed > .env.preview; rm -f .env.preview; cat .env.preview');
     expect(result.output).toContain('KEY=1');
-    expect(readFileSync(join(fx.ws, '.env.preview'), 'utf8')).toBe('KEY=1\n');
+    expect(readFileSync(join(current.fx.ws, '.env.preview'), 'utf8')).toBe('KEY=1\n');
   });
 
   test('a .git that stops being a repository (an empty .git/HEAD) gets HEAD masked in the next command', async () => {
     const run = await runExecutor();
     await settle(run);
     // .git/HEAD is written in place: the workspace root itself does not change.
-    writeFileSync(join(fx.ws, '.git', 'HEAD'), '');
+    writeFileSync(join(current.fx.ws, '.git', 'HEAD'), '');
     await run('echo "ref: refs/heads/x" > HEAD');
-    expect(existsSync(join(fx.ws, 'HEAD')) ? readFileSync(join(fx.ws, 'HEAD'), 'utf8') : '').toBe('');
+    expect(existsSync(join(current.fx.ws, 'HEAD')) ? readFileSync(join(current.fx.ws, 'HEAD'), 'utf8') : '').toBe('');
   });
 
   test('a protected path the user removes and makes again as a symbolic link is refused, as it would be fresh', async () => {
     const run = await runExecutor();
     await settle(run);
-    rmSync(join(fx.ws, '.env'));
+    rmSync(join(current.fx.ws, '.env'));
     const { symlinkSync } = await import('node:fs');
-    symlinkSync(fx.outside, join(fx.ws, '.env'));
+    symlinkSync(current.fx.outside, join(current.fx.ws, '.env'));
     const result = await run('true');
     expect(result.exitCode).toBeNull();
     expect(result.output).toContain('protected path ".env" is a symbolic link');
