@@ -3,18 +3,23 @@
 // buffer (EAGAIN) queues the rest and retries shortly.
 //
 // Both directions are flow-controlled, so what conch holds for a command stays bounded whatever the
-// command does: uploads to hosts that read slowly (or not at all) stop the reading of frames once
-// the proxy's connections together hold HIGH_WATER, until they take it, and a relay that does not read (stopped, busy) pauses the
-// proxy's connections until the queue drains; the relay, which caps what it buffers, then stops
-// reading its clients. Frames share one channel, so a stalled connection holds up the others' uploads
-// while it stalls.
+// command does. Uploads are windowed per connection: the relay sends at most WINDOW bytes of one
+// connection that its proxy connection has not taken, and a CREDIT frame gives them back as it takes
+// them. So a host that reads slowly (or not at all) stalls only its own connection, in the sandbox,
+// and the other connections' opens and uploads go on (with a channel-wide stop instead, one stalled
+// upload held up every connection of the command, and the opens of new ones). A relay that does not
+// read (stopped, busy) pauses the proxy's connections until the queue drains; the relay, which caps
+// what it buffers, then stops reading its clients.
 import { closeSync, writeSync } from 'node:fs';
 import type net from 'node:net';
+import { WINDOW } from './relay.ts';
 
 const OPEN = 1;
 const DATA = 2;
 const CLOSE = 3;
-/** Bytes held for one side before the other is made to wait. */
+/** conch to relay: payload u32, bytes of that connection the proxy's side has taken. */
+const CREDIT = 4;
+/** Bytes queued for the relay before the proxy's connections are paused. */
 const HIGH_WATER = 4 * 1024 * 1024;
 /**
  * The relay sends at most 64 KiB in a frame. The channel is the command's to write as well (it can
@@ -25,6 +30,7 @@ const HIGH_WATER = 4 * 1024 * 1024;
 const MAX_FRAME = 256 * 1024;
 /** Connections open at once on one channel: each costs conch two descriptors. */
 const MAX_CONNECTIONS = 512;
+// So uploads conch holds are at most WINDOW for each connection, 32 MiB for all 512 together.
 
 export interface Channel {
   close(): void;
@@ -34,9 +40,8 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
   const conns = new Map<number, net.Socket>();
   const queue: Buffer[] = [];
   let queued = 0;
-  /** Bytes written to the proxy's connections that they have not taken yet, all connections together. */
-  let held = 0;
-  let wake: (() => void) | null = null;
+  /** Per connection: upload bytes written to its proxy connection that it has not taken yet. */
+  const held = new Map<number, number>();
   let paused = false;
   let closed = false;
   let retry: ReturnType<typeof setTimeout> | null = null;
@@ -64,8 +69,13 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
       for (const s of conns.values()) s.resume();
     }
   };
-  const send = (type: number, id: number, data?: Buffer) => {
+  const send = (type: number, id: number, data?: Buffer | number) => {
     if (closed) return;
+    if (typeof data === 'number') {
+      const credit = Buffer.alloc(4);
+      credit.writeUInt32BE(data, 0);
+      data = credit;
+    }
     const header = Buffer.alloc(9);
     header.writeUInt8(type, 0);
     header.writeUInt32BE(id, 1);
@@ -91,12 +101,14 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
     if (conns.size >= MAX_CONNECTIONS) return send(CLOSE, id);
     const sock = connect();
     conns.set(id, sock);
+    held.set(id, 0);
     if (paused) sock.pause();
     sock.on('data', (d: Buffer) => send(DATA, id, d));
     sock.on('error', () => sock.destroy());
     sock.on('close', () => {
       if (conns.get(id) === sock) {
         conns.delete(id);
+        held.delete(id);
         send(CLOSE, id);
       }
     });
@@ -120,15 +132,16 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
             const sock = conns.get(id);
             if (sock) {
               const n = data.length;
-              held += n;
+              const now = held.get(id)! + n;
+              // The relay never sends past its window; a command writing the channel itself may.
+              if (now > WINDOW) throw new Error('past the window');
+              held.set(id, now);
               // Called once the proxy's side took it, or with an error when the connection went.
               sock.write(data, () => {
-                held -= n;
-                if (wake && held < HIGH_WATER) wake();
+                if (conns.get(id) !== sock) return;
+                held.set(id, held.get(id)! - n);
+                send(CREDIT, id, n);
               });
-              // Read no further frames until the proxy's connections have taken this much: all of
-              // them together, since a command opens hundreds (each held 4 MiB: 2 GiB for 512).
-              if (held >= HIGH_WATER) await new Promise<void>((resolve) => (wake = () => ((wake = null), resolve())));
             }
           } else if (type === CLOSE) conns.get(id)?.end();
         }

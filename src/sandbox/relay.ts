@@ -1,7 +1,9 @@
 // The relay inside a sandbox with the network allowlist. The command has its own network namespace
 // (loopback only), so its only way out is this relay: it listens on 127.0.0.1:RELAY_PORT (where
 // HTTP_PROXY points) and carries each accepted connection over one inherited channel to the proxy
-// on the host (channel.ts frames: type u8, id u32, length u32, payload; 1 open, 2 data, 3 close).
+// on the host (channel.ts frames: type u8, id u32, length u32, payload; 1 open, 2 data, 3 close, and
+// from conch 4 credit: a u32 of that connection's upload the proxy has taken, which the relay may send
+// again; it sends at most WINDOW bytes of one connection ahead of its credit).
 //
 // Why an inherited channel and not the proxy's Unix socket bound in: conch's seccomp filter refuses
 // socket(AF_UNIX) inside the sandbox, on purpose (docker.sock, agents, buses). An exception for one
@@ -24,6 +26,8 @@
 // the command's output to its end, polled 5 ms (often more under load) in every command.
 export const RELAY_PORT = 3128;
 export const CHANNEL_FD = 4;
+/** Upload bytes of one connection the relay sends ahead of conch's credit for them. */
+export const WINDOW = 64 * 1024;
 
 /** What runs before the command: open the channel, listen, start the command, wait for a connection. */
 const RELAY_START = String.raw`
@@ -86,7 +90,7 @@ for (;;) {
   vec($r, fileno $ls, 1) = 1; vec($r, $chno, 1) = 1;
   vec($w, $chno, 1) = 1 if length $out;
   for my $x (values %c) {
-    vec($r, fileno $x->{s}, 1) = 1 unless $x->{eof} || length($out) > 4194304;
+    vec($r, fileno $x->{s}, 1) = 1 unless $x->{eof} || $x->{win} <= 0 || length($out) > 4194304;
     vec($w, fileno $x->{s}, 1) = 1 if length $x->{out};
   }
   my $n = select(my $ro = $r, my $wo = $w, undef, $tick);
@@ -96,7 +100,7 @@ for (;;) {
   next if $n <= 0;
   if (vec($ro, fileno $ls, 1) && accept(my $s, $ls)) {
     my $flags = fcntl($s, $F_GETFL, 0); fcntl($s, $F_SETFL, $flags | $O_NONBLOCK);
-    my $id = ++$next; $c{$id} = { s => $s, out => '', eof => 0 }; put(1, $id);
+    my $id = ++$next; $c{$id} = { s => $s, out => '', eof => 0, win => ${WINDOW} }; put(1, $id);
   }
   if (vec($ro, $chno, 1)) {
     my $k = sysread($ch, my $buf, 262144);
@@ -108,7 +112,7 @@ for (;;) {
       last if length $in < 9 + $len;
       my $d = substr($in, 9, $len); substr($in, 0, 9 + $len) = '';
       my $x = $c{$id} or next;
-      if ($t == 2) { $x->{out} .= $d; } elsif ($t == 3) { $x->{closing} = 1; }
+      if ($t == 2) { $x->{out} .= $d; } elsif ($t == 3) { $x->{closing} = 1; } elsif ($t == 4) { $x->{win} += unpack('N', $d); }
     }
   }
   if (length $out && vec($wo, $chno, 1)) { my $k = syswrite($ch, $out); substr($out, 0, $k) = '' if $k; }
@@ -120,8 +124,8 @@ for (;;) {
     }
     if ($x->{closing} && !length $x->{out}) { drop($id); next; }
     if (!$x->{eof} && vec($ro, $fn, 1)) {
-      my $k = sysread($x->{s}, my $buf, 65536);
-      if ($k) { put(2, $id, $buf); } elsif (defined $k || $! != 11) { $x->{eof} = 1; put(3, $id); }
+      my $k = sysread($x->{s}, my $buf, $x->{win} < 65536 ? $x->{win} : 65536);
+      if ($k) { put(2, $id, $buf); $x->{win} -= $k; } elsif (defined $k || $! != 11) { $x->{eof} = 1; put(3, $id); }
     }
   }
 }

@@ -1,15 +1,17 @@
 // The allowlist channel holds a bounded amount for a command, whatever the command does (channel.ts):
 // an upload to a host that stops reading used to pile up in conch's memory (600 MiB in 8 s here), and
 // then 4 MiB per connection (36 MiB for 24 curl uploads, 2 GiB for the 512 a command may open),
-// and so did a download while the command kept its relay from reading (SIGSTOP). Real bwrap, the
-// perl relay, the proxy, and a TCP server on the host's loopback; nothing is lost once reading
-// resumes.
+// and so did a download while the command kept its relay from reading (SIGSTOP). A channel-wide
+// stop bounded it, but then one stalled upload held up every other connection of the command, even
+// their opens; uploads are now windowed per connection. Real bwrap, the perl relay, the proxy, and a
+// TCP server on the host's loopback; nothing is lost once reading resumes.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { existsSync, mkdtempSync } from 'node:fs';
 import net from 'node:net';
 import { join } from 'node:path';
 import { parseAllowList } from '../../src/sandbox/net-rules.ts';
 import { startProxy, type NetworkProxy } from '../../src/sandbox/proxy.ts';
+import { WINDOW } from '../../src/sandbox/relay.ts';
 import { allowlistExecutor, canRun, fixture, PYTHON, type Fixture } from './harness.ts';
 
 const MiB = 1024 * 1024;
@@ -105,7 +107,31 @@ describe.skipIf(!canRun)('the allowlist channel under a stalled peer', () => {
     }
     for (const socket of stalled) socket.destroy();
     expect((await running).output).toContain('done');
-    expect(most).toBeLessThan(16 * MiB);
+    expect(most).toBeLessThanOrEqual(count * WINDOW);
+  }, 60_000);
+
+  test('a stalled upload holds up only its own connection: another one opens and gets its answer meanwhile', async () => {
+    let first: net.Socket | null = null;
+    onConnection = (socket) => {
+      if (!first) {
+        first = socket;
+        socket.pause();
+        return;
+      }
+      socket.once('data', () => socket.end('HTTP/1.1 200 OK\r\nContent-Length: 3\r\nConnection: close\r\n\r\nok\n'));
+    };
+    const running = exec(
+      `head -c ${6 * MiB} /dev/zero > /tmp/body; ${CURL} --data-binary @/tmp/body http://127.0.0.1:${port}/ >/dev/null 2>&1 & ` +
+        `while [ ! -e go ]; do sleep 0.05; done; ${CURL} --max-time 10 http://127.0.0.1:${port}/second; echo " rc=$?"; kill %1`,
+    );
+    await until(() => first !== null);
+    // Long enough for the stalled upload to push all it may (the whole 6 MiB, before the window).
+    await Bun.sleep(1000);
+    const most = toProxy.reduce((sum, socket) => sum + socket.writableLength, 0);
+    await Bun.write(join(fx.ws, 'go'), '');
+    const result = await running;
+    expect(result.output).toContain('ok\n rc=0');
+    expect(most).toBeLessThanOrEqual(WINDOW);
   }, 60_000);
 
   test("a download while the command keeps its relay from reading waits on the host's server, not in conch", async () => {
@@ -161,6 +187,19 @@ try:
     for i in range(256):
         ch.sendall(bytes(65536))
     print("conch took 16 MiB of one frame")
+except OSError:
+    print("channel closed")
+`));
+    expect(result.output).toContain('channel closed');
+  }, 60_000);
+
+  test("upload frames past a connection's window end the channel instead of being buffered", async () => {
+    const result = await exec(STEAL(`
+ch.sendall(struct.pack(">BII", 1, 1, 0))
+try:
+    for i in range(256):
+        ch.sendall(struct.pack(">BII", 2, 1, 65536) + bytes(65536))
+    print("conch took 16 MiB of one connection")
 except OSError:
     print("channel closed")
 `));
