@@ -59,7 +59,10 @@ export class SessionStore {
     const here = hits.length > 1 && cwd !== undefined ? hits.filter((h) => headerCwd(h.path) === cwd) : [];
     if (here.length === 1) return here[0]!;
     if (hits.length > 1) {
-      throw new SessionError(`'${idOrPrefix}' matches ${hits.length} sessions (${hits.slice(0, 5).map((h) => h.id).join(', ')}); give more of the id.`);
+      const listed = hits.slice(0, 5).map((h) => h.id).join(', ');
+      // Saying "matches 7" while naming 5 reads as a miscount unless the rest are owned up to.
+      const rest = hits.length > 5 ? ` and ${hits.length - 5} more` : '';
+      throw new SessionError(`'${idOrPrefix}' matches ${hits.length} sessions (${listed}${rest}); give more of the id.`);
     }
     return hits[0]!;
   }

@@ -265,6 +265,19 @@ describe('finding sessions', () => {
     expect(() => store.resolve('abcd')).toThrow("'abcd' matches 3 sessions");
   });
 
+  test('an ambiguous prefix says how many matches it does not list', () => {
+    for (let n = 1; n <= 7; n++) store.create('/work/a', [], null, `beef00000000000${n}`).close();
+    let message = '';
+    try {
+      store.resolve('beef');
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toContain("'beef' matches 7 sessions");
+    expect(message.match(/beef0{11}\d/g)?.length).toBe(5);
+    expect(message).toContain('and 2 more');
+  });
+
   test('latest() is the most recently active session of that workspace only', () => {
     const a1 = store.create('/work/a');
     const b = store.create('/work/b');
