@@ -106,13 +106,13 @@ test('no Bun at all says to run npm install', async () => {
 test("Bun starts with conch's JIT settings, and a setting of the user's own wins", async () => {
   const root = await tree('jit', 'linked');
   const bun = join(root, 'node_modules', 'bun', 'bin', 'bun.exe');
-  await executable(bun, '#!/bin/sh\necho "$BUN_JSC_useFTLJIT $BUN_JSC_thresholdForJITAfterWarmUp $BUN_JSC_thresholdForJITSoon"\n');
+  await executable(bun, '#!/bin/sh\necho "$BUN_JSC_useDFGJIT $BUN_JSC_useFTLJIT $BUN_JSC_thresholdForJITAfterWarmUp $BUN_JSC_thresholdForJITSoon"\n');
   const start = async (env: Record<string, string>) => {
     const proc = Bun.spawn([join(root, 'bin', 'conch'), '--version'], { cwd: root, env: { PATH: tools, ...env }, stdin: 'ignore', stdout: 'pipe', stderr: 'pipe' });
     const [stdout, code] = await Promise.all([new Response(proc.stdout).text(), proc.exited]);
     expect(code).toBe(0);
     return stdout;
   };
-  expect(await start({})).toBe('0 20000 400\n');
-  expect(await start({ BUN_JSC_useFTLJIT: '1', BUN_JSC_thresholdForJITSoon: '100' })).toBe('1 20000 100\n');
+  expect(await start({})).toBe('0 0 20000 400\n');
+  expect(await start({ BUN_JSC_useDFGJIT: '1', BUN_JSC_useFTLJIT: '1', BUN_JSC_thresholdForJITSoon: '100' })).toBe('1 1 20000 100\n');
 });
