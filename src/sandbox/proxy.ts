@@ -9,6 +9,10 @@
 // what stops DNS rebinding of an allowed name onto this machine — unless the rule names that address
 // literally. Conch connects to the
 // checked address itself, so no second lookup can differ.
+//
+// Only the phases before a tunnel is up are bounded in time (the head, then the lookup and connect
+// together); an established tunnel may idle as long as it likes (a long download, a websocket).
+// Every reply ends the connection whole: a half-open one would stay until the client closed it.
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { rmSync } from 'node:fs';
 import net from 'node:net';
@@ -40,15 +44,33 @@ export interface NetworkProxy {
 }
 
 const MAX_HEAD = 64 * 1024;
+
+export interface ProxyTimeouts {
+  /**
+   * From accepting a connection to its complete request head. Clients are programs with the whole
+   * head ready, so this is generous; it only bounds what a stalled or slow-dripping one holds
+   * (a socket and up to MAX_HEAD), since a command can open them as fast as it likes.
+   */
+  headMs: number;
+  /**
+   * From the complete head to the upstream connection, the lookup included: 30 s covers the
+   * resolver's own retries (glibc: 5 s per attempt, 2 attempts) and a slow handshake, like curl's
+   * and squid's connect timeouts, without holding a client on a host that never answers.
+   */
+  connectMs: number;
+}
+
+const DEFAULT_TIMEOUTS: ProxyTimeouts = { headMs: 30_000, connectMs: 30_000 };
 /** Refusals kept for notes (the latest); older ones are only counted. */
 const MAX_KEPT = 256;
 /** Distinct refusal messages in one command's notes. */
 const MAX_NOTES = 20;
 const defaultLookup: Lookup = async (host) => (await dnsLookup(host, { all: true, verbatim: true })).map((a) => a.address);
 
-export async function startProxy(options: { allow: AllowRule[]; dir: string; lookup?: Lookup; source: string }): Promise<NetworkProxy> {
+export async function startProxy(options: { allow: AllowRule[]; dir: string; lookup?: Lookup; source: string; timeouts?: Partial<ProxyTimeouts> }): Promise<NetworkProxy> {
   const socketPath = join(options.dir, `net-proxy-${process.pid}.sock`);
   const lookup = options.lookup ?? defaultLookup;
+  const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
   const kept: Denial[] = [];
   let refused = 0;
   const deny = (d: Denial) => {
@@ -61,7 +83,7 @@ export async function startProxy(options: { allow: AllowRule[]; dir: string; loo
     open.add(client);
     client.on('close', () => open.delete(client));
     client.on('error', () => client.destroy());
-    handle(client, { allow: options.allow, lookup, source: options.source, deny, open });
+    handle(client, { allow: options.allow, lookup, source: options.source, deny, open, timeouts });
   });
   rmSync(socketPath, { force: true });
   await new Promise<void>((resolve, reject) => {
@@ -83,7 +105,11 @@ export async function startProxy(options: { allow: AllowRule[]; dir: string; loo
       const more = count - covered;
       return more > 0 ? [...shown, `network: and ${more} more connection${more === 1 ? '' : 's'} refused by the network allowlist (${options.source}).`] : [...shown];
     },
-    connect: () => net.connect({ path: socketPath, allowHalfOpen: true }),
+    // Not half-open: the proxy's end of a connection (a reply, the upstream's end of a tunnel) must
+    // reach the relay as the connection's close, and a half-open socket is never told that the
+    // proxy closed it whole (no 'close' until a write fails), so the sandboxed client never saw
+    // its end. A tunnel whose server ends is then ended, as squid does.
+    connect: () => net.connect({ path: socketPath }),
     close: async () => {
       for (const s of open) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -98,6 +124,7 @@ interface Context {
   source: string;
   deny(d: Denial): void;
   open: Set<net.Socket>;
+  timeouts: ProxyTimeouts;
 }
 
 function reply(client: net.Socket, status: string, text: string, rule?: string): void {
@@ -105,26 +132,55 @@ function reply(client: net.Socket, status: string, text: string, rule?: string):
   client.end(
     `HTTP/1.1 ${status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n` +
       `${rule ? `X-Conch-Rule: ${rule}\r\n` : ''}\r\n${body}`,
+    // Once written, closed whole: a client keeping its own side open must not hold the socket.
+    () => client.destroy(),
   );
+}
+
+const seconds = (ms: number) => `${ms / 1000} s`;
+
+/** Whether the client has had its answer (or is gone): nothing more is to be sent on it. */
+const answered = (client: net.Socket) => client.writableEnded || client.destroyed;
+
+/** Runs `expire` after `ms` unless cleared first or the client is answered or closed; returns the clear. */
+function deadline(client: net.Socket, ms: number, expire: () => void): () => void {
+  const timer = setTimeout(() => answered(client) || expire(), ms);
+  const clear = () => clearTimeout(timer);
+  client.once('close', clear);
+  return clear;
 }
 
 function handle(client: net.Socket, ctx: Context): void {
   let head = Buffer.alloc(0);
+  const done = () => {
+    client.off('data', onData);
+    client.off('end', onEnd);
+    clear();
+  };
   const onData = (chunk: Buffer) => {
     head = Buffer.concat([head, chunk]);
     const end = head.indexOf('\r\n\r\n');
-    if (end === -1) {
-      if (head.length > MAX_HEAD) {
-        client.off('data', onData);
-        reply(client, '431 Request Header Fields Too Large', 'conch proxy: request head too large');
-      }
+    // The limit holds wherever the head ends: a chunk may carry past it and the end together.
+    if (end === -1 ? head.length > MAX_HEAD : end > MAX_HEAD) {
+      done();
+      reply(client, '431 Request Header Fields Too Large', `conch proxy: request head larger than ${MAX_HEAD} bytes`);
       return;
     }
-    client.off('data', onData);
+    if (end === -1) return;
+    done();
     client.pause();
     void route(client, head.subarray(0, end).toString('latin1'), head.subarray(end + 4), ctx);
   };
+  const onEnd = () => {
+    done();
+    reply(client, '400 Bad Request', 'conch proxy: the request head ended incomplete (no blank line after it)');
+  };
+  const clear = deadline(client, ctx.timeouts.headMs, () => {
+    done();
+    reply(client, '408 Request Timeout', `conch proxy: no complete request head within ${seconds(ctx.timeouts.headMs)}`);
+  });
   client.on('data', onData);
+  client.on('end', onEnd);
 }
 
 function authority(text: string, defaultPort: number): { host: string; port: number } | null {
@@ -162,13 +218,20 @@ async function route(client: net.Socket, head: string, rest: Buffer, ctx: Contex
     );
     return;
   }
+  // One deadline for the lookup and the connect; a lookup cannot be cancelled, so a late answer is dropped.
+  let upstream: net.Socket | null = null;
+  const clear = deadline(client, ctx.timeouts.connectMs, () => {
+    upstream?.destroy();
+    reply(client, '504 Gateway Timeout', `conch proxy: ${shown} did not ${upstream ? 'accept the connection' : 'resolve'} within ${seconds(ctx.timeouts.connectMs)}`);
+  });
   let addresses: string[];
   try {
     addresses = net.isIP(where.host) ? [where.host] : await ctx.lookup(where.host);
   } catch (error) {
-    reply(client, '502 Bad Gateway', `conch proxy: cannot resolve ${where.host}: ${(error as Error).message}`);
+    if (!answered(client)) reply(client, '502 Bad Gateway', `conch proxy: cannot resolve ${where.host}: ${(error as Error).message}`);
     return;
   }
+  if (answered(client)) return;
   for (const address of addresses) {
     const why = restrictedAddress(address);
     if (why && !(rule.literal && rule.host === address)) {
@@ -184,29 +247,31 @@ async function route(client: net.Socket, head: string, rest: Buffer, ctx: Contex
     reply(client, '502 Bad Gateway', `conch proxy: ${where.host} has no address`);
     return;
   }
-  const upstream = net.connect({ host: addresses[0]!, port: where.port, allowHalfOpen: true });
-  ctx.open.add(upstream);
-  upstream.on('close', () => {
-    ctx.open.delete(upstream);
-    client.destroy();
-  });
-  client.on('close', () => upstream.destroy());
+  const socket = (upstream = net.connect({ host: addresses[0]!, port: where.port, allowHalfOpen: true }));
+  ctx.open.add(socket);
   let connected = false;
-  upstream.on('error', (error) => {
-    if (!connected) reply(client, '502 Bad Gateway', `conch proxy: cannot connect to ${shown}: ${error.message}`);
-    else client.destroy();
+  socket.on('close', () => {
+    ctx.open.delete(socket);
+    // Before the connect, the error or the deadline answers the client.
+    if (connected) client.destroy();
   });
-  upstream.on('connect', () => {
+  client.on('close', () => socket.destroy());
+  socket.on('error', (error) => {
+    if (connected) client.destroy();
+    else if (!answered(client)) reply(client, '502 Bad Gateway', `conch proxy: cannot connect to ${shown}: ${error.message}`);
+  });
+  socket.on('connect', () => {
     connected = true;
+    clear();
     if (method === 'CONNECT') client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     else {
       // Origin form upstream, one request per connection (so keep-alive cannot switch hosts).
       const kept = headers.filter((h) => !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(h));
-      upstream.write(`${method} ${path} ${version}\r\n${[...kept, 'Connection: close'].join('\r\n')}\r\n\r\n`);
+      socket.write(`${method} ${path} ${version}\r\n${[...kept, 'Connection: close'].join('\r\n')}\r\n\r\n`);
     }
-    if (rest.length) upstream.write(rest);
-    client.pipe(upstream);
-    upstream.pipe(client);
+    if (rest.length) socket.write(rest);
+    client.pipe(socket);
+    socket.pipe(client);
     client.resume();
   });
 }
