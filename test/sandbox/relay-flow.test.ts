@@ -194,8 +194,13 @@ except OSError:
   }, 60_000);
 
   test("upload frames past a connection's window end the channel instead of being buffered", async () => {
+    // A tunnel to a host that stops reading, so that the proxy keeps the connection (it closes one
+    // whose head is no request) and what conch is sent past the window has nowhere to go.
+    onConnection = (socket) => socket.pause();
     const result = await exec(STEAL(`
 ch.sendall(struct.pack(">BII", 1, 1, 0))
+head = b"CONNECT 127.0.0.1:${port} HTTP/1.1\\r\\n\\r\\n"
+ch.sendall(struct.pack(">BII", 2, 1, len(head)) + head)
 try:
     for i in range(256):
         ch.sendall(struct.pack(">BII", 2, 1, 65536) + bytes(65536))
