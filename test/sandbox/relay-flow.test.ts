@@ -232,4 +232,64 @@ print("closed", len(closed), min(closed) if closed else 0)
     expect(toProxy.length).toBe(512);
     expect(result.output).toMatch(/closed (8[89]|9\d|\d{3}) /);
   }, 60_000);
+
+  test('an upload frame of no bytes (the relay never sends one; conch would answer each with a CREDIT) ends the channel', async () => {
+    const result = await exec(STEAL(`
+ch.sendall(struct.pack(">BII", 1, 1, 0))
+try:
+    for i in range(256):
+        ch.sendall(struct.pack(">BII", 2, 1, 0) * 7281)
+    print("conch took 16 MiB of empty frames")
+except OSError:
+    print("channel closed")
+`));
+    expect(result.output).toContain('channel closed');
+  }, 60_000);
+});
+
+// Every frame conch reads may make a reply (an OPEN past the limit a CLOSE, an upload's DATA a
+// CREDIT). A command that writes frames and reads none of the replies (the relay reads the channel
+// only once the command first connects to it) had conch queue them all, its memory growing with
+// what the command sent: conch now reads no more frames until its replies drain. `frames` is Python
+// making `flood`, what the command sends (about 32 MiB); it prints how much of it conch took before
+// it stopped reading, and how much more once the command read the replies.
+const FLOOD = (frames: string) => STEAL(`
+${frames}
+flood = memoryview(flood)
+sent = 0
+def push(limit):
+    global sent
+    try:
+        while sent < limit:
+            sent += ch.send(flood[sent:min(limit, sent + (1 << 20))])
+    except socket.timeout:
+        pass
+ch.settimeout(5)
+push(len(flood))
+took = sent
+ch.settimeout(2)
+try:
+    while ch.recv(1 << 20):
+        pass
+except socket.timeout:
+    pass
+ch.settimeout(5)
+push(min(len(flood), took + (1 << 20)))
+print("took %d MiB of %d, then %d KiB more" % (took >> 20, len(flood) >> 20, (sent - took) >> 10))
+`);
+
+/** What conch took of the flood before it stopped (MiB), and after the command read its replies (KiB). */
+function taken(output: string): { before: number; after: number } {
+  expect(output).toMatch(/^took \d+ MiB of \d+, then \d+ KiB more\n$/);
+  const [, before, after] = /took (\d+) MiB of \d+, then (\d+) KiB more/.exec(output)!;
+  return { before: Number(before), after: Number(after) };
+}
+
+describe.skipIf(!canRun || !PYTHON)('a channel whose replies the command never reads', () => {
+  test('OPENs past the connection limit: conch stops taking them while their CLOSE replies wait', async () => {
+    const result = await exec(FLOOD('flood = b"".join(struct.pack(">BII", 1, i, 0) for i in range(1, 513)) + struct.pack(">BII", 1, 100000, 0) * ((32 << 20) // 9)'));
+    expect(taken(result.output)).toEqual({ before: expect.any(Number), after: 1024 });
+    expect(taken(result.output).before).toBeLessThan(16);
+    expect(result.exitCode).toBe(0);
+  }, 60_000);
 });
