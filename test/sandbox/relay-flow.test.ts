@@ -292,4 +292,22 @@ describe.skipIf(!canRun || !PYTHON)('a channel whose replies the command never r
     expect(taken(result.output).before).toBeLessThan(16);
     expect(result.exitCode).toBe(0);
   }, 60_000);
+
+  test("one-byte uploads within each connection's window: conch holds what they carry, not a write for each", async () => {
+    let received = 0;
+    onConnection = (socket) => socket.on('data', (chunk: Buffer) => (received += chunk.length));
+    const count = 48;
+    const before = process.memoryUsage().rss;
+    let most = before;
+    const sampler = setInterval(() => (most = Math.max(most, process.memoryUsage().rss)), 20);
+    const result = await exec(FLOOD(`
+head = b"CONNECT 127.0.0.1:${port} HTTP/1.1\\r\\n\\r\\n"
+flood = b"".join(struct.pack(">BII", 1, i, 0) + struct.pack(">BII", 2, i, len(head)) + head + struct.pack(">BIIc", 2, i, 1, b"x") * 65000 for i in range(1, ${count + 1}))`));
+    clearInterval(sampler);
+    taken(result.output);
+    expect(result.exitCode).toBe(0);
+    expect(received).toBe(count * 65000);
+    // 48 windows are 3 MiB; a write for each byte was 1.3 to 1.8 GiB.
+    expect(most - before).toBeLessThan(256 * MiB);
+  }, 60_000);
 });
