@@ -33,7 +33,8 @@ const HIGH_WATER = 4 * 1024 * 1024;
 const MAX_FRAME = 256 * 1024;
 /** Connections open at once on one channel: each costs conch two descriptors. */
 const MAX_CONNECTIONS = 512;
-// So uploads conch holds are at most WINDOW for each connection, 32 MiB for all 512 together.
+// So uploads conch holds are at most WINDOW for each connection, 32 MiB for all 512 together (and a
+// connection whose upload comes faster than its proxy connection takes it has a WINDOW buffer more).
 
 export interface Channel {
   close(): void;
@@ -129,9 +130,10 @@ export function attachChannel(fd: number, connect: () => net.Socket): Channel {
     });
   };
 
-  // One write at a time to a proxy connection: a command writing the channel itself may send its
-  // window a byte a frame, and 48 connections of one-byte writes waiting on a host that did not read
-  // took conch to 1.8 GiB of RSS; what comes meanwhile is copied into the connection's next write.
+  // One write at a time to a proxy connection; what comes meanwhile is copied into the next one. The
+  // window bounds bytes, not frames: a command writing the channel itself sent 48 connections'
+  // windows a byte a frame, a write each, which piled up in conch (a Unix socket takes a few hundred
+  // small writes at a time) to 1.8 GiB of RSS.
   const upload = (id: number, sock: net.Socket, up: Upload, data: Buffer) => {
     up.busy = true;
     // Called once the proxy's side took it, or with an error when the connection went.
