@@ -5,11 +5,13 @@
 // file created is removed: all the changes happen or none. Backups go once all succeeded.
 //
 // Not atomic against a crash between two renames (no file system offers that); a killed process
-// leaves the backups (named with TEMP_MARKER) beside their files.
+// leaves the backups (named with TEMP_MARKER) beside their files. Its staged files are removed at
+// exit, or by the next write in their folder when it was killed (temp-leftovers.ts).
 import { constants, type Stats } from 'node:fs';
 import { copyFile, link, lstat, open, rename, rmdir, unlink } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
-import { defaultMode, keepOwner, TEMP_MARKER, tempNameFor, writeAll } from './atomic.ts';
+import { defaultMode, keepOwner, openTemp, TEMP_MARKER, tempNameFor, writeAll } from './atomic.ts';
+import { sweepDeadTemps } from './temp-leftovers.ts';
 import { PinnedDir } from './pinned-dir.ts';
 import { revisionOf } from './revision.ts';
 import { randomHex } from '../core/random.ts';
@@ -49,6 +51,8 @@ interface Slot {
   dir: PinnedDir;
   name: string;
   temp: string | null;
+  /** Stops the at-exit removal of `temp`, once it is renamed or removed. */
+  tempDone: () => void;
   backup: string | null;
   /** What was done to the target: undone in reverse on a failure. */
   done: 'replaced' | 'created' | 'removed' | null;
@@ -72,8 +76,9 @@ export async function writeFilesAtomic(changes: FileChange[], options: AtomicSet
         current = change.path;
         dir = await PinnedDir.open(parent, { create: change.data !== null });
         dirs.set(parent, dir);
+        await sweepDeadTemps(dir);
       }
-      slots.push({ change, dir, name: basename(change.path), temp: null, backup: null, done: null });
+      slots.push({ change, dir, name: basename(change.path), temp: null, tempDone: () => {}, backup: null, done: null });
     }
     for (const slot of slots) {
       current = slot.change.path;
@@ -95,6 +100,7 @@ export async function writeFilesAtomic(changes: FileChange[], options: AtomicSet
   for (const slot of slots) {
     if (slot.backup) await unlink(slot.dir.entry(slot.backup)).catch(() => {});
     if (slot.temp) await unlink(slot.dir.entry(slot.temp)).catch(() => {});
+    slot.tempDone();
   }
   for (const dir of dirs.values()) {
     await dir.sync();
@@ -121,8 +127,9 @@ async function stage(slot: Slot): Promise<void> {
   if (slot.change.data === null) return;
   const existing = await currentStat(slot);
   const temp = tempNameFor(slot.name);
-  const fh = await open(slot.dir.entry(temp), 'wx', 0o600);
+  const { fh, done } = await openTemp(slot.dir, temp);
   slot.temp = temp;
+  slot.tempDone = done;
   try {
     await writeAll(fh, slot.change.data);
     if (existing?.isFile()) await keepOwner(fh, existing);
@@ -202,6 +209,7 @@ async function rollBack(slots: Slot[]): Promise<{ path: string; original: string
     }
     if (slot.backup) await unlink(slot.dir.entry(slot.backup)).catch(() => {});
     if (slot.temp) await unlink(slot.dir.entry(slot.temp)).catch(() => {});
+    slot.tempDone();
   }
   return unrestored;
 }

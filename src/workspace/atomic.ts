@@ -1,13 +1,18 @@
 // Atomic file replacement: the new content goes to a private temporary file in the target's
 // directory, is flushed, given the original's permissions, and only then renamed over the target.
-// Until that rename the original is untouched; on any failure the temporary file is removed.
+// Until that rename the original is untouched; on any failure the temporary file is removed, and
+// so it is when the process exits meanwhile (a second Ctrl-C); one a killed writer left is removed
+// by the next write in that folder (temp-leftovers.ts).
 // Every step goes through the pinned directory (see pinned-dir.ts), so a directory on the path
 // swapped for a symbolic link meanwhile cannot send the file, or the temporary file, elsewhere.
 import type { Stats } from 'node:fs';
 import { link, lstat, open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { PinnedDir } from './pinned-dir.ts';
+import { sweepDeadTemps, TEMP_MARKER } from './temp-leftovers.ts';
 import { randomHex } from '../core/random.ts';
+import { removeAtExit } from '../process/exit-cleanup.ts';
+import { selfTag } from '../process/identity.ts';
 
 export interface AtomicWriteOptions {
   /** Permission bits of the result. Default: the existing file's, else 0o666 minus the umask. */
@@ -26,16 +31,24 @@ export interface AtomicWriteOptions {
   beforeRename?: (tempPath: string) => void | Promise<void>;
 }
 
-/** Marker in temporary names, so a crash leftover is recognisable. */
-export const TEMP_MARKER = '.conch-tmp-';
+export { TEMP_MARKER };
 
 function errorCode(error: unknown): string | undefined {
   return (error as { code?: string } | null)?.code;
 }
 
+/** The writer's tag in the name tells a later write whether this file's writer is dead (temp-leftovers.ts). */
 export function tempNameFor(name: string): string {
-  // Stay well under NAME_MAX (255) whatever the target's name length.
-  return `.${name.slice(0, 180)}${TEMP_MARKER}${randomHex(6)}`;
+  const tag = selfTag();
+  // Stay under NAME_MAX (255) whatever the target's name length: 1 + 180 + 11 + at most 10+1+10+1+20+1 + 12.
+  return `.${name.slice(0, 180)}${TEMP_MARKER}${tag ? `${tag.ns}-${tag.pid}-${tag.start}-` : ''}${randomHex(6)}`;
+}
+
+/** Create the private temporary file `name` in `dir`, removed at exit unless `done` (returned) runs first. */
+export async function openTemp(dir: PinnedDir, name: string): Promise<{ fh: Awaited<ReturnType<typeof open>>; done: () => void }> {
+  // 'wx' + 0o600: a unique name nobody else can have opened, readable by us alone until complete.
+  const fh = await open(dir.entry(name), 'wx', 0o600);
+  return { fh, done: removeAtExit(dir.entry(name)) };
 }
 
 export function defaultMode(): number {
@@ -57,9 +70,10 @@ async function writeInto(dir: PinnedDir, name: string, data: Uint8Array, options
   // lstat: a symbolic link put here meanwhile is replaced, never followed, so its target's owner is not copied either.
   const existing = options.createOnly ? null : await lstat(target).catch((e) => (errorCode(e) === 'ENOENT' ? null : Promise.reject(e)));
   const mode = options.mode ?? (existing?.isFile() ? existing.mode & 0o7777 : defaultMode());
-  const temp = dir.entry(tempNameFor(name));
-  // 'wx' + 0o600: a unique name nobody else can have opened, readable by us alone until complete.
-  const fh = await open(temp, 'wx', 0o600);
+  await sweepDeadTemps(dir);
+  const tempName = tempNameFor(name);
+  const temp = dir.entry(tempName);
+  const { fh, done } = await openTemp(dir, tempName);
   let closed = false;
   try {
     await writeAll(fh, data);
@@ -74,9 +88,11 @@ async function writeInto(dir: PinnedDir, name: string, data: Uint8Array, options
   } catch (error) {
     if (!closed) await fh.close().catch(() => {});
     await unlink(temp).catch(() => {});
+    done();
     throw error;
   }
   if (options.createOnly) await unlink(temp).catch(() => {});
+  done();
   await dir.sync();
 }
 
