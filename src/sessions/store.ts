@@ -67,7 +67,11 @@ export class SessionStore {
     return hits[0]!;
   }
 
-  /** The most recently active session of this workspace, if any. */
+  /**
+   * The most recently active session of this workspace, if any. A newer file whose first line is
+   * whole but no session header (damaged) may be that session: -c refuses to guess past it. A file
+   * with no whole line yet (killed before its header was written) holds nothing and is passed over.
+   */
   latest(cwd: string): StoredFile | null {
     const hinted = this.latestIndex?.read(cwd);
     if (hinted) {
@@ -82,11 +86,20 @@ export class SessionStore {
       }
     }
     let found: StoredFile | null = null;
+    let damaged: StoredFile | null = null;
     for (const file of this.files()) {
-      if (headerCwd(file.path) === cwd) {
+      const header = headerCwd(file.path);
+      if (header === DAMAGED) damaged ??= file;
+      else if (header === cwd) {
         found = file;
         break;
       }
+    }
+    if (damaged) {
+      const before = found ? `\`conch --resume ${found.id}\` continues the one before it` : '`conch --resume ID` continues another (`conch sessions --all` lists them)';
+      throw new SessionError(
+        `the newest session file ${damaged.path} is damaged (its first line is not a session header), so -c cannot tell whether it is this workspace's latest session: ${before}; delete or move that file to make -c work again.`,
+      );
     }
     if (this.latestIndex) {
       if (found) this.latestIndex.write(cwd, found.id);
@@ -184,8 +197,14 @@ export type WriterSecrets = { name: string; value: string }[];
 // of a workspace in a store of 500 allocated, zero-filled and decoded 4 MB.
 const headerBuffer = Buffer.allocUnsafe(8192);
 
-/** The workspace in a file's header, reading only its first line (listing must stay cheap). */
-function headerCwd(path: string): string | null {
+/** What headerCwd says of a file whose first line is whole but no session header. */
+const DAMAGED = Symbol('damaged');
+
+/**
+ * The workspace in a file's header, reading only its first line (listing must stay cheap); null when
+ * there is no file or no whole first line (a header never written), DAMAGED when that line is no header.
+ */
+function headerCwd(path: string): string | null | typeof DAMAGED {
   let fd: number;
   try {
     fd = openSync(path, 'r');
@@ -195,11 +214,12 @@ function headerCwd(path: string): string | null {
   try {
     const n = readSync(fd, headerBuffer, 0, headerBuffer.length, 0);
     const nl = headerBuffer.subarray(0, n).indexOf(10);
-    if (nl === -1) return null;
+    // No newline in a full buffer: far longer than any header.
+    if (nl === -1) return n === headerBuffer.length ? DAMAGED : null;
     const header = JSON.parse(headerBuffer.toString('utf8', 0, nl)) as Partial<HeaderRecord>;
-    return header.t === 'session' && typeof header.cwd === 'string' ? header.cwd : null;
+    return header?.t === 'session' && typeof header.cwd === 'string' ? header.cwd : DAMAGED;
   } catch {
-    return null;
+    return DAMAGED;
   } finally {
     closeSync(fd);
   }

@@ -2,7 +2,7 @@
 // store keeps only session files, two conch runs at once leave an index that agrees with the store,
 // and a corrupt entry changes nothing but the cost.
 import { describe, expect, test } from 'bun:test';
-import { readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { planSession } from '../../src/sessions/open.ts';
 import { anthropicEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
@@ -54,5 +54,33 @@ describe('-c with the latest-session index', () => {
     expect(next.sessionId).toBe(second.sessionId);
     expect(JSON.stringify(harness.server.requests.at(-1)!.body.messages)).toContain('second task');
     expect(readdirSync(indexDir())).toEqual([entry!]);
+  });
+
+  test('a damaged latest session (its header line unreadable) stops -c with a message naming the file and the way on; nothing is sent', async () => {
+    harness.server.script(() => ({ text: 'answer' }));
+    const first = await run(['first task']);
+    const second = await run(['second task']);
+    const file = join(storeDir(), `${second.sessionId}.jsonl`);
+    const lines = readFileSync(file, 'utf8').split('\n');
+    writeFileSync(file, ['{"t":"sess\u0000garbage', ...lines.slice(1)].join('\n'));
+    const requests = harness.server.requests.length;
+    for (const index of [true, false]) {
+      if (!index) rmSync(indexDir(), { recursive: true, force: true });
+      const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '-c', 'third task'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+      expect(r.code).toBe(2);
+      expect(r.stderr).toContain(file);
+      expect(r.stderr).toContain('damaged');
+      expect(r.stderr).toContain(`conch --resume ${first.sessionId}`);
+      expect(r.stderr).not.toMatch(/\n\s+at |Error:/);
+    }
+    expect(harness.server.requests.length).toBe(requests);
+  });
+
+  test('a latest session killed before its header was written (an empty file) holds nothing: -c continues the one before it', async () => {
+    harness.server.script(() => ({ text: 'answer' }));
+    const first = await run(['first task']);
+    writeFileSync(join(storeDir(), 'fedcba9876543210.jsonl'), '');
+    const next = await run(['-c', 'second task']);
+    expect(next.sessionId).toBe(first.sessionId);
   });
 });
