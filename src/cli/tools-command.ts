@@ -3,6 +3,7 @@ import { EXIT_CODES } from '../agent/outcome.ts';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { displayPath } from '../core/display-path.ts';
+import { configWriteFailure } from '../core/errors.ts';
 import type { PluginReport } from '../plugins/load.ts';
 import { userToolsDir } from '../plugins/discover.ts';
 import { trustWorkspace } from '../plugins/trust.ts';
@@ -90,7 +91,7 @@ export async function toolsNew(name: string, configDir: string, io: CommandIO = 
     await writeFile(file, starterPlugin(name), { flag: 'wx' });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    io.err(code === 'EEXIST' ? `conch: ${file} already exists; pick another name or edit that file\n` : `conch: cannot write ${file}: ${(error as Error).message}\n`);
+    io.err(code === 'EEXIST' ? `conch: ${file} already exists; pick another name or edit that file\n` : `conch: ${configWriteFailure(file, error)}\n`);
     return EXIT_CODES.setup_error;
   }
   const lines = [`created ${file}`];
@@ -108,8 +109,9 @@ export async function toolsNew(name: string, configDir: string, io: CommandIO = 
 export async function trustCommand(configDir: string, cwd: string, io: CommandIO = defaultIO): Promise<number> {
   const result = await trustWorkspace(configDir, cwd);
   if (!result.ok) {
+    // Like every setup problem (an unwritable config folder, a damaged trust file): exit 2.
     io.err(`conch: ${result.message}\n`);
-    return 1;
+    return EXIT_CODES.setup_error;
   }
   const lines = [`trusted ${result.workspace}`, '  project skills (.agents/skills) load here'];
   if (result.files.length === 0) lines.push('  .conch/tools is empty or absent; plugins added later need `conch trust` again');

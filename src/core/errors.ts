@@ -43,11 +43,16 @@ export function thrownText(value: unknown): string {
   }
 }
 
-/** Why a directory could not be made, in words (mkdir's errno), for a message that then names the fix. */
+/** Why a directory could not be made or a file written, in words (the errno), for a message that then names the fix. */
 export function mkdirFailure(error: unknown): string {
   const code = (error as NodeJS.ErrnoException | null)?.code;
   if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
   if (code === 'EROFS') return 'a read-only file system';
   if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file is in the way';
   return thrownText(error);
+}
+
+/** A file of conch's own in its config folder (trusted.json, a starter plugin) that cannot be written: the path, why, the fix. */
+export function configWriteFailure(path: string, error: unknown): string {
+  return `cannot write ${path} (${mkdirFailure(error)}): make the folder writable, or set XDG_CONFIG_HOME to a directory you can write`;
 }

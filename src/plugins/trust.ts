@@ -3,7 +3,8 @@
 // The project's .mcp.json and .conch/config.json (its model and providers) are pinned the same way,
 // each to its bytes as trusted: a pull, or anything that can write the workspace, must not change
 // which programs start or which server drives the tools without a new `conch trust`.
-import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, realpath, rename, unlink, writeFile } from 'node:fs/promises';
+import { configWriteFailure, mkdirFailure } from '../core/errors.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 import { join } from 'node:path';
 import { projectToolsDir } from './discover.ts';
@@ -58,8 +59,10 @@ async function readTrustFile(configDir: string): Promise<{ ok: true; data: Trust
   try {
     text = await readFile(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return { ok: true, data: { version: 1, workspaces: {} } };
-    return { ok: false, message: `cannot read ${file}: ${(error as Error).message}` };
+    // ENOTDIR: a file where the config folder should be, so no trust file either (a write says why).
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { ok: true, data: { version: 1, workspaces: {} } };
+    return { ok: false, message: `cannot read ${file} (${mkdirFailure(error)}): make it readable, or set XDG_CONFIG_HOME to a directory of yours` };
   }
   try {
     const data = JSON.parse(text) as TrustFile;
@@ -208,15 +211,16 @@ export async function trustWorkspace(configDir: string, cwd: string): Promise<Tr
   const config = await readProjectConfig(workspace);
   const mcpFiles = await mcpServerFiles(mcp, workspace, process.env.PATH);
   file.data.workspaces[workspace] = { hash, mcp: contentHash(mcp), mcpFiles, config: contentHash(config), trustedAt: new Date().toISOString() };
+  // Write then rename: a crash mid-write must not leave a truncated trust file behind.
+  const target = trustFilePath(configDir);
+  const temp = `${target}.${process.pid}.tmp`;
   try {
     await mkdir(configDir, { recursive: true, mode: 0o700 });
-    // Write then rename: a crash mid-write must not leave a truncated trust file behind.
-    const target = trustFilePath(configDir);
-    const temp = `${target}.${process.pid}.tmp`;
     await writeFile(temp, `${JSON.stringify(file.data, null, 2)}\n`, { mode: 0o600 });
     await rename(temp, target);
   } catch (error) {
-    return { ok: false, message: `cannot write ${trustFilePath(configDir)}: ${(error as Error).message}` };
+    await unlink(temp).catch(() => {});
+    return { ok: false, message: configWriteFailure(target, error) };
   }
   return { ok: true, workspace, hash, files, mcp: mcp !== null };
 }
