@@ -72,16 +72,27 @@ function installExitHook(): void {
     unlockAll();
     const all = [...entries.values()];
     entries.clear();
-    dirty = true;
-    locked(() => finish(all));
+    dirty ||= all.length > 0;
+    // Nothing to let go of: no wait for a lock someone else holds on the way out.
+    if (dirty || deferred.length > 0) locked(() => finish(all), () => {});
   });
 }
 
-/** Run under the user lock; where there is none (see user-lock.ts), as this process alone. */
-function locked<T>(work: () => T): T {
+/**
+ * Run under the user lock; where there is none (see user-lock.ts), as this process alone. When
+ * another process holds it too long, `busy` decides: bookkeeping done without the lock could remove
+ * a placeholder another run binds, so taking one refuses the command and letting go leaves them in
+ * this process's record for a later call (or, once it has ended, the next run) to remove.
+ */
+function locked<T>(work: () => T, busy: (reason: string) => T): T {
   const result = withUserLock(work);
-  return result.locked ? result.value : work();
+  if (result.locked) return result.value;
+  return result.busy ? busy(result.reason) : work();
 }
+
+const refuse = (reason: string): never => {
+  throw new ProtectedPathError(`conch could not prepare the sandbox's protected paths: ${reason}.`);
+};
 
 function identityOf(path: string, kind: PathKind, info: Stats): PlaceholderRecord {
   return { path, kind, dev: info.dev, ino: info.ino, mode: info.mode & 0o7777, birth: info.birthtimeMs };
@@ -198,7 +209,7 @@ export class PlaceholderScope {
     installExitHook();
     const todo = targets.filter((target) => !this.covers(target));
     if (todo.length === 0 && this.recovered) return targets;
-    const skipped = locked(() => this.acquire(todo));
+    const skipped = locked(() => this.acquire(todo), refuse);
     return skipped.size === 0 ? targets : targets.filter((target) => !skipped.has(target.path));
   }
 
@@ -308,7 +319,12 @@ export class PlaceholderScope {
       gone.push(entry);
     }
     this.mine.clear();
-    locked(() => finish(gone));
+    locked(
+      () => finish(gone),
+      () => {
+        deferred.push(...gone);
+      },
+    );
   }
 }
 
@@ -380,7 +396,7 @@ export function recoverLeftovers(): void {
         const entry = entries.get(item.path);
         return !!entry && sameRecord(entry, item);
       });
-    });
+    }, () => {});
   } catch {
     // tried again by the first shell command
   }
