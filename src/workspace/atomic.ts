@@ -40,8 +40,9 @@ function errorCode(error: unknown): string | undefined {
 /** The writer's tag in the name tells a later write whether this file's writer is dead (temp-leftovers.ts). */
 export function tempNameFor(name: string): string {
   const tag = selfTag();
-  // Stay under NAME_MAX (255) whatever the target's name length: 1 + 180 + 11 + at most 10+1+10+1+20+1 + 12.
-  return `.${name.slice(0, 180)}${TEMP_MARKER}${tag ? `${tag.ns}-${tag.pid}-${tag.start}-` : ''}${randomHex(6)}`;
+  // Under NAME_MAX (255) whatever the target's name length: 1 + 170 + 11 + at most 10+1+10+1+20+1 + 12,
+  // and 8 more for a backup's name (atomic-set.ts).
+  return `.${name.slice(0, 170)}${TEMP_MARKER}${tag ? `${tag.ns}-${tag.pid}-${tag.start}-` : ''}${randomHex(6)}`;
 }
 
 /** Create the private temporary file `name` in `dir`, removed at exit unless `done` (returned) runs first. */
