@@ -37,6 +37,8 @@ const STANDARD_ENV: Record<ProviderConfig['type'], string> = {
 
 /** Where the user puts the key for this provider, for auth error messages. */
 export function credentialHint(config: ProviderConfig): string {
+  // --base-url with a bare model name (config/model.ts) sends OPENAI_API_KEY; no config entry is involved.
+  if (config.name === 'openai-compatible') return 'OPENAI_API_KEY (the key conch sends to a --base-url server)';
   const configKey = `providers.${config.name}.apiKey in ~/.config/conch/config.json`;
   return config.name === config.type ? `${STANDARD_ENV[config.type]} (or ${configKey})` : configKey;
 }
