@@ -1,7 +1,7 @@
 // Anthropic Messages through the official SDK, streamed. The SDK is loaded on first use so that
 // runs on another provider (and `conch --help`) never pay for it.
 import type Anthropic from '@anthropic-ai/sdk';
-import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
+import { sdkClientOptions, credentialHint, notFoundHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
 import { addCacheBreakpoints } from './anthropic-cache.ts';
 import { historyConverter } from './converted-history.ts';
 import { JSON_HEADERS, keptJsonClient, useKeptTexts, withStandInMessages } from './request-json.ts';
@@ -220,7 +220,7 @@ export async function createAnthropicProvider(config: ProviderConfig): Promise<P
   const options = sdkClientOptions(config, provider);
   const sdk = await import('./anthropic-sdk.ts');
   const client = new (keptJsonClient(sdk.MessagesClient))(options);
-  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
+  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), notFoundHint: notFoundHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
   let structured = structuredOutputOn(config);
   // create() reads the messages only to walk them for its x-stainless-helper header (which marks
   // objects the SDK's own helpers made: conch's never are) and, in its tracing's content mode, to

@@ -43,6 +43,17 @@ export function credentialHint(config: ProviderConfig): string {
   return config.name === config.type ? `${STANDARD_ENV[config.type]} (or ${configKey})` : configKey;
 }
 
+/**
+ * What a 404 means to fix: the model's name, or a base URL that is not where the API is (a local
+ * server's root instead of its /v1, the most common slip with Ollama and vLLM).
+ */
+export function notFoundHint(config: ProviderConfig): string {
+  const model = `the model '${config.model}'`;
+  if (config.baseUrl === undefined) return `Check ${model}: is it a model this provider serves?`;
+  const where = config.type === 'openai' ? 'an OpenAI-compatible server serves it under /v1, e.g. http://localhost:11434/v1' : 'the SDK adds /v1/messages to it';
+  return `Check the base URL ${config.baseUrl} (${where}) and that the server serves ${model}.`;
+}
+
 /** The key to hand the SDK. Local servers need none, but the SDKs insist on one. */
 export function apiKeyFor(config: ProviderConfig): string {
   if (config.apiKey) return config.apiKey;

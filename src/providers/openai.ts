@@ -2,7 +2,7 @@
 // server by base URL (Ollama, vLLM, llama.cpp, OpenRouter), so parsing is deliberately tolerant:
 // usage, finish_reason and tool-call ids may all be missing. The SDK is loaded on first use.
 import type OpenAI from 'openai';
-import { sdkClientOptions, credentialHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
+import { sdkClientOptions, credentialHint, notFoundHint, emptyUsage, figure, historyArguments, structuredOutputOn } from './common.ts';
 import { historyConverter } from './converted-history.ts';
 import { JSON_HEADERS, keptJsonClient, useKeptTexts } from './request-json.ts';
 import { controlsFor } from './families.ts';
@@ -232,7 +232,7 @@ export async function createOpenAIProvider(config: ProviderConfig): Promise<Prov
   const options = sdkClientOptions(config, provider);
   const sdk = await import('openai');
   const client = new (keptJsonClient(sdk.OpenAI))(options);
-  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
+  const ctx: RetryContext = { provider, credentialHint: credentialHint(config), notFoundHint: notFoundHint(config), ...(config.baseUrl ? { endpoint: config.baseUrl } : {}), sdk };
   // Fields a compatible server may not know: once one is rejected it is left out for the rest of the run.
   const dropped = new Set<string>();
   return {

@@ -18,6 +18,8 @@ export interface RetryContext {
   credentialHint: string;
   /** The base URL the user configured (a local server): a connection failure names it, as the fix is there. */
   endpoint?: string;
+  /** What to check when the server answers 404 (common.ts notFoundHint). */
+  notFoundHint?: string;
   sdk: SdkErrorClasses;
 }
 
@@ -156,9 +158,10 @@ export function classifyError(e: unknown, ctx: RetryContext): Failure | null {
       const retryAfterMs = parseRetryAfter((e as { headers?: HeaderSource }).headers);
       return { kind: 'retryable', reason: `HTTP ${status}: ${msg}`, status, retryAfterMs };
     }
+    const said = status === 404 && ctx.notFoundHint ? `${msg.replace(/\.$/, '')}. ${ctx.notFoundHint}` : msg;
     return {
       kind: 'fatal',
-      error: new ProviderError('provider_rejected', `${provider} rejected the request (HTTP ${status}): ${msg}`, status),
+      error: new ProviderError('provider_rejected', `${provider} rejected the request (HTTP ${status}): ${said}`, status),
     };
   }
   if (e instanceof SyntaxError) {

@@ -16,4 +16,22 @@ describe('--base-url errors name the fix', () => {
     // There is no provider of that name to configure: following this advice changed nothing.
     expect(r.stderr).not.toContain('providers.openai-compatible');
   });
+
+  test('404 from a base URL without /v1: the message names the URL and says where the API usually is', async () => {
+    // The model server serves the OpenAI API under /v1, as Ollama and vLLM do; its root answers 404.
+    const r = await runConch({ dirs: harness.dirs, args: ['--base-url', harness.server.url, '-m', 'qwen', 'go'] });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('provider_rejected');
+    expect(r.stderr).toContain(`base URL ${harness.server.url}`);
+    expect(r.stderr).toContain('/v1');
+    expect(r.stderr).toContain("'qwen'");
+  });
+
+  test('--json: the same hint is in the envelope message', async () => {
+    const r = await runConch({ dirs: harness.dirs, args: ['--json', '--base-url', harness.server.url, '-m', 'qwen', 'go'] });
+    expect(r.code).toBe(1);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.code).toBe('provider_rejected');
+    expect(doc.message).toContain(`base URL ${harness.server.url}`);
+  });
 });
