@@ -5,6 +5,8 @@
 // replaced by a marker, as in sessions, and streamed text holds back a possible start of one until
 // the next piece shows whether it completes it.
 import { constants, openSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { stderr, stdout } from '../core/stdio.ts';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import { SetupError } from '../core/errors.ts';
 import { partialSecretTail, redactor, type SecretValue } from '../core/secret-scrub.ts';
@@ -15,9 +17,12 @@ export interface Trace extends EventSink {
 }
 
 /** The run's trace from its flags: none without --trace; --trace-content alone is a setup error. */
-export function traceFromFlags(flags: { trace?: string; traceContent?: boolean }, secrets: SecretValue[]): Trace | undefined {
+export function traceFromFlags(flags: { trace?: string; traceContent?: boolean; json?: boolean }, secrets: SecretValue[]): Trace | undefined {
   if (flags.traceContent && !flags.trace) throw new SetupError('--trace-content needs --trace FILE: it says what to include in the trace.');
   if (!flags.trace) return undefined;
+  if (flags.json && stdStream(flags.trace) === 'stdout') {
+    throw new SetupError(`--trace ${flags.trace} with --json: stdout holds the one JSON document; send the trace to /dev/stderr or a file.`);
+  }
   const trace = openTrace(flags.trace, flags.traceContent === true);
   trace.hide(secrets);
   return trace;
@@ -32,25 +37,11 @@ function streamOf(event: RunEvent): string | null {
 
 /** Open the trace file now, so a bad path is a setup error before the run, not a crash in it. */
 export function openTrace(file: string, withContent: boolean): Trace {
-  // Opened once, and written through this descriptor only: the file may lie in the workspace, where a
-  // sandboxed command can replace it with a link (to a ~/.bashrc) that appending by path would follow.
-  // Not through a link either: one a command of an earlier run left there would be truncated and written.
-  let fd: number;
-  try {
-    fd = openSync(file, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_APPEND | constants.O_NOFOLLOW, 0o666);
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    const why =
-      code === 'EISDIR' ? 'it is a directory'
-      : code === 'ELOOP' ? 'it is a symbolic link, which conch does not follow: a command may have put it there; remove it or give the file itself'
-      : (error as Error).message;
-    throw new SetupError(`--trace ${file}: cannot write the trace file (${why}). Give a file path in an existing, writable directory.`);
-  }
+  const put = openTraceOutput(file);
   let secrets: SecretValue[] = [];
   let scrub = redactor([]);
   const write = (event: RunEvent) => {
-    const bytes = Buffer.from(`${JSON.stringify(scrub(withContent ? event : redact(event)))}\n`);
-    for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset);
+    put(Buffer.from(`${JSON.stringify(scrub(withContent ? event : redact(event)))}\n`));
   };
   // The last streamed event, when its text ends in what may be the start of a secret.
   let held: { stream: string; event: Streamed } | null = null;
@@ -81,6 +72,49 @@ export function openTrace(file: string, withContent: boolean): Trace {
       if (cut < text.length) held = { stream, event: { ...piece, text: before ? text.slice(cut) : text } };
       else write({ ...piece, text: before ? '' : text });
     },
+  };
+}
+
+/** Whether FILE names conch's own stdout or stderr (/dev/stderr, /dev/fd/1, /proc/self/fd/2). */
+function stdStream(file: string): 'stdout' | 'stderr' | null {
+  const m = /^\/(?:dev\/std(out|err)|dev\/fd\/([12])|proc\/self\/fd\/([12]))$/.exec(resolve(file));
+  if (!m) return null;
+  return m[1] === 'out' || m[2] === '1' || m[3] === '1' ? 'stdout' : 'stderr';
+}
+
+/**
+ * Where the trace's bytes go. /dev/stderr and /dev/stdout (or /dev/fd/2, /proc/self/fd/1…) are
+ * conch's own stderr and stdout, written as the rest of its output is (they may be sockets, which
+ * Linux cannot open by path). Other links under /dev and /proc are followed: /dev/fd/N names a
+ * descriptor the user's shell gave conch (3>>log, a process substitution), and no sandboxed command
+ * can put a link there. What they lead to is appended to, as the shell opened it.
+ */
+function openTraceOutput(file: string): (bytes: Uint8Array) => void {
+  const std = stdStream(file);
+  if (std) {
+    const output = std === 'stdout' ? stdout : stderr;
+    return (bytes) => void output.write(bytes);
+  }
+  const path = resolve(file);
+  const system = /^\/(dev|proc)\//.test(path);
+  // Otherwise opened once, and written through this descriptor only: the file may lie in the
+  // workspace, where a sandboxed command can replace it with a link (to a ~/.bashrc) that appending
+  // by path would follow. Not through a link either: one a command of an earlier run left there
+  // would be truncated and written.
+  const mode = constants.O_WRONLY | constants.O_CREAT | constants.O_APPEND | (system ? 0 : constants.O_TRUNC | constants.O_NOFOLLOW);
+  let fd: number;
+  try {
+    fd = openSync(file, mode, 0o666);
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    const why =
+      code === 'EISDIR' ? 'it is a directory'
+      : code === 'ELOOP' ? 'it is a symbolic link, which conch does not follow: a command may have put it there; remove it or give the file itself'
+      : (error as Error).message;
+    throw new SetupError(`--trace ${file}: cannot write the trace file (${why}). Give a file path in an existing, writable directory.`);
+  }
+  return (bytes) => {
+    for (let offset = 0; offset < bytes.length; ) offset += writeSync(fd, bytes, offset);
   };
 }
 
