@@ -19,7 +19,7 @@ import { OrderedOutput, type Section } from './ordered-output.ts';
 import { describeOutcome, humanSink, noticeSink, terminalSafe } from './render.ts';
 import { configFacts, stdinTooLargeOutcome, type RunOutput } from './run.ts';
 import { setupFailure, terminalApprover } from './setup.ts';
-import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
+import { binaryStdinError, composeTask, readPipedStdin, stdinStoppedOutcome } from './stdin.ts';
 import { readTasksFile } from './tasks.ts';
 import { terminalOptions } from './terminal.ts';
 import { traceFromFlags, type Trace } from './trace.ts';
@@ -53,9 +53,9 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   }
   const { config } = planned;
   // Piped input goes to every task (`git diff | conch run "review the tests" "review the docs"`).
-  const input = await readPipedStdin(config.limits.stdin_bytes);
-  if ('tooLarge' in input) {
-    const outcome = stdinTooLargeOutcome(input.maxBytes);
+  const input = await readPipedStdin(config.limits.stdin_bytes, config.limits.deadline_ms);
+  if ('tooLarge' in input || 'stopped' in input) {
+    const outcome = 'tooLarge' in input ? stdinTooLargeOutcome(input.maxBytes) : stdinStoppedOutcome(input.stopped, config.limits.deadline_ms);
     if (!out.json) stderr.write(`${describeOutcome(outcome)}\n`);
     return report(tasks, tasks.map(() => ({ runId: randomUUID(), outcome, facts: null })), out.json, startedAt);
   }

@@ -8,7 +8,7 @@ import { offersMcpTools } from '../host/mcp.ts';
 import { describeOutcome, humanSink, noticeSink, terminalSafe } from './render.ts';
 import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
-import { binaryStdinError, composeTask, readPipedStdin } from './stdin.ts';
+import { binaryStdinError, composeTask, readPipedStdin, stdinStoppedOutcome } from './stdin.ts';
 import { cancelOnSignals } from './interrupts.ts';
 import { envelope, envelopeSink, type KnownFacts } from './envelope.ts';
 import { traceFromFlags, type Trace } from './trace.ts';
@@ -47,8 +47,9 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   }
   // Read after the config: its limits bound stdin.
   const { config } = planned;
-  const input = await readPipedStdin(config.limits.stdin_bytes);
-  if ('tooLarge' in input) return stdinTooLarge(runId, input.maxBytes, out.json);
+  const input = await readPipedStdin(config.limits.stdin_bytes, config.limits.deadline_ms);
+  if ('tooLarge' in input) return notStarted(runId, stdinTooLargeOutcome(input.maxBytes), out.json);
+  if ('stopped' in input) return notStarted(runId, stdinStoppedOutcome(input.stopped, config.limits.deadline_ms), out.json);
   if ('binary' in input) return setupFailure(binaryStdinError(input.bytes), out.json, runId);
   const task = composeTask(taskArg, input.text);
   if (!task) return setupFailure(new SetupError(noTaskMessage(out.session)), out.json, runId);
@@ -128,9 +129,8 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   return code;
 }
 
-/** More piped input than stdin_bytes allows: the run does not start, and says which limit. */
-function stdinTooLarge(runId: string, maxBytes: number, json: boolean): number {
-  const outcome = stdinTooLargeOutcome(maxBytes);
+/** Piped input ended the run before it started (too much of it, or it never ended): said as an outcome. */
+function notStarted(runId: string, outcome: Outcome, json: boolean): number {
   const code = exitCodeFor(outcome);
   // No run started, so nothing to say about provider or sandbox; the keys stay, as in every envelope.
   if (json) stdout.write(`${JSON.stringify(envelope(runId, outcome, null, code))}\n`);

@@ -3,42 +3,75 @@
 // (`sleep 8 | conch …` would otherwise look like a hang).
 import { SetupError } from '../core/errors.ts';
 import { stderr, stdinIsTTY } from '../core/stdio.ts';
+import { emptyUsage, SIGNAL_EXIT_CODES, SignalStop, stopSignal, type Outcome, type StopSignal } from '../agent/outcome.ts';
 
 /** How long stdin may stay open before conch says it is waiting for it. */
 const QUIET_MS = 1000;
 
-export type StdinInput = { text: string } | { tooLarge: true; maxBytes: number } | { binary: true; bytes: number };
+export type StdinInput =
+  | { text: string }
+  | { tooLarge: true; maxBytes: number }
+  | { binary: true; bytes: number }
+  | { stopped: 'deadline' | StopSignal };
 
-/** '' when stdin is a terminal or unreadable; 0 = unlimited, as for the other count limits. */
-export async function readPipedStdin(maxBytes: number): Promise<StdinInput> {
+/**
+ * '' when stdin is a terminal or unreadable; 0 = unlimited, as for the other count limits. The wait
+ * is bounded like the run (deadlineMs, 0 = none) and ends on a signal: a parent that never closes the
+ * pipe (Node's spawn, Popen(stdin=PIPE)) would otherwise hold conch forever, deaf to --timeout.
+ */
+export async function readPipedStdin(maxBytes: number, deadlineMs = 0): Promise<StdinInput> {
   if (stdinIsTTY()) return { text: '' };
   const notice = stderr.isTTY
     ? setTimeout(() => stderr.write('conch: reading stdin as part of the task, until it ends (run with </dev/null to leave it out)\n'), QUIET_MS)
     : undefined;
+  let stop: (why: 'deadline' | StopSignal) => void = () => {};
+  const stopped = new Promise<StdinInput>((resolve) => (stop = (why) => resolve({ stopped: why })));
+  const deadline = deadlineMs > 0 ? setTimeout(() => stop('deadline'), deadlineMs) : undefined;
+  const onSignal = (name: string) => stop(stopSignal(name));
+  const signals = Object.keys(SIGNAL_EXIT_CODES) as StopSignal[];
+  for (const s of signals) process.on(s, onSignal);
+  const reader = (Bun.stdin.stream() as ReadableStream<Uint8Array>).getReader();
+  try {
+    const input = await Promise.race([readAll(() => reader.read(), maxBytes), stopped]);
+    if ('tooLarge' in input || 'stopped' in input) void reader.cancel().catch(() => {});
+    return input;
+  } finally {
+    clearTimeout(notice);
+    clearTimeout(deadline);
+    for (const s of signals) process.off(s, onSignal);
+  }
+}
+
+async function readAll(next: () => Promise<{ done: boolean; value?: Uint8Array }>, maxBytes: number): Promise<StdinInput> {
   const chunks: Uint8Array[] = [];
   let total = 0;
   try {
-    const reader = (Bun.stdin.stream() as ReadableStream<Uint8Array>).getReader();
     for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
+      const { done, value } = await next();
+      if (done || value === undefined) break;
       total += value.length;
-      if (maxBytes > 0 && total > maxBytes) {
-        void reader.cancel().catch(() => {});
-        return { tooLarge: true, maxBytes };
-      }
+      if (maxBytes > 0 && total > maxBytes) return { tooLarge: true, maxBytes };
       chunks.push(value);
     }
   } catch {
     // An unreadable stdin (closed, a directory) adds nothing to the task.
     return { text: '' };
-  } finally {
-    clearTimeout(notice);
   }
   const bytes = Buffer.concat(chunks);
   // A NUL byte is what git takes for binary too: decoded as text it reaches the model as noise.
   if (bytes.includes(0)) return { binary: true, bytes: bytes.length };
   return { text: bytes.toString('utf8') };
+}
+
+/** Waiting for stdin ended the run before it started: the deadline passed, or a signal came. */
+export function stdinStoppedOutcome(why: 'deadline' | StopSignal, deadlineMs: number): Outcome {
+  const base = { output: '', stopReason: null, usage: emptyUsage(), counts: { modelCalls: 0, toolCalls: 0, toolErrors: 0 }, durationMs: 0 };
+  if (why !== 'deadline') return { ...base, status: 'cancelled', signal: why, message: `${new SignalStop(why).message}, while conch waited for stdin to end` };
+  return {
+    ...base,
+    status: 'timed_out',
+    message: `stdin did not end within the run deadline of ${deadlineMs} ms (limit deadline_ms; flag --timeout): piped input is read to its end before the run starts. Close it, or run with </dev/null to leave it out`,
+  };
 }
 
 /** `cat image.png | conch "describe"`: said before any model call, with what to do instead. */

@@ -120,3 +120,58 @@ describe('binary stdin', () => {
     expect(latin1.stdout).toBe('reviewed\n');
   });
 });
+
+/**
+ * conch with a stdin pipe the parent never closes (a program that spawns conch with the default
+ * stdio: Node's spawn, Python's Popen(stdin=PIPE)). Resolves once conch exits; stdin is closed after.
+ */
+function withOpenStdin(args: string[]) {
+  const child = Bun.spawn([CONCH, ...MODEL, ...args], {
+    cwd: harness.dirs.workspace,
+    env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  });
+  const done = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]).then(([stdout, stderr, code]) => {
+    void child.stdin.end();
+    return { stdout, stderr, code };
+  });
+  return { child, done };
+}
+
+/** Until conch catches SIGTERM (its handler is in place, /proc SigCgt bit 15), or a few seconds. */
+async function catchesSigterm(pid: number) {
+  for (let i = 0; i < 100; i++) {
+    const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    if (mask && (BigInt(`0x${mask}`) & (1n << 14n)) !== 0n) return;
+    await Bun.sleep(50);
+  }
+}
+
+describe('stdin that never ends', () => {
+  test('the run deadline bounds the wait: timed_out (124) naming stdin and </dev/null, in text and in --json, no model call', async () => {
+    const text = await withOpenStdin(['--timeout', '1', 'go']).done;
+    expect(text.code).toBe(124);
+    expect(text.stderr).toContain('timed_out');
+    expect(text.stderr).toContain('stdin');
+    expect(text.stderr).toContain('</dev/null');
+    const json = await withOpenStdin(['--json', '--timeout', '1', 'go']).done;
+    expect(json.code).toBe(124);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'timed_out', exitCode: 124 });
+    const several = await withOpenStdin(['--json', '--timeout', '1', 'run', 'one', 'two']).done;
+    expect(several.code).toBe(124);
+    expect(JSON.parse(several.stdout).tasks.map((t: { status: string }) => t.status)).toEqual(['timed_out', 'timed_out']);
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
+  test('SIGTERM while conch waits for stdin: --json still prints its one document (cancelled, SIGTERM, 143)', async () => {
+    const { child, done } = withOpenStdin(['--json', 'go']);
+    await catchesSigterm(child.pid);
+    child.kill('SIGTERM');
+    const r = await done;
+    expect(r.code).toBe(143);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'cancelled', signal: 'SIGTERM', exitCode: 143 });
+    expect(harness.server.requests).toHaveLength(0);
+  });
+});
