@@ -2,6 +2,7 @@
 // the stdin_bytes limit, and said out loud on a terminal when the end is slow to come
 // (`sleep 8 | conch …` would otherwise look like a hang).
 import { SetupError } from '../core/errors.ts';
+import { startTimer } from '../core/duration.ts';
 import { stderr, stdinIsTTY } from '../core/stdio.ts';
 import { emptyUsage, SIGNAL_EXIT_CODES, SignalStop, stopSignal, type Outcome, type StopSignal } from '../agent/outcome.ts';
 
@@ -26,7 +27,7 @@ export async function readPipedStdin(maxBytes: number, deadlineMs = 0): Promise<
     : undefined;
   let stop: (why: 'deadline' | StopSignal) => void = () => {};
   const stopped = new Promise<StdinInput>((resolve) => (stop = (why) => resolve({ stopped: why })));
-  const deadline = deadlineMs > 0 ? setTimeout(() => stop('deadline'), deadlineMs) : undefined;
+  const deadline = deadlineMs > 0 ? startTimer(deadlineMs, () => stop('deadline')) : undefined;
   const onSignal = (name: string) => stop(stopSignal(name));
   const signals = Object.keys(SIGNAL_EXIT_CODES) as StopSignal[];
   for (const s of signals) process.on(s, onSignal);
@@ -37,7 +38,7 @@ export async function readPipedStdin(maxBytes: number, deadlineMs = 0): Promise<
     return input;
   } finally {
     clearTimeout(notice);
-    clearTimeout(deadline);
+    deadline?.clear();
     for (const s of signals) process.off(s, onSignal);
   }
 }

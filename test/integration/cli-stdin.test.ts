@@ -165,6 +165,13 @@ describe('stdin that never ends', () => {
     expect(harness.server.requests).toHaveLength(0);
   });
 
+  test('a deadline longer than one timer holds (--timeout 30d) does not end the wait at once', async () => {
+    harness.server.script([{ text: 'reviewed' }]);
+    const r = await piped("{ echo 'the diff'; sleep 1; }", ['--timeout', '30d', 'review this']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('reviewed\n');
+  });
+
   test('SIGTERM while conch waits for stdin: --json still prints its one document (cancelled, SIGTERM, 143)', async () => {
     const { child, done } = withOpenStdin(['--json', 'go']);
     await catchesSigterm(child.pid);
