@@ -34,6 +34,12 @@ export async function sessionsCommand(action: string | undefined, id: string | u
         return 0;
       case 'prune': {
         if (options.olderThan === undefined) return usage('conch sessions prune --older-than DURATION (e.g. 30d, 12h)');
+        // Elsewhere a bare number is seconds (--timeout 90); here that would remove nearly every
+        // session for a user who meant days, so the unit must be given.
+        if (/^\s*\d+(\.\d+)?\s*$/.test(options.olderThan)) {
+          stderr.write(`conch: --older-than ${options.olderThan}: give the unit, e.g. ${options.olderThan.trim()}d for days or ${options.olderThan.trim()}h for hours; nothing was removed.\n`);
+          return EXIT_CODES.setup_error;
+        }
         const duration = parseDuration(options.olderThan);
         if (!duration.ok) {
           stderr.write(`conch: --older-than ${options.olderThan}: ${duration.problem}.\n`);

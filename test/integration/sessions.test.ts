@@ -445,6 +445,20 @@ describe('conch sessions', () => {
     expect(r.stderr).toBe('conch: --older-than 3x: expected seconds or a duration such as 30s, 5m, 1h or 2d.\n');
   });
 
+  test('prune --older-than 30 (no unit) removes nothing: it asks for the unit rather than take 30 seconds', async () => {
+    harness.server.script([{ text: 'kept' }]);
+    const kept = await jsonRun(['a task to keep']);
+    const r = await cmd(['sessions', 'prune', '--older-than', '30']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('--older-than 30');
+    expect(r.stderr).toContain('30d');
+    expect(existsSync(sessionFile(harness.dirs, kept.doc.sessionId))).toBe(true);
+    // With a unit it prunes as before, and says the duration as given.
+    const pruned = await cmd(['sessions', 'prune', '--older-than', '1s']);
+    expect(pruned.code).toBe(0);
+    expect(pruned.stdout).toContain('last active more than 1s ago');
+  });
+
   test('an id that looks like a number stays the id typed (--resume 802e16)', async () => {
     const r = await conch(['--resume', '802e16', 'go']);
     expect(r.code).toBe(2);
