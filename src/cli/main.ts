@@ -22,6 +22,7 @@ async function main(): Promise<void> {
   if (parsed.flags.has('version')) return void stdout.write(`${VERSION_LINE}\n`);
   // A subcommand's words after `--` are still its words (`conch sessions -- rm ID`), never dropped.
   const operands = [...args, ...parsed.afterDashes];
+  if (!cwdExists()) return setupError('the current directory no longer exists (it was removed after the shell entered it); cd to an existing directory and run conch again.', parsed.flags.has('json'));
   const flags = () => toFlags(parsed);
   const json = parsed.flags.has('json');
   switch (command) {
@@ -157,6 +158,22 @@ function notACommand(words: string[]): string {
   // A question ends its own sentence: no full stop after the question mark.
   const hint = near ? `did you mean 'conch help ${near}'?` : `the commands are ${names.join(', ')}.`;
   return `'${words[0]}' is not a command; ${hint} ${asTask}`;
+}
+
+/** Every command works in the current directory; one removed under the shell cannot even be named. */
+function cwdExists(): boolean {
+  try {
+    process.cwd();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function setupError(message: string, json: boolean): never {
+  stderr.write(`conch: ${message}\n`);
+  if (json) stdout.write(`${JSON.stringify(setupEnvelope(null, message))}\n`);
+  process.exit(EXIT_CODES.setup_error);
 }
 
 function usageError(message: string): never {

@@ -3,7 +3,7 @@ import { describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { anthropicEnv, CONCH, openaiEnv, runConch, writeConfig, useHarness } from '../support/cli.ts';
+import { anthropicEnv, CONCH, conchEnv, openaiEnv, runConch, writeConfig, useHarness } from '../support/cli.ts';
 
 const harness = useHarness(async (d) => {
   // Small retry delays keep the retry tests quick; the figures are config, not magic.
@@ -415,6 +415,30 @@ describe('setup errors', () => {
     const env = JSON.parse(r.stdout);
     expect(env.status).toBe('failed');
     expect(env.code).toBe('config_invalid');
+  });
+
+  test('a working directory removed under the shell: a setup error saying so, in text and in --json', async () => {
+    // The shell stays in a directory that is gone (rm -rf build after cd build): conch starts there.
+    const script = `mkdir gone && cd gone && rmdir ../gone && exec "$@"`;
+    const run = async (args: string[]) => {
+      const child = Bun.spawn(['sh', '-c', script, 'sh', CONCH, '--model', 'anthropic/test-model', ...args], {
+        cwd: harness.dirs.workspace,
+        env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+        stdin: 'ignore',
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
+      const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      return { stdout, stderr, code };
+    };
+    const text = await run(['go']);
+    expect(text.code).toBe(2);
+    expect(text.stderr).toContain('conch: the current directory no longer exists');
+    expect(text.stderr).not.toContain('uv_cwd');
+    const json = await run(['--json', 'go']);
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'failed', code: 'config_invalid' });
+    expect(harness.server.requests).toHaveLength(0);
   });
 
   test('--version and --help answer without a model', async () => {
