@@ -122,6 +122,12 @@ describe('--max-cost and limits.cost_usd', () => {
     const unpriced = await run(anthropic(), ['--model', 'anthropic/house-model', '--max-cost', '1']);
     expect(unpriced.envelope.limit).toBe('cost_usd');
     expect(unpriced.envelope.message).toContain('no price is known for anthropic/house-model');
+    // The message shows the entry to add, and that entry, as written there, lets the run go.
+    expect(unpriced.envelope.message).toContain('"prices": { "anthropic/house-model": { "input": 3, "output": 15 } }');
+    await writeConfig(harness.dirs, { prices: { 'anthropic/house-model': { input: 3, output: 15 } } });
+    harness.server.script([{ text: 'ok', usage: { input: 10, output: 10 } }]);
+    expect((await run(anthropic(), ['--model', 'anthropic/house-model', '--max-cost', '1', '--max-output-tokens', '1000'])).envelope.status).toBe('completed');
+    await writeConfig(harness.dirs, {});
     expect((await run(anthropic(), ['--max-cost', 'lots'])).code).toBe(2);
   });
 });
