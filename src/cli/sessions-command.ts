@@ -21,6 +21,8 @@ const USAGE = 'conch sessions [--all] [--json] | sessions show ID [--json] | ses
 
 export async function sessionsCommand(action: string | undefined, id: string | undefined, options: SessionsOptions): Promise<number> {
   const store = new SessionStore(sessionsDir(process.env));
+  // `conch sessions --older-than 30d` reads as a filtered list; the flag only ever removes.
+  if (options.olderThan !== undefined && action !== 'prune') usage(`--older-than goes with prune: conch sessions prune --older-than ${options.olderThan}`);
   try {
     switch (action ?? 'list') {
       case 'list':

@@ -459,6 +459,13 @@ describe('conch sessions', () => {
     expect(pruned.stdout).toContain('last active more than 1s ago');
   });
 
+  test('--older-than without prune is a usage error, not a list that ignores it', async () => {
+    const r = await cmd(['sessions', '--older-than', '30d']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('conch sessions prune --older-than 30d');
+    expect(r.stdout).toBe('');
+  });
+
   test('an id that looks like a number stays the id typed (--resume 802e16)', async () => {
     const r = await conch(['--resume', '802e16', 'go']);
     expect(r.code).toBe(2);
