@@ -145,6 +145,11 @@ function parseCommandLine(): ParsedArgs {
     if (error instanceof UsageError && first === 'sandbox' && second === 'run' && !argv.includes('--')) {
       throw new UsageError(`${error.message}; the command's own options go after --: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`);
     }
+    // No flag has a space in it: a word with one is a task that happens to start with a dash.
+    const task = argv.find((a) => a.startsWith('-') && /\s/.test(a) && error instanceof UsageError && error.message.includes(`'${a.split('=')[0]}'`));
+    if (task !== undefined) {
+      throw new UsageError(`${(error as UsageError).message}; a task that starts with a dash goes after --: conch -- "${task}"`);
+    }
     throw error;
   }
 }

@@ -44,6 +44,16 @@ describe('flags are reported as typed', () => {
     expect(stderr).not.toContain('bogusFlag');
   });
 
+  test('a task that starts with a dash (conch "-v is broken, fix it") is told to go after --, where it runs', async () => {
+    const stderr = await usageError(['-v is broken, fix it'], "unknown option '-v is broken, fix it'");
+    expect(stderr).toContain(`conch -- "-v is broken, fix it"`);
+    await usageErrorJson(['--verbose flag: add it'], 'conch -- "--verbose flag: add it"');
+    harness.server.script([{ text: 'fixed' }]);
+    const r = await conch(withModel(['--', '-v is broken, fix it']));
+    expect(r.code).toBe(0);
+    expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('-v is broken, fix it');
+  });
+
   test('--timeout -5 is a value error for --timeout, not an unknown option', async () => {
     const stderr = await usageError(['--timeout', '-5', 'go'], '--timeout');
     expect(stderr).toContain('-5');
