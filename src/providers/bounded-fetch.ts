@@ -64,6 +64,17 @@ export function boundedFetch(bounds: ResponseBounds, provider: string, inner: Fe
       }
       return replaceBody(response, body);
     }
+    // A web UI on that port or a proxy's login page answers 200 with HTML, which the SDKs read as an
+    // empty stream ("no completion chunks", or retried as a stream that ended early).
+    if (/^\s*text\/html\b/i.test(response.headers.get('content-type') ?? '')) {
+      response.body.cancel().catch(() => {});
+      const url = response.url || (input instanceof Request ? input.url : String(input));
+      throw new ProviderError(
+        'provider_protocol',
+        `${provider}: ${url} answered with a web page (text/html), not the model API. Check that the base URL points at the model server's API (for Ollama, http://localhost:11434/v1), not a web UI or a proxy's login page.`,
+        response.status,
+      );
+    }
     return replaceBody(response, meteredBody(response.body, bounds, fail));
   };
 }
