@@ -31,10 +31,12 @@ export async function readPipedStdin(maxBytes: number, deadlineMs = 0): Promise<
   const onSignal = (name: string) => stop(stopSignal(name));
   const signals = Object.keys(SIGNAL_EXIT_CODES) as StopSignal[];
   for (const s of signals) process.on(s, onSignal);
-  const reader = (Bun.stdin.stream() as ReadableStream<Uint8Array>).getReader();
+  // Made on the first read, inside readAll's try: for a stdin that is a directory it throws (EISDIR).
+  let reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> } | undefined;
+  const next = () => (reader ??= (Bun.stdin.stream() as ReadableStream<Uint8Array>).getReader()).read();
   try {
-    const input = await Promise.race([readAll(() => reader.read(), maxBytes), stopped]);
-    if ('tooLarge' in input || 'stopped' in input) void reader.cancel().catch(() => {});
+    const input = await Promise.race([readAll(next, maxBytes), stopped]);
+    if ('tooLarge' in input || 'stopped' in input) void reader?.cancel().catch(() => {});
     return input;
   } finally {
     clearTimeout(notice);

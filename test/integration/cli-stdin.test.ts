@@ -100,6 +100,24 @@ describe('the stdin_bytes limit', () => {
   });
 });
 
+describe('unreadable stdin', () => {
+  test('a directory or a closed stdin adds nothing to the task: the run goes on', async () => {
+    harness.server.script(() => ({ text: 'ran' }));
+    for (const redirect of ['< /', '<&-']) {
+      const quoted = [CONCH, ...MODEL, 'go'].map((a) => `'${a}'`).join(' ');
+      const child = Bun.spawn(['sh', '-c', `exec ${quoted} ${redirect}`], {
+        cwd: harness.dirs.workspace,
+        env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+        stdin: 'ignore',
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
+      const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      expect({ redirect, code, stdout, stderr }).toEqual({ redirect, code: 0, stdout: 'ran\n', stderr: '' });
+    }
+  });
+});
+
 describe('binary stdin', () => {
   test('is a setup error saying what to do instead, before any model call; text with stray bytes still runs', async () => {
     const binary = await piped("printf 'PNG\\000\\001\\002'", ['describe this']);
