@@ -145,6 +145,11 @@ function parseCommandLine(): ParsedArgs {
     if (error instanceof UsageError && first === 'sandbox' && second === 'run' && !argv.includes('--')) {
       throw new UsageError(`${error.message}; the command's own options go after --: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`);
     }
+    // Claude Code's print mode is conch's only mode: say so to hands used to typing it.
+    if (error instanceof UsageError && /^unknown option '(-p|--print)'/.test(error.message)) {
+      const words = argv.filter((a) => a !== '-p' && a !== '--print').map((a) => (/[\s"'$`\\]/.test(a) ? `'${a.replaceAll("'", `'\\''`)}'` : a));
+      throw new UsageError(`${error.message}; conch needs no flag to print the answer and exit: conch ${words.join(' ') || '"what to do"'} (--json for one JSON document)`);
+    }
     // No flag has a space in it: a word with one is a task that happens to start with a dash.
     const task = argv.find((a) => a.startsWith('-') && /\s/.test(a) && error instanceof UsageError && error.message.includes(`'${a.split('=')[0]}'`));
     if (task !== undefined) {

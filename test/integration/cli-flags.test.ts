@@ -54,6 +54,13 @@ describe('flags are reported as typed', () => {
     expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('-v is broken, fix it');
   });
 
+  test("Claude Code's -p / --print is told that conch prints the answer without a flag", async () => {
+    for (const flag of ['-p', '--print']) {
+      const stderr = await usageError([flag, 'fix the tests'], `unknown option '${flag}'`);
+      expect(stderr).toContain("no flag to print the answer and exit: conch --model anthropic/test-model 'fix the tests' (--json");
+    }
+  });
+
   test('--timeout -5 is a value error for --timeout, not an unknown option', async () => {
     const stderr = await usageError(['--timeout', '-5', 'go'], '--timeout');
     expect(stderr).toContain('-5');
