@@ -50,7 +50,7 @@ export function credentialHint(config: ProviderConfig): string {
 export function notFoundHint(config: ProviderConfig): string {
   const model = `the model '${config.model}'`;
   if (config.baseUrl === undefined) return `Check ${model}: is it a model this provider serves?`;
-  const where = config.type === 'openai' ? 'an OpenAI-compatible server serves it under /v1, e.g. http://localhost:11434/v1' : 'the SDK adds /v1/messages to it';
+  const where = config.type === 'openai' ? 'an OpenAI-compatible server serves it under /v1, e.g. http://localhost:11434/v1' : 'give the server root, without /v1: the SDK adds the API path';
   return `Check the base URL ${config.baseUrl} (${where}) and that the server serves ${model}.`;
 }
 
