@@ -90,6 +90,8 @@ function stdStream(file: string): 'stdout' | 'stderr' | null {
  * can put a link there. What they lead to is appended to, as the shell opened it.
  */
 function openTraceOutput(file: string): (bytes: Uint8Array) => void {
+  // Elsewhere '-' means stdout, which holds the answer here: a file of that name would be a surprise.
+  if (file === '-') throw new SetupError("--trace -: give a file, or --trace /dev/stderr to see the events beside the answer (conch's stdout holds the answer).");
   const std = stdStream(file);
   if (std) {
     const output = std === 'stdout' ? stdout : stderr;

@@ -2,7 +2,7 @@
 // system's own links under /dev and /proc are followed, and what they lead to is appended to, not
 // truncated. A link anywhere else stays refused (trace-secrets.test.ts). Real CLI, local model server.
 import { expect, test } from 'bun:test';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CONCH, anthropicEnv, conchEnv, useHarness } from '../support/cli.ts';
 
@@ -61,5 +61,14 @@ test('--trace /dev/stdout with --json is a setup error: stdout holds the one doc
   const doc = JSON.parse(r.stdout);
   expect(doc.code).toBe('config_invalid');
   expect(doc.message).toContain('--trace /dev/stdout with --json');
+  expect(harness.server.requests).toHaveLength(0);
+});
+
+test("--trace - is a setup error pointing to /dev/stderr, not a file named '-' left in the workspace", async () => {
+  const r = await viaShell('"$CONCH" --model anthropic/test-model --ephemeral --trace - go');
+  expect(r.code).toBe(2);
+  expect(r.stderr).toContain('--trace -');
+  expect(r.stderr).toContain('/dev/stderr');
+  expect(existsSync(join(harness.dirs.workspace, '-'))).toBe(false);
   expect(harness.server.requests).toHaveLength(0);
 });
