@@ -104,7 +104,7 @@ function scan(roots: string[], linked: string[]): { found: Found[]; notes: strin
       const entries = list(dir);
       const names = new Set(entries.map((e) => e.name));
       // A bare repository: git takes the directory itself for a git dir (not the roots: protected as they are).
-      if (dir !== root && names.has('HEAD') && names.has('objects') && names.has('refs')) {
+      if (dir !== root && isGitDir(names)) {
         found.push({ path: dir, kind: 'dir', stamp: stampOf(dir) });
         continue;
       }
@@ -154,9 +154,18 @@ function linkedGitDir(link: string, linked: string[]): Found | null {
     }
     if (info) return info.isDirectory() ? { path: git, kind: 'dir', stamp: stampOf(git) } : { path: git, kind: 'file', stamp: fileStamp(git) };
     const names = new Set(list(dir).map((e) => e.name));
-    if (names.has('HEAD') && names.has('objects') && names.has('refs')) return { path: dir, kind: 'dir', stamp: stampOf(dir) };
+    if (isGitDir(names)) return { path: dir, kind: 'dir', stamp: stampOf(dir) };
     if (dir === base) return null;
   }
+}
+
+/**
+ * Whether git takes a directory holding these names for a git dir: HEAD, and objects and refs either
+ * beside it or in the directory its `commondir` names (as a linked worktree's git dir does), which
+ * is then where its config and hooks come from too.
+ */
+function isGitDir(names: Set<string>): boolean {
+  return names.has('HEAD') && (names.has('commondir') || (names.has('objects') && names.has('refs')));
 }
 
 function list(dir: string): Dirent[] {

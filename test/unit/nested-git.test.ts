@@ -50,6 +50,24 @@ describe('nestedGitGuard', () => {
     expect(lines).toEqual([expect.stringContaining('deep/er/bare/config (it sets core.fsmonitor)')]);
   });
 
+  test('a git dir that takes its objects, refs and config from a commondir is found too: its commondir is disabled', () => {
+    // HEAD here, everything else in y/: git takes x for a git dir and runs y/config's pager.
+    mkdirSync(join(root, 'x'));
+    const guard = nestedGitGuard([root]);
+    guard.baseline();
+    for (const sub of ['objects', 'refs']) mkdirSync(join(root, 'y', sub), { recursive: true });
+    writeFileSync(join(root, 'y/config'), '[core]\n\tpager = touch pwned; cat\n');
+    writeFileSync(join(root, 'x/HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(join(root, 'x/commondir'), '../y\n');
+    const gitDirOfX = () => Bun.spawnSync(['git', 'rev-parse', '--git-common-dir'], { cwd: join(root, 'x'), env: { ...process.env, GIT_CEILING_DIRECTORIES: root } });
+    expect(gitDirOfX().stdout.toString().trim()).toBe(join(root, 'y'));
+    const lines = guard.check();
+    expect(existsSync(join(root, 'x/commondir'))).toBe(false);
+    expect(existsSync(join(root, 'x/commondir.conch-disabled'))).toBe(true);
+    expect(lines).toEqual([expect.stringContaining('x/commondir (it takes the config from elsewhere)')]);
+    expect(gitDirOfX().exitCode).not.toBe(0);
+  });
+
   test('without a baseline (no command ran) nothing is checked; the roots own .git is never touched', () => {
     const guard = nestedGitGuard([root]);
     gitDir(join(root, 'sub/.git'), '[core]\n\tfsmonitor = touch x\n');
