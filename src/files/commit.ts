@@ -3,7 +3,7 @@
 // Both the load and the commit act through the target's pinned directory, never by path, so a
 // concurrent command that swaps a directory for a symbolic link cannot redirect them.
 import { constants, type BigIntStats } from 'node:fs';
-import { lstat, open, type FileHandle } from 'node:fs/promises';
+import { access, lstat, open, type FileHandle } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { writeFileAtomic } from '../workspace/atomic.ts';
 import { PinnedDir } from '../workspace/pinned-dir.ts';
@@ -102,6 +102,8 @@ async function loadFrom(deps: FileToolDeps, dir: PinnedDir, abs: string, action:
     // The stat the commit's identity check compares against is the one of the bytes read.
     st = await fh.stat({ bigint: true });
     if (!st.isFile()) return { error: `${deps.workspace.display(abs)} is not a regular file (a device, FIFO or socket); ${action} only changes files.` };
+    const locked = await unwritable(deps, entry, abs, st, action);
+    if (locked) return locked;
     if (action === 'write' && Number(st.size) > WRITE_DIFF_MAX_BYTES) return { stat: st, bytes: null, revision: await deps.revisions.revisionOfHandle(abs, fh, st, signal) };
     const bytes = await fh.readFile();
     return { stat: st, bytes, revision: revisionOf(bytes) };
@@ -112,6 +114,32 @@ async function loadFrom(deps: FileToolDeps, dir: PinnedDir, abs: string, action:
   } finally {
     await fh.close();
   }
+}
+
+/**
+ * A refusal when conch's user may not write the file itself. The replacement is a rename in the
+ * directory, which its permissions alone allow: without this, a read-only file, or another user's
+ * (which would then become ours), would be replaced where a shell's `>` fails.
+ */
+async function unwritable(deps: FileToolDeps, entry: string, abs: string, st: BigIntStats, action: 'write' | 'edit'): Promise<{ error: string } | null> {
+  try {
+    await access(entry, constants.W_OK);
+    return null;
+  } catch (error) {
+    if (errorCode(error) !== 'EACCES' && errorCode(error) !== 'EPERM') {
+      const message = await fsErrorMessage(error, abs, deps.workspace, action);
+      if (message === null) throw error;
+      return { error: message };
+    }
+  }
+  const shown = deps.workspace.display(abs);
+  const mode = (Number(st.mode) & 0o7777).toString(8).padStart(4, '0');
+  const whose = Number(st.uid) === process.getuid?.() ? 'read-only' : "another user's file";
+  return {
+    error:
+      `Permission denied: cannot ${action} ${shown}: it is not writable by conch's user (${whose}, mode ${mode}), and ${action} does not replace a file its permissions protect. ` +
+      'Leave it as it is, unless the task is to change it and its permissions may be changed first (e.g. `chmod u+w` on a file of your own).',
+  };
 }
 
 /**

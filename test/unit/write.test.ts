@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { chmod, mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { PolicyError } from '../../src/core/errors.ts';
 import { WRITE_DIFF_MAX_BYTES } from '../../src/files/commit.ts';
 import type { FileToolDeps } from '../../src/files/deps.ts';
@@ -176,6 +176,43 @@ describe('atomicity and permissions', () => {
     expect((await stat(at('fresh.txt'))).mode & 0o777).toBe(0o666 & ~process.umask());
   });
 
+  test("a file conch's user may not write (read-only, or another user's) is refused by write and edit, not renamed over", async () => {
+    // The directory is writable, so a rename would replace the file; a shell's `>` would fail instead.
+    const { root, at } = await setup();
+    const asRoot = process.getuid?.() === 0;
+    await chmod(base, 0o755);
+    await chmod(root, 0o777);
+    await writeFile(at('ro.txt'), 'read-only\n');
+    await chmod(at('ro.txt'), 0o444);
+    if (asRoot) {
+      // root writes anything: the tools run as nobody, who owns ro.txt, and theirs.txt stays root's.
+      await chown(at('ro.txt'), 65534, 65534);
+      await writeFile(at('theirs.txt'), 'theirs\n');
+      await chmod(at('theirs.txt'), 0o644);
+    }
+    const names = asRoot ? ['ro.txt', 'theirs.txt'] : ['ro.txt'];
+    const script = join(root, '..', `${basename(root)}-check.ts`);
+    await writeFile(script, unwritableScript(root, names));
+    await chmod(script, 0o644);
+    const argv = asRoot ? ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, script] : [process.execPath, script];
+    const child = Bun.spawnSync(argv, { stderr: 'pipe' });
+    expect(child.stderr.toString()).toBe('');
+    const results = JSON.parse(child.stdout.toString()) as { name: string; tool: string; isError?: boolean; text: string }[];
+    expect(results).toHaveLength(names.length * 2);
+    for (const r of results) {
+      expect(r).toMatchObject({ isError: true });
+      expect(r.text).toContain(`Permission denied: cannot ${r.tool} ${r.name}`);
+      expect(r.text).toContain('not writable');
+    }
+    expect(await readFile(at('ro.txt'), 'utf8')).toBe('read-only\n');
+    expect((await stat(at('ro.txt'))).mode & 0o777).toBe(0o444);
+    if (asRoot) {
+      expect(await readFile(at('theirs.txt'), 'utf8')).toBe('theirs\n');
+      expect((await stat(at('theirs.txt'))).uid).toBe(0);
+    }
+    expect(await leftovers(root)).toEqual([]);
+  });
+
   test('writeFileAtomic removes its temp file when the rename fails', async () => {
     const { root } = await setup();
     await mkdir(join(root, 'target-is-dir', 'child'), { recursive: true });
@@ -229,3 +266,21 @@ describe('policy', () => {
     expect(await readdir(join(root, '..')).then((n) => n.includes('x.txt'))).toBe(false);
   });
 });
+
+/** Reads, then tries write and edit on each of `names` in `root`, printing the results as JSON. */
+function unwritableScript(root: string, names: string[]): string {
+  const support = join(import.meta.dir, '..', 'support', 'file-tools.ts');
+  return `
+    import { fileTools } from ${JSON.stringify(support)};
+    const t = await fileTools(${JSON.stringify(root)});
+    const out = [];
+    for (const name of ${JSON.stringify(names)}) {
+      await t.run(t.read, { path: name });
+      const w = await t.run(t.write, { path: name, content: 'replaced\\n' });
+      out.push({ name, tool: 'write', isError: w.isError, text: w.text });
+      const e = await t.run(t.edit, { path: name, edits: [{ old_text: name === 'ro.txt' ? 'read-only' : 'theirs', new_text: 'edited' }] });
+      out.push({ name, tool: 'edit', isError: e.isError, text: e.text });
+    }
+    console.log(JSON.stringify(out));
+  `;
+}
