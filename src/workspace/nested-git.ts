@@ -159,12 +159,15 @@ function linkedGitDir(link: string, linked: string[]): Found | null {
   }
 }
 
+/** The names that make a directory a git dir (isGitDir). */
+export const GIT_DIR_NAMES = ['HEAD', 'objects', 'refs', 'commondir'];
+
 /**
  * Whether git takes a directory holding these names for a git dir: HEAD, and objects and refs either
  * beside it or in the directory its `commondir` names (as a linked worktree's git dir does), which
  * is then where its config and hooks come from too.
  */
-function isGitDir(names: Set<string>): boolean {
+export function isGitDir(names: Set<string>): boolean {
   return names.has('HEAD') && (names.has('commondir') || (names.has('objects') && names.has('refs')));
 }
 

@@ -8,6 +8,7 @@ import picomatch from 'picomatch';
 import { PolicyError } from '../core/errors.ts';
 import { secretFor, type SecretLocation } from './secrets.ts';
 import { isWithin } from '../core/paths.ts';
+import { GIT_DIR_NAMES, isGitDir } from './nested-git.ts';
 
 export interface WorkspaceAccess {
   /** Canonical workspace root. */
@@ -160,7 +161,10 @@ export class Workspace implements WorkspaceAccess {
     const canonical = await canonicalize(lexical);
     this.checkPolicyDenials(mode, lexical, canonical);
     if (mode === 'read') this.checkRead(path, lexical, canonical);
-    else if (!this.options.unrestricted) this.checkWrite(path, lexical, canonical);
+    else if (!this.options.unrestricted) {
+      this.checkWrite(path, lexical, canonical);
+      await this.checkGitDir(lexical, canonical);
+    }
     return canonical;
   }
 
@@ -239,6 +243,26 @@ export class Workspace implements WorkspaceAccess {
         'workspace.protected',
         `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected (matches '${glob}'); ` +
           `conch does not modify protected paths (.git, .conch, .env files, keys and shell start-up files in a home directory, and what the config protects). Leave it as it is; only the user can lift this (conch --unrestricted).`,
+      );
+    }
+  }
+
+  /**
+   * A git dir needs no `.git`: a folder holding HEAD, objects and refs (a bare repository), or HEAD
+   * and a commondir, is one, and the user's git runs its config. So a folder that is one, or that
+   * this write would make one, is protected like a nested .git (the tree's top has its own rules).
+   */
+  private async checkGitDir(lexical: string, canonical: string): Promise<void> {
+    const top = [this.root, ...this.writableRoots].filter((r) => isWithin(canonical, r)).sort((a, b) => b.length - a.length)[0];
+    if (top === undefined) return;
+    for (let child = canonical, dir = dirname(canonical); dir !== top && isWithin(dir, top); child = dir, dir = dirname(dir)) {
+      const present = await Promise.all(GIT_DIR_NAMES.map((name) => lstat(join(dir, name)).then(() => true, () => false)));
+      const names = new Set([basename(child), ...GIT_DIR_NAMES.filter((_, i) => present[i])]);
+      if (!isGitDir(names)) continue;
+      throw new PolicyError(
+        'workspace.protected',
+        `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected: ${this.display(dir)} is a git dir without a .git (HEAD with objects and refs, or with a commondir), or writing this would make it one, ` +
+          "and your user's git would run its config and hooks unsandboxed. conch does not modify git dirs; leave it as it is. Only the user can lift this (conch --unrestricted).",
       );
     }
   }

@@ -75,17 +75,23 @@ describe.skipIf(!canRun || !GIT)('nested repositories made by sandboxed commands
     expect(existsSync(fired)).toBe(false);
   });
 
-  test('the write tool cannot reach a nested .git at any depth', async () => {
+  test('the write tool cannot reach a nested .git at any depth, nor make a bare repository', async () => {
     mkdirSync(join(harness.dirs.workspace, 'sub'));
     harness.server.script([
       { toolCalls: [{ name: 'write', arguments: { path: 'sub/.git/config', content: '[core]\n\tfsmonitor = touch x\n' } }] },
       { toolCalls: [{ name: 'write', arguments: { path: 'a/b/.git', content: 'gitdir: /elsewhere\n' } }] },
+      // No command runs in this run, so no after-run check would see it: the write itself is refused.
+      { toolCalls: [{ name: 'write', arguments: { path: 'bare/config', content: '[core]\n\tpager = touch x; cat\n' } }] },
+      { toolCalls: [{ name: 'write', arguments: { path: 'bare/objects/.keep', content: '' } }] },
+      { toolCalls: [{ name: 'write', arguments: { path: 'bare/refs/.keep', content: '' } }] },
+      { toolCalls: [{ name: 'write', arguments: { path: 'bare/HEAD', content: 'ref: refs/heads/main\n' } }] },
       { text: 'done' },
     ]);
     const r = await run(['go']);
     expect(r.code).toBe(0);
-    for (const i of [1, 2]) expect(JSON.stringify(harness.server.requests[i]!.body.messages.at(-1).content)).toContain('is protected');
+    for (const i of [1, 2, 6]) expect(JSON.stringify(harness.server.requests[i]!.body.messages.at(-1).content)).toContain('is protected');
     expect(existsSync(join(harness.dirs.workspace, 'sub/.git'))).toBe(false);
     expect(existsSync(join(harness.dirs.workspace, 'a/b/.git'))).toBe(false);
+    expect(existsSync(join(harness.dirs.workspace, 'bare/HEAD'))).toBe(false);
   });
 });

@@ -158,6 +158,34 @@ describe('protected paths', () => {
     expect(await ws.resolve(join(outside, 'notes.txt'), 'write')).toBe(join(outside, 'notes.txt'));
   });
 
+  test('a git dir without a .git (a bare repository, or HEAD with a commondir) is protected, and so is what would make one', async () => {
+    // git takes such a folder for a git dir and runs its config (core.pager, core.fsmonitor) in the user's own git.
+    const at = (rel: string) => join(root, 'nested', rel);
+    for (const dir of ['bare.git/objects', 'bare.git/refs', 'linked', 'half/objects', 'half/refs', 'headed', 'common/objects', 'common/refs']) await mkdir(at(dir), { recursive: true });
+    await writeFile(at('bare.git/HEAD'), 'ref: refs/heads/main\n');
+    await writeFile(at('linked/HEAD'), 'ref: refs/heads/main\n');
+    await writeFile(at('linked/commondir'), '../common\n');
+    await writeFile(at('headed/HEAD'), 'ref: refs/heads/main\n');
+    const ws = await open();
+    const refused = [
+      'bare.git/config', 'bare.git/hooks/post-checkout', 'bare.git/HEAD', // inside an existing one
+      'linked/config', 'linked/commondir', // HEAD + commondir: a git dir whose objects and refs are elsewhere
+      'half/HEAD', // objects/ and refs/ are there: HEAD completes it
+      'headed/commondir', // HEAD is there: a commondir completes it
+    ];
+    for (const rel of refused) {
+      const error = await refusal(ws.resolve(join('nested', rel), 'write'));
+      expect(error.rule).toBe('workspace.protected');
+      expect(error.message).toContain(`'nested/${rel}' is protected`);
+      expect(error.message).toContain('git dir');
+    }
+    // Not a git dir, nor one write away from being one.
+    for (const rel of ['headed/notes.txt', 'headed/objects/x', 'half/notes.txt', 'common/config', 'common/objects/x', 'src/HEAD.md']) {
+      expect(await ws.resolve(join('nested', rel), 'write')).toBe(at(rel));
+    }
+    expect(await ws.resolve('nested/bare.git/config', 'read')).toBe(at('bare.git/config'));
+  });
+
   test('extra protected globs add to the defaults', async () => {
     const ws = await open({ protectedGlobs: ['secrets/**', '**/*.lock'] });
     expect((await refusal(ws.resolve('secrets/key', 'write'))).rule).toBe('workspace.protected');
