@@ -9,6 +9,8 @@ export interface FileToolDeps {
   readMaxLines?: number;
   /** read: bytes per page (default 50 KiB). */
   readMaxBytes?: number;
+  /** read: bytes read of a file that reports a size of 0, such as /proc files (default 1 MiB). */
+  pseudoFileMaxBytes?: number;
   /** read: largest image returned, in bytes of base64 (default 5 MiB, the common provider cap). */
   maxImageBase64Bytes?: number;
   /** write/edit: called between the complete temporary file and the rename. For tests. */

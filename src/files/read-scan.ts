@@ -12,6 +12,8 @@ export interface PageRequest {
   limit: number;
   /** Most bytes of line content in the page (a longer first line is cut). */
   maxBytes: number;
+  /** Bytes of the file considered (workspace/revision.ts readEnd): what lies beyond is not read. */
+  end: number;
 }
 
 export interface Page {
@@ -111,7 +113,8 @@ async function scan(fh: FileHandle, request: PageRequest, options: ScanOptions) 
   let atLineStart = true;
   for (;;) {
     options.signal?.throwIfAborted();
-    const { bytesRead } = await fh.read(buffer, 0, buffer.length, position);
+    if (position >= request.end) break;
+    const { bytesRead } = await fh.read(buffer, 0, Math.min(buffer.length, request.end - position), position);
     if (bytesRead === 0) break;
     const chunk = buffer.subarray(0, bytesRead);
     hasher?.update(chunk);

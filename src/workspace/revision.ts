@@ -5,6 +5,20 @@ import { constants, type BigIntStats } from 'node:fs';
 import { open, stat, type FileHandle } from 'node:fs/promises';
 
 export const HASH_CHUNK_BYTES = 1 << 20;
+/**
+ * Bytes read of a regular file that reports a size of 0 (procfs, sysfs): its size says nothing of
+ * its length, and some hardly end (/proc/self/pagemap spans the whole address space, 256 GiB).
+ */
+export const PSEUDO_FILE_MAX_BYTES = 1 << 20;
+
+/**
+ * Where reading a file stops: at the size it had when opened, so a file that keeps growing (a
+ * command appending to it) is not chased forever; at `pseudoMax` for a pseudo-file.
+ */
+export function readEnd(st: { size: bigint | number }, pseudoMax = PSEUDO_FILE_MAX_BYTES): number {
+  const size = Number(st.size);
+  return size > 0 ? size : pseudoMax;
+}
 
 export function revisionOf(bytes: Uint8Array | string): string {
   return new Bun.CryptoHasher('sha256').update(bytes).digest('hex');
@@ -114,15 +128,15 @@ export class RevisionTracker {
   }
 
   /** The revision of an already opened file (e.g. through a pinned directory), cached under `path`. */
-  async revisionOfHandle(path: string, fh: FileHandle, st: BigIntStats, signal?: AbortSignal): Promise<string> {
+  async revisionOfHandle(path: string, fh: FileHandle, st: BigIntStats, signal?: AbortSignal, end = readEnd(st)): Promise<string> {
     const hit = this.cached(path, st);
     if (hit) return hit.revision;
     const startedAt = Date.now();
     const hasher = createHasher();
     const buffer = Buffer.allocUnsafe(HASH_CHUNK_BYTES);
-    for (let position = 0; ; ) {
+    for (let position = 0; position < end; ) {
       signal?.throwIfAborted();
-      const { bytesRead } = await fh.read(buffer, 0, buffer.length, position);
+      const { bytesRead } = await fh.read(buffer, 0, Math.min(buffer.length, end - position), position);
       if (bytesRead === 0) break;
       hasher.update(buffer.subarray(0, bytesRead));
       position += bytesRead;

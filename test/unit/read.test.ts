@@ -312,3 +312,23 @@ describe('a 1 GiB sparse file', () => {
     expect(growth).toBeLessThan(64 * 1024 * 1024);
   }, 60_000);
 });
+
+describe.skipIf(process.platform !== 'linux')('pseudo-files that report a size of 0 (procfs)', () => {
+  test('/proc/self/pagemap, hundreds of GiB behind its size of 0, is described without being read to its end', async () => {
+    const { read } = await setup();
+    const r = await read({ path: '/proc/self/pagemap' });
+    expect(r.isError).toBeUndefined();
+    expect(r.text).toMatch(/\/pagemap is binary/);
+  });
+
+  test('a text one is read up to the pseudo-file cap, and a page cut there says so', async () => {
+    const { read } = await setup({ pseudoFileMaxBytes: 64 });
+    const r = await read({ path: '/proc/self/status' });
+    expect(r.text).toStartWith('1\tName:\t');
+    expect(r.text).toContain('reports a size of 0');
+    expect(r.text).toContain('only its first 64 B were read');
+    const whole = await (await setup()).read({ path: '/proc/self/status' });
+    expect(whole.text).toContain('\tPid:\t');
+    expect(whole.text).not.toContain('reports a size of 0');
+  });
+});

@@ -16,7 +16,7 @@ import { errorResult } from '../../core/content.ts';
 import { describeBinary, detectImage, looksBinary } from '../../files/filetype.ts';
 import { scanFull, scanPage, type Page } from '../../files/read-scan.ts';
 import { openVerified } from '../../workspace/open-verified.ts';
-import { revisionOf } from '../../workspace/revision.ts';
+import { PSEUDO_FILE_MAX_BYTES, readEnd, revisionOf } from '../../workspace/revision.ts';
 
 /** Bytes examined to tell text from binary. */
 const SNIFF_BYTES = 8192;
@@ -44,10 +44,12 @@ export function createReadTool(deps: FileToolDeps): Tool {
   const maxLines = deps.readMaxLines ?? DEFAULT_READ_MAX_LINES;
   const maxBytes = deps.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
   const maxImage = deps.maxImageBase64Bytes ?? DEFAULT_MAX_IMAGE_BASE64_BYTES;
+  const pseudoMax = deps.pseudoFileMaxBytes ?? PSEUDO_FILE_MAX_BYTES;
   const ws = deps.workspace;
 
   async function readText(fh: Fh, abs: string, st: BigIntStats, offset: number, limit: number, signal: AbortSignal): Promise<ToolResult> {
-    const request = { offset, limit: Math.min(limit, maxLines), maxBytes };
+    const end = readEnd(st, pseudoMax);
+    const request = { offset, limit: Math.min(limit, maxLines), maxBytes, end };
     let page: Page;
     let revision: string;
     let total: number;
@@ -73,10 +75,13 @@ export function createReadTool(deps: FileToolDeps): Tool {
     if (offset > total) {
       return errorResult(`offset ${offset} is past the end of ${shown}: it has ${total} lines (revision ${revision}). Use an offset from 1 to ${total}.`, details);
     }
-    return { content: [{ type: 'text', text: formatPage(page, total, revision, shown, maxBytes) }], details };
+    // A pseudo-file may hold more than was read: say so rather than call its page the end of the file.
+    const cutAt = st.size === 0n && (await fh.read(Buffer.alloc(1), 0, 1, end)).bytesRead > 0 ? end : null;
+    return { content: [{ type: 'text', text: formatPage(page, total, revision, shown, maxBytes, cutAt) }], details };
   }
 
-  async function readImage(fh: Fh, abs: string, size: number, mediaType: string): Promise<ToolResult> {
+  async function readImage(fh: Fh, abs: string, st: BigIntStats, mediaType: string): Promise<ToolResult> {
+    const size = Number(st.size);
     const shown = ws.display(abs);
     const kind = mediaType.slice('image/'.length).toUpperCase();
     if (Math.ceil(size / 3) * 4 > maxImage) {
@@ -86,7 +91,16 @@ export function createReadTool(deps: FileToolDeps): Tool {
           `Make a smaller copy with bash (e.g. \`convert ${shown} -resize 50% /tmp/small.png\`) and read that.`,
       );
     }
-    const bytes = await fh.readFile();
+    // Only the bytes the size promised: an image a command keeps appending to is not chased.
+    const end = readEnd(st, pseudoMax);
+    const buffer = Buffer.alloc(end);
+    let length = 0;
+    while (length < end) {
+      const { bytesRead } = await fh.read(buffer, length, end - length, length);
+      if (bytesRead === 0) break;
+      length += bytesRead;
+    }
+    const bytes = buffer.subarray(0, length);
     const revision = revisionOf(bytes);
     deps.revisions.record(abs, revision);
     return {
@@ -132,9 +146,9 @@ export function createReadTool(deps: FileToolDeps): Tool {
         const { bytesRead } = await fh.read(head, 0, head.length, 0);
         const sniff = head.subarray(0, bytesRead);
         const image = detectImage(sniff);
-        if (image) return await readImage(fh, abs, size, image);
+        if (image) return await readImage(fh, abs, st, image);
         if (looksBinary(sniff, bytesRead === SNIFF_BYTES)) {
-          const revision = await deps.revisions.revisionOfHandle(abs, fh, st, ctx.signal);
+          const revision = await deps.revisions.revisionOfHandle(abs, fh, st, ctx.signal, readEnd(st, pseudoMax));
           deps.revisions.record(abs, revision);
           return {
             content: [
@@ -160,7 +174,7 @@ export function createReadTool(deps: FileToolDeps): Tool {
   };
 }
 
-function formatPage(page: Page, total: number, revision: string, shown: string, maxBytes: number): string {
+function formatPage(page: Page, total: number, revision: string, shown: string, maxBytes: number, cutAt: number | null): string {
   const decoder = new TextDecoder('utf-8', { ignoreBOM: true });
   const last = page.first + page.lines.length - 1;
   const width = String(last).length;
@@ -182,6 +196,9 @@ function formatPage(page: Page, total: number, revision: string, shown: string, 
     );
   }
   if (crlf) notes.push('[the file uses CRLF line endings (shown without \\r); edit keeps them]');
+  if (cutAt !== null) {
+    notes.push(`[${shown} reports a size of 0, as /proc and /sys files do; only its first ${formatBytes(cutAt)} were read; see the rest with bash, e.g. \`tail -c +${cutAt + 1} ${shown} | head -c ${maxBytes}\`]`);
+  }
   notes.push(`[revision ${revision}]`);
   const why = page.stoppedBy === 'bytes' && page.cutLine === null ? ` (page limit ${formatBytes(maxBytes)})` : '';
   notes.push(last < total ? `[lines ${page.first}-${last} of ${total}${why}; continue with offset=${last + 1}]` : `[lines ${page.first}-${last} of ${total}; end of file]`);
