@@ -59,6 +59,12 @@ export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**'
 export const NESTED_GIT_GLOBS = ['**/.git', '**/.git/**'];
 export const SECRET_FILE_GLOBS = ['**/.env*', '**/*.pem', '**/*.key', '**/id_*'];
 
+/**
+ * A process's environment. conch's own holds the provider keys and tokens that commands never see
+ * (their environment is cleaned), and the read tool runs in conch's process.
+ */
+const PROCESS_ENVIRON = /^\/proc\/(?:\d+|self|thread-self)(?:\/task\/\d+)?\/environ$/;
+
 /** Symlink hops followed while canonicalising before giving up (the kernel's own limit is 40). */
 const MAX_LINK_HOPS = 40;
 
@@ -280,6 +286,13 @@ export class Workspace implements WorkspaceAccess {
         `'${this.display(canonical)}' is hidden by policy: it is a credential location (built-in rule read.secret:${secret.name}, ${secret.path}), ` +
           `unreadable to the read tool and shown empty to shell commands. Do not try to read it another way; only the user can lift this ` +
           `(read.allowSecret: ["${secret.name}"] in their user config).`,
+      );
+    }
+    if (process.platform === 'linux' && [canonical, lexical].some((p) => PROCESS_ENVIRON.test(p))) {
+      throw new PolicyError(
+        'read.environ',
+        `'${given}' is a process's environment: conch's own holds the API keys and tokens that shell commands never see, so the read tool does not read it. ` +
+          'Do not try to read it another way; to learn a setting, ask the user.',
       );
     }
     if (this.readDenyRules.length === 0) return;

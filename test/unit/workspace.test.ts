@@ -228,6 +228,21 @@ describe('read policy', () => {
     expect(await ws.resolve('src/a.ts', 'read')).toBe(join(root, 'src', 'a.ts'));
   });
 
+  test.skipIf(process.platform !== 'linux')("a process's environment (/proc/PID/environ) is refused, --unrestricted too: conch's own holds the keys commands never see", async () => {
+    // Binary detection alone does not hide it: a first variable over 8 KiB (a generated LS_COLORS) leaves no NUL in the sniff.
+    const pid = process.pid;
+    for (const unrestricted of [false, true]) {
+      const ws = await open({ unrestricted });
+      for (const path of ['/proc/self/environ', '/proc/thread-self/environ', `/proc/${pid}/environ`, `/proc/${pid}/task/${pid}/environ`, `/proc/${pid}/./environ`]) {
+        const error = await refusal(ws.resolve(path, 'read'));
+        expect(error.rule).toBe('read.environ');
+        expect(error.message).toContain("a process's environment");
+      }
+    }
+    const ws = await open();
+    expect(await ws.resolve('/proc/self/status', 'read')).toBe(`/proc/${pid}/status`);
+  });
+
   test('~ means the home directory', async () => {
     const ws = await open();
     expect(ws.absolute('~/x.txt')).toBe(join(homedir(), 'x.txt'));
