@@ -85,6 +85,8 @@ export async function fsErrorMessage(error: unknown, abs: string, ws: Workspace,
     case 'ENOSPC':
     case 'EDQUOT':
       return `Cannot ${action} ${shown}: no space left on the device (or quota exceeded); nothing was changed.`;
+    case 'EIO':
+      return `Cannot ${action} ${shown}: input/output error (a failing device, or a /proc file such as a process's mem that cannot be read from its start).`;
     case 'ENAMETOOLONG':
       return `Cannot ${action} ${shown}: the file name is too long.`;
     default:

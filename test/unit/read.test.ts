@@ -321,6 +321,13 @@ describe.skipIf(process.platform !== 'linux')('pseudo-files that report a size o
     expect(r.text).toMatch(/\/pagemap is binary/);
   });
 
+  test('one that fails to read (/proc/self/mem: EIO at offset 0) is an error naming it, not a thrown one', async () => {
+    const { read } = await setup();
+    const r = await read({ path: '/proc/self/mem' });
+    expect(r.isError).toBe(true);
+    expect(r.text).toMatch(/^Cannot read \/proc\/\d+\/mem: input\/output error/);
+  });
+
   test('a text one is read up to the pseudo-file cap, and a page cut there says so', async () => {
     const { read } = await setup({ pseudoFileMaxBytes: 64 });
     const r = await read({ path: '/proc/self/status' });
