@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { chmod, chown, mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, chown, link, mkdir, mkdtemp, open, readdir, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { PolicyError } from '../../src/core/errors.ts';
@@ -211,6 +211,19 @@ describe('atomicity and permissions', () => {
       expect((await stat(at('theirs.txt'))).uid).toBe(0);
     }
     expect(await leftovers(root)).toEqual([]);
+  });
+
+  test('a file hard-linked to one outside the workspace is replaced, not written through: the outside name keeps its content', async () => {
+    // Writing through would change a file outside the workspace; a user who linked on purpose keeps both names' history.
+    const { write, read, at } = await setup();
+    const outside = await mkdtemp(join(base, 'outside-'));
+    await writeFile(join(outside, 'shared.txt'), 'outside\n');
+    await link(join(outside, 'shared.txt'), at('shared.txt'));
+    await read({ path: 'shared.txt' });
+    expect((await write({ path: 'shared.txt', content: 'inside\n' })).isError).toBeUndefined();
+    expect(await readFile(at('shared.txt'), 'utf8')).toBe('inside\n');
+    expect(await readFile(join(outside, 'shared.txt'), 'utf8')).toBe('outside\n');
+    expect((await stat(join(outside, 'shared.txt'))).nlink).toBe(1);
   });
 
   test('writeFileAtomic removes its temp file when the rename fails', async () => {
