@@ -168,7 +168,9 @@ export const GIT_DIR_NAMES = ['HEAD', 'objects', 'refs', 'commondir'];
  * is then where its config and hooks come from too.
  */
 export function isGitDir(names: Set<string>): boolean {
-  return names.has('HEAD') && (names.has('commondir') || (names.has('objects') && names.has('refs')));
+  // In any case: on a case-insensitive file system git finds `head` as HEAD.
+  const lower = new Set([...names].map((name) => name.toLowerCase()));
+  return lower.has('head') && (lower.has('commondir') || (lower.has('objects') && lower.has('refs')));
 }
 
 function list(dir: string): Dirent[] {

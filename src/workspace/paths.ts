@@ -74,9 +74,9 @@ interface GlobRule {
 }
 
 function compileGlobs(globs: string[]): GlobRule[] {
-  // Case-insensitive file systems would otherwise let `.GIT/config` past a `.git/**` rule.
-  const nocase = process.platform === 'darwin' || process.platform === 'win32';
-  return [...new Set(globs)].map((glob) => ({ glob, test: picomatch(glob, { dot: true, nocase }) }));
+  // Case-insensitive file systems would otherwise let `.GIT/config` past a `.git/**` rule, and Linux
+  // has them too (WSL's /mnt/c, vfat and exfat mounts, ext4 casefold folders): always case-insensitive.
+  return [...new Set(globs)].map((glob) => ({ glob, test: picomatch(glob, { dot: true, nocase: true }) }));
 }
 
 

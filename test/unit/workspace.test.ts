@@ -186,6 +186,15 @@ describe('protected paths', () => {
     expect(await ws.resolve('nested/bare.git/config', 'read')).toBe(at('bare.git/config'));
   });
 
+  test('protected names in another case are refused on every platform: a case-insensitive mount (WSL /mnt/c, vfat, ext4 casefold) makes them the same file', async () => {
+    await mkdir(join(root, 'nested', 'upper', 'objects'), { recursive: true });
+    await mkdir(join(root, 'nested', 'upper', 'refs'), { recursive: true });
+    const ws = await open();
+    for (const path of ['.GIT/config', '.Git/hooks/pre-commit', '.ENV', '.Env.Local', '.CONCH/config.json', 'sub/.GIT/config', 'head', 'nested/upper/head']) {
+      expect((await refusal(ws.resolve(path, 'write'))).rule).toBe('workspace.protected');
+    }
+  });
+
   test('extra protected globs add to the defaults', async () => {
     const ws = await open({ protectedGlobs: ['secrets/**', '**/*.lock'] });
     expect((await refusal(ws.resolve('secrets/key', 'write'))).rule).toBe('workspace.protected');
