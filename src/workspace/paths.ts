@@ -116,6 +116,17 @@ export async function canonicalize(path: string): Promise<string> {
   }
 }
 
+/** A path the file system cannot resolve, named as the model gave it: the error's own message holds an absolute path. */
+function unresolvable(given: string, error: unknown): unknown {
+  const code = (error as { code?: string } | null)?.code;
+  const why =
+    code === 'ELOOP' ? 'too many levels of symbolic links (a link loop?)'
+    : code === 'ENAMETOOLONG' ? 'a name in it is longer than the file system allows (255 bytes), or the whole path is (4096)'
+    : null;
+  if (why === null) return error;
+  return Object.assign(new Error(`'${given}' cannot be resolved: ${why}; give another path.`), { code });
+}
+
 export class Workspace implements WorkspaceAccess {
   private readonly protectedRules: GlobRule[];
   /** The defaults, for paths in a writable root outside the workspace (its own .git, .env …). */
@@ -164,7 +175,9 @@ export class Workspace implements WorkspaceAccess {
       throw new Error(`path ${JSON.stringify(path)} contains a NUL byte, which no file name can hold; give the path without it.`);
     }
     const lexical = this.absolute(path);
-    const canonical = await canonicalize(lexical);
+    const canonical = await canonicalize(lexical).catch((error: unknown) => {
+      throw unresolvable(path, error);
+    });
     this.checkPolicyDenials(mode, lexical, canonical);
     if (mode === 'read') this.checkRead(path, lexical, canonical);
     else if (!this.options.unrestricted) {

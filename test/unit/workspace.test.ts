@@ -252,6 +252,19 @@ describe('read policy', () => {
     expect(await ws.resolve('/proc/self/status', 'read')).toBe(`/proc/${pid}/status`);
   });
 
+  test('a link loop or an over-long name is a clear error naming the path as given, with no absolute path of this machine', async () => {
+    await symlink('loop-a', join(root, 'loop-b'));
+    await symlink('loop-b', join(root, 'loop-a'));
+    const ws = await open();
+    for (const mode of ['read', 'write'] as const) {
+      const loop = await ws.resolve('loop-a/x', mode).catch((e) => e);
+      expect(loop.message).toStartWith("'loop-a/x' cannot be resolved: too many levels of symbolic links");
+      const long = await ws.resolve(`${'n'.repeat(300)}/x`, mode).catch((e) => e);
+      expect(long.message).toContain('cannot be resolved: a name in it is longer than the file system allows');
+      for (const error of [loop, long]) expect(error.message).not.toContain(base);
+    }
+  });
+
   test('~ means the home directory', async () => {
     const ws = await open();
     expect(ws.absolute('~/x.txt')).toBe(join(homedir(), 'x.txt'));
