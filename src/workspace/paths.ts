@@ -49,7 +49,8 @@ export interface WorkspaceOptions {
   ownDirs?: string[];
 }
 
-export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env.*', 'HEAD'];
+/** Each name with what may lie inside it: a .env or HEAD made a directory is no less protected (commands see it read-only). */
+export const DEFAULT_PROTECTED_GLOBS = ['.git', '.git/**', '.conch', '.conch/**', '.env', '.env/**', '.env.*', '.env.*/**', 'HEAD', 'HEAD/**'];
 /**
  * A repository's git dir at any depth, for the file tools only: a nested repository's config or
  * hooks (core.fsmonitor, post-index-change) run in the user's own git, unsandboxed, the moment a

@@ -134,6 +134,14 @@ describe('protected paths', () => {
     }
   });
 
+  test('nothing goes inside a protected name either: .env, .env.* and HEAD made (or kept) as directories', async () => {
+    // Commands see these read-only whatever they are; a .env directory would swallow the user's `cp .env.example .env`.
+    const ws = await open({ writableRoots: [outside] });
+    for (const path of ['.env/x', '.env.local/x', 'HEAD/x', join(outside, '.env/x'), join(outside, 'HEAD/x')]) {
+      expect((await refusal(ws.resolve(path, 'write'))).rule).toBe('workspace.protected');
+    }
+  });
+
   test('look-alikes and nested .env files are not protected by default', async () => {
     const ws = await open();
     for (const path of ['.envrc', 'src/.env', '.gitignore', 'docs/.git-notes']) {
