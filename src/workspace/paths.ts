@@ -282,7 +282,7 @@ export class Workspace implements WorkspaceAccess {
       throw new PolicyError(
         'workspace.protected',
         `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected: ${this.display(dir)} is a git dir without a .git (HEAD with objects and refs, or with a commondir), or writing this would make it one, ` +
-          "and your user's git would run its config and hooks unsandboxed. conch does not modify git dirs; leave it as it is. Only the user can lift this (conch --unrestricted).",
+          "and the user's own git would run its config and hooks unsandboxed. conch does not modify git dirs; leave it as it is. Only the user can lift this (conch --unrestricted).",
       );
     }
   }
