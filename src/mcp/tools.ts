@@ -7,6 +7,13 @@ import type { Connection } from './connect.ts';
 import { toToolResult, type McpCallResult } from './results.ts';
 
 const MAX_NAME = 64;
+/**
+ * How often a server's progress is passed on, and how much of one message: as the bash tool's live
+ * output. A server may send thousands of notifications a second, each an event for every host (a
+ * trace line, an editor update); only the latest one matters.
+ */
+const PROGRESS_EVERY_MS = 250;
+const PROGRESS_CHARS = 4096;
 
 /** The catalog name: providers accept [A-Za-z0-9_-], at most 64 characters. */
 export function toolName(server: string, tool: string): string {
@@ -32,13 +39,14 @@ export function catalogTools(spec: ServerSpec, connection: Connection): Tool[] {
       source: `MCP server ${spec.name} (${spec.source})`,
       async execute(args, ctx) {
         let result: McpCallResult;
+        const progress = latestEvery(PROGRESS_EVERY_MS, (text) => ctx.update(text));
         try {
           result = (await client.callTool({ name: mcp.name, arguments: args as Record<string, unknown> }, undefined, {
             signal: ctx.signal,
             timeout: spec.toolTimeoutMs,
             onprogress: (p) => {
               const of = p.total ? `${p.progress}/${p.total}` : String(p.progress);
-              ctx.update(`${p.message ? `${p.message} ` : ''}(${of})\n`);
+              progress.push(`${p.message ? `${String(p.message).slice(0, PROGRESS_CHARS)} ` : ''}(${of})\n`);
             },
           })) as McpCallResult;
         } catch (error) {
@@ -58,9 +66,32 @@ export function catalogTools(spec: ServerSpec, connection: Connection): Tool[] {
             throw new Error(`the MCP server ${spec.name} is gone (${how || 'its connection closed'}); its tools fail for the rest of this run${stderr}`);
           }
           throw error;
+        } finally {
+          progress.stop();
         }
         return toToolResult(result);
       },
     } satisfies Tool;
   });
+}
+
+/** Passes on the latest text pushed, at most once per `ms`; what is pending when stopped is dropped. */
+function latestEvery(ms: number, pass: (text: string) => void) {
+  let latest: string | null = null;
+  let timer: ReturnType<typeof setTimeout> | null = null;
+  return {
+    push(text: string) {
+      latest = text;
+      timer ??= setTimeout(() => {
+        timer = null;
+        if (latest !== null) pass(latest);
+        latest = null;
+      }, ms);
+    },
+    stop() {
+      if (timer) clearTimeout(timer);
+      timer = null;
+      latest = null;
+    },
+  };
 }

@@ -1,0 +1,32 @@
+// A misbehaving MCP server (test/support/mcp-hostile.ts, raw JSON-RPC) against the real CLI, the
+// real SDK on conch's side and the local model server: what it sends must not end or flood the run.
+import { describe, expect, test } from 'bun:test';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { anthropicEnv, BUN, REPO, runConch, useHarness, writeConfig } from '../support/cli.ts';
+
+const HOSTILE = join(REPO, 'test/support/mcp-hostile.ts');
+const harness = useHarness();
+const run = (args: string[]) => runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', ...args], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+const hostile = (tools = 'plain', extra: Record<string, unknown> = {}) => writeConfig(harness.dirs, { mcpServers: { h: { command: BUN, args: [HOSTILE, '--tools', tools], ...extra } } });
+const call = (...names: string[]) => harness.server.script([{ toolCalls: names.map((name) => ({ name: `mcp__h__${name}`, arguments: {} })) }, { text: 'done' }]);
+/** The tool_result blocks of the i-th request's last message. */
+const results = (i: number) => harness.server.requests[i]!.body.messages.at(-1).content as any[];
+
+describe('a hostile MCP server', () => {
+  test('a flood of progress notifications reaches the trace throttled, and the call still ends at toolTimeoutMs', async () => {
+    // Thousands a second, each 10 kB: every one became an event (a trace line, an editor update).
+    await hostile('plain', { toolTimeoutMs: 2000 });
+    call('progress_flood');
+    const trace = join(harness.dirs.home, 'trace.jsonl');
+    const r = await run(['--trace', trace, '--trace-content', 'go']);
+    expect(r.code).toBe(0);
+    expect(results(1)[0].is_error).toBe(true);
+    expect(JSON.stringify(results(1)[0].content)).toContain('2000 ms');
+    const updates = readFileSync(trace, 'utf8').split('\n').filter((l) => l.includes('"tool.updated"')).map((l) => JSON.parse(l));
+    expect(updates.length).toBeGreaterThan(0);
+    expect(updates.length).toBeLessThan(100);
+    // The first 4096 characters of the message, then its count.
+    for (const u of updates) expect(u.text.length).toBeLessThan(4096 + 32);
+  }, 30_000);
+});
