@@ -3,6 +3,7 @@
 // named, not dumped); structuredContent kept, and given to the model as JSON when the server sent
 // no text of it. isError stays a tool error the model sees.
 import type { ContentBlock, ToolResult } from '../core/content.ts';
+import { detectImage } from '../files/filetype.ts';
 
 type McpBlock = { type: string; [key: string]: unknown };
 
@@ -33,7 +34,7 @@ function mapBlock(block: McpBlock): ContentBlock[] {
     case 'text':
       return [{ type: 'text', text: String(block.text ?? '') }];
     case 'image':
-      return [{ type: 'image', mediaType: String(block.mimeType ?? 'image/png'), data: String(block.data ?? '') }];
+      return image(String(block.mimeType ?? ''), block.data);
     case 'audio':
       return [{ type: 'text', text: `[audio ${block.mimeType ?? ''}, ${base64Bytes(block.data)} bytes, not shown]` }];
     case 'resource_link':
@@ -49,10 +50,20 @@ function embedded(resource: Record<string, unknown>): ContentBlock[] {
   const head = `[resource ${resource.uri ?? ''}${resource.mimeType ? ` (${resource.mimeType})` : ''}]`;
   if (typeof resource.text === 'string') return [{ type: 'text', text: `${head}\n${resource.text}` }];
   const mime = String(resource.mimeType ?? '');
-  if (typeof resource.blob === 'string' && /^image\/(png|jpeg|gif|webp)$/.test(mime)) {
-    return [{ type: 'text', text: head }, { type: 'image', mediaType: mime, data: resource.blob }];
-  }
+  if (typeof resource.blob === 'string' && mime.startsWith('image/')) return [{ type: 'text', text: head }, ...image(mime, resource.blob)];
   return [{ type: 'text', text: `${head} ${base64Bytes(resource.blob)} bytes of binary data, not shown` }];
+}
+
+/**
+ * An image as the type its bytes are: the providers check the bytes, and a label that disagrees (a
+ * JPEG sent as image/png) or bytes that are no image they take failed the whole next request.
+ */
+function image(declared: string, data: unknown): ContentBlock[] {
+  const base64 = typeof data === 'string' ? data : '';
+  // 64 base64 characters are 48 bytes, more than any signature needs.
+  const actual = detectImage(Buffer.from(base64.slice(0, 64), 'base64'));
+  if (actual) return [{ type: 'image', mediaType: actual, data: base64 }];
+  return [{ type: 'text', text: `[an image of type ${declared || '(none)'} (${base64Bytes(base64)} bytes), not shown: its bytes are not PNG, JPEG, GIF or WebP, the types models take]` }];
 }
 
 function describeResource(block: McpBlock): string {

@@ -29,4 +29,18 @@ describe('a hostile MCP server', () => {
     // The first 4096 characters of the message, then its count.
     for (const u of updates) expect(u.text.length).toBeLessThan(4096 + 32);
   }, 30_000);
+
+  test('an image labelled with a type its bytes are not is sent as what it is; bytes that are no image are named in text', async () => {
+    // A JPEG sent as image/png, or text sent as an image, makes the provider refuse the whole next request (a 400 ends the run).
+    await hostile();
+    call('mislabeled_image', 'mislabeled_resource', 'not_an_image');
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    const [mislabeled, resource, notImage] = results(1);
+    expect(mislabeled.content).toEqual([{ type: 'image', source: expect.objectContaining({ media_type: 'image/jpeg' }) }]);
+    expect(resource.content.find((b: any) => b.type === 'image').source.media_type).toBe('image/jpeg');
+    expect(notImage.content.some((b: any) => b.type === 'image')).toBe(false);
+    expect(JSON.stringify(notImage.content)).toContain('an image of type image/png');
+    expect(JSON.stringify(notImage.content)).toContain('not shown');
+  }, 30_000);
 });

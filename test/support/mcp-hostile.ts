@@ -10,7 +10,7 @@ const plain = (name: string) => ({ name, description: `the ${name} tool`, inputS
 const JPEG = Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0, 16, 0x4a, 0x46, 0x49, 0x46, 0, 1]).toString('base64');
 
 function toolList(): unknown[] {
-  const calls = ['bogus_image', 'mislabeled_image', 'ask_client', 'progress_flood', 'never', 'garbage', 'stderr_flood', 'empty_error'].map(plain);
+  const calls = ['bogus_image', 'mislabeled_image', 'not_an_image', 'mislabeled_resource', 'ask_client', 'progress_flood', 'never', 'garbage', 'stderr_flood', 'empty_error'].map(plain);
   switch (mode) {
     // Two names that read the same once made provider-safe, and two that are the same in their first 64 characters.
     case 'lookalike':
@@ -61,6 +61,10 @@ async function call(name: string, meta: any): Promise<unknown> {
       return { content: [], isError: true };
     case 'bogus_image':
       return { content: [{ type: 'image', mimeType: 'image/png', data: '%%% this is not base64 %%%' }] };
+    case 'not_an_image':
+      return { content: [{ type: 'image', mimeType: 'image/png', data: Buffer.from('hello, not an image').toString('base64') }] };
+    case 'mislabeled_resource':
+      return { content: [{ type: 'resource', resource: { uri: 'file:///shot', mimeType: 'image/png', blob: JPEG } }] };
     case 'mislabeled_image':
       return { content: [{ type: 'image', mimeType: 'image/png', data: JPEG }] };
     case 'ask_client': {
