@@ -40,12 +40,15 @@ describe('MCP server config', () => {
   });
 });
 
+// The first bytes of a PNG: images are sent as what their bytes are.
+const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]).toString('base64');
+
 describe('MCP results', () => {
   test('text, image, resource link, embedded text and blob resources, structuredContent, isError', () => {
     const r = toToolResult({
       content: [
         { type: 'text', text: 'hi' },
-        { type: 'image', data: 'AAAA', mimeType: 'image/png' },
+        { type: 'image', data: PNG, mimeType: 'image/png' },
         { type: 'resource_link', uri: 'file:///a.txt', name: 'a.txt', mimeType: 'text/plain' },
         { type: 'resource', resource: { uri: 'mem://b', text: 'body' } },
         { type: 'resource', resource: { uri: 'mem://c', blob: 'AAAA', mimeType: 'application/gzip' } },
@@ -54,7 +57,7 @@ describe('MCP results', () => {
     });
     expect(r.isError).toBe(true);
     expect(r.content[0]).toEqual({ type: 'text', text: 'hi' });
-    expect(r.content[1]).toEqual({ type: 'image', mediaType: 'image/png', data: 'AAAA' });
+    expect(r.content[1]).toEqual({ type: 'image', mediaType: 'image/png', data: PNG });
     expect(JSON.stringify(r.content[2])).toContain('a.txt: file:///a.txt (text/plain)');
     expect(JSON.stringify(r.content[3])).toContain('body');
     expect(JSON.stringify(r.content[4])).toContain('3 bytes of binary data, not shown');
