@@ -36,6 +36,8 @@ export interface ConnectSettings {
 export interface Connection {
   client: Client;
   tools: McpTool[];
+  /** Tools it listed that are no valid MCP tool (an inputSchema that is not an object schema), each with why. */
+  refused: string[];
   close(): Promise<void>;
   /** How a server whose connection closed ended ("it exited with code 9", its last stderr lines), or ''. */
   ended(): Promise<{ how: string; stderr: string }>;
@@ -70,7 +72,7 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
   const timedOut = new Promise<'timeout'>((done) => (timer = setTimeout(() => done('timeout'), spec.startupTimeoutMs)));
   const handshake = (async () => {
     await client.connect(transport, { timeout: spec.startupTimeoutMs });
-    return { tools: await listAll(client, spec.startupTimeoutMs) };
+    return await listAll(client, spec.startupTimeoutMs);
   })();
   try {
     const first = await Promise.race([handshake, died, timedOut]);
@@ -89,7 +91,7 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
       const how = code === undefined ? '' : code === null ? 'it was killed by a signal' : `it exited with code ${code}`;
       return { how, stderr: stderrLines(child) };
     };
-    return { ok: true, connection: { client, tools: first.tools, close, ended } };
+    return { ok: true, connection: { client, tools: first.tools, refused: first.refused, close, ended } };
   } catch (error) {
     // The handshake failed while the child may be dying: let its exit code tell what happened.
     const code = child ? await Promise.race([child.exited, Bun.sleep(100).then(() => undefined)]) : undefined;
@@ -102,15 +104,42 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
   }
 }
 
-async function listAll(client: Client, timeout: number): Promise<McpTool[]> {
+async function listAll(client: Client, timeout: number): Promise<{ tools: McpTool[]; refused: string[] }> {
   const tools: McpTool[] = [];
+  const refused: string[] = [];
+  const { ToolSchema } = await import('@modelcontextprotocol/sdk/types.js');
   let cursor: string | undefined;
   do {
-    const page = await client.listTools(cursor ? { cursor } : undefined, { timeout });
-    tools.push(...page.tools);
+    const params = cursor ? { cursor } : undefined;
+    let page: { tools: unknown[]; nextCursor?: string | undefined };
+    try {
+      page = await client.listTools(params, { timeout });
+    } catch (error) {
+      // The SDK refuses the whole page, and so the server, for one invalid tool: asked again
+      // without its check, each tool is checked on its own and only the invalid ones are refused.
+      if (!Array.isArray((error as { issues?: unknown }).issues)) throw error;
+      page = await listLoose(client, params, timeout);
+    }
+    for (const raw of page.tools) {
+      const checked = ToolSchema.safeParse(raw);
+      if (checked.success) tools.push(checked.data);
+      else refused.push(`tool ${JSON.stringify(nameOf(raw))}: ${checked.error.issues.map((i) => `${i.path.join('.') || 'the tool'}: ${i.message}`)[0]}`);
+    }
     cursor = page.nextCursor;
   } while (cursor);
-  return tools;
+  return { tools, refused };
+}
+
+async function listLoose(client: Client, params: { cursor: string } | undefined, timeout: number) {
+  const { ResultSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  const page = (await client.request({ method: 'tools/list', ...(params ? { params } : {}) }, ResultSchema, { timeout })) as { tools?: unknown; nextCursor?: unknown };
+  if (!Array.isArray(page.tools)) throw new Error('its tools/list answer has no "tools" list');
+  return { tools: page.tools as unknown[], nextCursor: typeof page.nextCursor === 'string' ? page.nextCursor : undefined };
+}
+
+function nameOf(tool: unknown): string {
+  const name = (tool as { name?: unknown } | null)?.name;
+  return typeof name === 'string' ? name.slice(0, 64) : '(unnamed)';
 }
 
 type Started = { ok: true; child: PipedProcess; prepared: PreparedCommand | null } | { ok: false; reason: string };

@@ -49,7 +49,7 @@ export function startServers(specs: ServerSpec[], settings: ConnectSettings): Mc
     else connections.push(result.connection);
     const { catalogTools } = await import('./tools.ts');
     const tools: Tool[] = [];
-    const refused: string[] = [];
+    const refused = [...result.connection.refused];
     for (const tool of catalogTools(spec, result.connection)) {
       const checked = checkToolDefinition(tool, tool.source, { mcp: true });
       if (checked.ok) tools.push(checked.tool);

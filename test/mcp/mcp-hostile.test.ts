@@ -43,4 +43,20 @@ describe('a hostile MCP server', () => {
     expect(JSON.stringify(notImage.content)).toContain('an image of type image/png');
     expect(JSON.stringify(notImage.content)).toContain('not shown');
   }, 30_000);
+
+  test("a tool with an invalid inputSchema is refused by name and why; the server's other tools are offered", async () => {
+    // One such tool failed the whole tools/list, and the server, with a dump of the SDK's validation issues.
+    await hostile('badschema');
+    call('empty_error');
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    const offered = (harness.server.requests[0]!.body.tools as { name: string }[]).map((t) => t.name);
+    expect(offered).toContain('mcp__h__empty_error');
+    expect(offered).not.toContain('mcp__h__bad');
+    expect(offered).not.toContain('mcp__h__nots');
+    expect(r.stderr).toContain('MCP server h: tools not offered:');
+    expect(r.stderr).toContain('tool "bad": inputSchema.type');
+    expect(r.stderr).toContain('tool "nots": inputSchema');
+    expect(r.stderr).not.toContain('"code"');
+  }, 30_000);
 });

@@ -1,6 +1,7 @@
 // A misbehaving MCP server for the tests, written as raw newline-delimited JSON-RPC (no SDK), so it
 // can send what a well-behaved SDK server never would. `--tools NAME` picks its tools/list; its
 // tools answer as their names say. Run with the installed bun.
+// --tools badschema: one tool whose inputSchema is a string schema, one without any.
 const mode = process.argv[process.argv.indexOf('--tools') + 1] ?? 'plain';
 
 const send = (message: unknown): void => void process.stdout.write(`${JSON.stringify(message)}\n`);
