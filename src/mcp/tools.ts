@@ -24,55 +24,58 @@ export function selectTools(spec: ServerSpec, tools: McpTool[]): McpTool[] {
   return tools.filter((t) => (spec.enabledTools === null || spec.enabledTools.includes(t.name)) && !spec.disabledTools.includes(t.name));
 }
 
-export function catalogTools(spec: ServerSpec, connection: Connection): Tool[] {
+/** Each catalog tool with the name the server gave it. */
+export function catalogTools(spec: ServerSpec, connection: Connection): { tool: Tool; mcpName: string }[] {
+  return selectTools(spec, connection.tools).map((mcp) => ({ mcpName: mcp.name, tool: catalogTool(spec, connection, mcp) }));
+}
+
+function catalogTool(spec: ServerSpec, connection: Connection, mcp: McpTool): Tool {
   const { client } = connection;
-  return selectTools(spec, connection.tools).map((mcp) => {
-    const name = toolName(spec.name, mcp.name);
-    const schema = { ...(mcp.inputSchema as Record<string, unknown>) };
-    // The catalog compiles the schema itself; a dialect marker means nothing to it.
-    delete schema.$schema;
-    return {
-      name,
-      description: (mcp.description || mcp.title || `${mcp.name} from the MCP server ${spec.name}`).slice(0, 4096),
-      parameters: schema,
-      timeoutMs: spec.toolTimeoutMs,
-      source: `MCP server ${spec.name} (${spec.source})`,
-      async execute(args, ctx) {
-        let result: McpCallResult;
-        const progress = latestEvery(PROGRESS_EVERY_MS, (text) => ctx.update(text));
-        try {
-          result = (await client.callTool({ name: mcp.name, arguments: args as Record<string, unknown> }, undefined, {
-            signal: ctx.signal,
-            timeout: spec.toolTimeoutMs,
-            onprogress: (p) => {
-              const of = p.total ? `${p.progress}/${p.total}` : String(p.progress);
-              progress.push(`${p.message ? `${String(p.message).slice(0, PROGRESS_CHARS)} ` : ''}(${of})\n`);
-            },
-          })) as McpCallResult;
-        } catch (error) {
-          // The SDK reports any abort (Ctrl-C, session/cancel, the call's or the run's deadline) as
-          // RequestTimeout, which would tell the model the server was too slow; the reason says why.
-          if (ctx.signal.aborted) {
-            const reason = ctx.signal.reason instanceof Error ? ctx.signal.reason.message : String(ctx.signal.reason ?? 'cancelled');
-            throw new Error(`stopped before the MCP server ${spec.name} answered ${mcp.name}: ${reason}`);
-          }
-          if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
-            throw new Error(`the MCP server ${spec.name} did not answer ${mcp.name} within ${spec.toolTimeoutMs} ms (toolTimeoutMs)`);
-          }
-          // Closed during this call, or before it (the SDK then says only "Not connected").
-          if ((error instanceof McpError && error.code === ErrorCode.ConnectionClosed) || client.transport === undefined) {
-            // Why it died is what the author needs: a start-up crash shows its stderr, so does this.
-            const { how, stderr } = await connection.ended();
-            throw new Error(`the MCP server ${spec.name} is gone (${how || 'its connection closed'}); its tools fail for the rest of this run${stderr}`);
-          }
-          throw error;
-        } finally {
-          progress.stop();
+  const name = toolName(spec.name, mcp.name);
+  const schema = { ...(mcp.inputSchema as Record<string, unknown>) };
+  // The catalog compiles the schema itself; a dialect marker means nothing to it.
+  delete schema.$schema;
+  return {
+    name,
+    description: (mcp.description || mcp.title || `${mcp.name} from the MCP server ${spec.name}`).slice(0, 4096),
+    parameters: schema,
+    timeoutMs: spec.toolTimeoutMs,
+    source: `MCP server ${spec.name} (${spec.source})`,
+    async execute(args, ctx) {
+      let result: McpCallResult;
+      const progress = latestEvery(PROGRESS_EVERY_MS, (text) => ctx.update(text));
+      try {
+        result = (await client.callTool({ name: mcp.name, arguments: args as Record<string, unknown> }, undefined, {
+          signal: ctx.signal,
+          timeout: spec.toolTimeoutMs,
+          onprogress: (p) => {
+            const of = p.total ? `${p.progress}/${p.total}` : String(p.progress);
+            progress.push(`${p.message ? `${String(p.message).slice(0, PROGRESS_CHARS)} ` : ''}(${of})\n`);
+          },
+        })) as McpCallResult;
+      } catch (error) {
+        // The SDK reports any abort (Ctrl-C, session/cancel, the call's or the run's deadline) as
+        // RequestTimeout, which would tell the model the server was too slow; the reason says why.
+        if (ctx.signal.aborted) {
+          const reason = ctx.signal.reason instanceof Error ? ctx.signal.reason.message : String(ctx.signal.reason ?? 'cancelled');
+          throw new Error(`stopped before the MCP server ${spec.name} answered ${mcp.name}: ${reason}`);
         }
-        return toToolResult(result);
-      },
-    } satisfies Tool;
-  });
+        if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) {
+          throw new Error(`the MCP server ${spec.name} did not answer ${mcp.name} within ${spec.toolTimeoutMs} ms (toolTimeoutMs)`);
+        }
+        // Closed during this call, or before it (the SDK then says only "Not connected").
+        if ((error instanceof McpError && error.code === ErrorCode.ConnectionClosed) || client.transport === undefined) {
+          // Why it died is what the author needs: a start-up crash shows its stderr, so does this.
+          const { how, stderr } = await connection.ended();
+          throw new Error(`the MCP server ${spec.name} is gone (${how || 'its connection closed'}); its tools fail for the rest of this run${stderr}`);
+        }
+        throw error;
+      } finally {
+        progress.stop();
+      }
+      return toToolResult(result);
+    },
+  } satisfies Tool;
 }
 
 /** Passes on the latest text pushed, at most once per `ms`; what is pending when stopped is dropped. */

@@ -59,4 +59,22 @@ describe('a hostile MCP server', () => {
     expect(r.stderr).toContain('tool "nots": inputSchema');
     expect(r.stderr).not.toContain('"code"');
   }, 30_000);
+
+  test('tools whose names read the same once made provider-safe (a.b and a_b, or the same first 64 characters) are all offered, apart, and each call reaches its own', async () => {
+    // The second of each pair was dropped with a hint about plugins.allowOverride.
+    await hostile('lookalike');
+    harness.server.script([{ text: 'listed' }]);
+    const listed = await run(['go']);
+    expect(listed.code).toBe(0);
+    expect(listed.stderr).not.toContain('allowOverride');
+    const names = (harness.server.requests[0]!.body.tools as { name: string }[]).map((t) => t.name).filter((n) => /^mcp__h__(a_b|x)/.test(n));
+    expect(names.length).toBe(4);
+    expect(new Set(names).size).toBe(4);
+    for (const name of names) expect(name).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
+    expect(listed.stderr).toContain('MCP server h: tool "a_b" is offered as mcp__h__a_b_');
+    harness.server.script([{ toolCalls: names.map((name) => ({ name, arguments: {} })) }, { text: 'done' }]);
+    expect((await run(['go'])).code).toBe(0);
+    const answers = results(2).map((r) => r.content[0].text).sort();
+    expect(answers).toEqual(['called a.b', 'called a_b', `called ${'x'.repeat(70)}1`, `called ${'x'.repeat(70)}2`]);
+  }, 30_000);
 });
