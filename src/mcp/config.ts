@@ -9,6 +9,13 @@ import type { SecretValue } from '../core/secret-scrub.ts';
 
 export const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
+/**
+ * Bytes of one server's tool definitions (names, descriptions as sent, schemas) conch takes: they
+ * go into every model request, and a list of thousands of tools was past limits.context_bytes.
+ */
+export const DEFAULT_TOOL_LIST_BYTES = 4 * 1024 * 1024;
+/** Characters of a tool's description the model is given. */
+export const MAX_DESCRIPTION = 4096;
 
 const closed = { additionalProperties: false } as const;
 const Strings = Type.Array(Type.String(), { description: 'a list of strings' });
@@ -19,6 +26,7 @@ const common = {
   disabledTools: Type.Optional(Strings),
   startupTimeoutMs: Type.Optional(Ms),
   toolTimeoutMs: Type.Optional(Ms),
+  toolListBytes: Type.Optional(Type.Integer({ minimum: 1, description: 'a positive number of bytes' })),
 };
 
 const StdioSchema = Type.Object(
@@ -56,6 +64,7 @@ interface Common {
   disabledTools: string[];
   startupTimeoutMs: number;
   toolTimeoutMs: number;
+  toolListBytes: number;
   /** Set when the entry cannot be started as configured (an unset ${VAR}); reported, never started. */
   problem?: string;
 }
@@ -118,6 +127,7 @@ export function parseServers(value: unknown, ctx: ParseContext): ServerSpec[] {
       disabledTools: (raw.disabledTools as string[] | undefined) ?? [],
       startupTimeoutMs: (raw.startupTimeoutMs as number | undefined) ?? DEFAULT_STARTUP_TIMEOUT_MS,
       toolTimeoutMs: (raw.toolTimeoutMs as number | undefined) ?? DEFAULT_TOOL_TIMEOUT_MS,
+      toolListBytes: (raw.toolListBytes as number | undefined) ?? DEFAULT_TOOL_LIST_BYTES,
     };
     const missing = new Set<string>();
     const expand = (text: string) => expandVars(text, ctx.env, missing);
@@ -146,6 +156,11 @@ export function parseServers(value: unknown, ctx: ParseContext): ServerSpec[] {
     servers.push(spec);
   }
   return servers;
+}
+
+/** Whether enabledTools and disabledTools leave the server's tool `name` in. */
+export function selects(spec: ServerSpec, name: string): boolean {
+  return (spec.enabledTools === null || spec.enabledTools.includes(name)) && !spec.disabledTools.includes(name);
 }
 
 /**

@@ -12,7 +12,7 @@ import { prepareSandboxed, type PlaceholderScope, type PreparedCommand, type San
 import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import { cleanEnv } from '../process/spawn.ts';
 import { spawnPiped, type PipedProcess } from '../process/piped.ts';
-import type { HttpSpec, ServerSpec, StdioSpec } from './config.ts';
+import { MAX_DESCRIPTION, selects, type HttpSpec, type ServerSpec, type StdioSpec } from './config.ts';
 
 export interface ConnectSettings {
   /** Canonical workspace root. */
@@ -72,7 +72,7 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
   const timedOut = new Promise<'timeout'>((done) => (timer = setTimeout(() => done('timeout'), spec.startupTimeoutMs)));
   const handshake = (async () => {
     await client.connect(transport, { timeout: spec.startupTimeoutMs });
-    return await listAll(client, spec.startupTimeoutMs);
+    return await listAll(client, spec);
   })();
   try {
     const first = await Promise.race([handshake, died, timedOut]);
@@ -104,10 +104,14 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
   }
 }
 
-async function listAll(client: Client, timeout: number): Promise<{ tools: McpTool[]; refused: string[] }> {
+async function listAll(client: Client, spec: ServerSpec): Promise<{ tools: McpTool[]; refused: string[] }> {
+  const timeout = spec.startupTimeoutMs;
   const tools: McpTool[] = [];
   const refused: string[] = [];
   const { ToolSchema } = await import('@modelcontextprotocol/sdk/types.js');
+  // Only the tools enabledTools and disabledTools leave in count, and are kept.
+  let bytes = 0;
+  let full = false;
   let cursor: string | undefined;
   do {
     const params = cursor ? { cursor } : undefined;
@@ -122,11 +126,19 @@ async function listAll(client: Client, timeout: number): Promise<{ tools: McpToo
     }
     for (const raw of page.tools) {
       const checked = ToolSchema.safeParse(raw);
-      if (checked.success) tools.push(checked.data);
-      else refused.push(`tool ${JSON.stringify(nameOf(raw))}: ${checked.error.issues.map((i) => `${i.path.join('.') || 'the tool'}: ${i.message}`)[0]}`);
+      if (!checked.success) {
+        refused.push(`tool ${JSON.stringify(nameOf(raw))}: ${checked.error.issues.map((i) => `${i.path.join('.') || 'the tool'}: ${i.message}`)[0]}`);
+        continue;
+      }
+      const tool = checked.data;
+      if (!selects(spec, tool.name)) continue;
+      bytes += tool.name.length + Math.min((tool.description ?? '').length, MAX_DESCRIPTION) + JSON.stringify(tool.inputSchema).length;
+      if (bytes > spec.toolListBytes) full = true;
+      if (!full) tools.push(tool);
     }
     cursor = page.nextCursor;
-  } while (cursor);
+  } while (cursor && !full);
+  if (full) refused.push(`its tool list is over ${spec.toolListBytes} bytes (toolListBytes); pick the tools you need with enabledTools, or raise toolListBytes in its entry`);
   return { tools, refused };
 }
 

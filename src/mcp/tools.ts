@@ -2,7 +2,7 @@
 // argument validation, limits, --tools, policy rules and tracing as any other tool.
 import { ErrorCode, McpError, type Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import type { Tool } from '../tools/define.ts';
-import type { ServerSpec } from './config.ts';
+import { MAX_DESCRIPTION, selects, type ServerSpec } from './config.ts';
 import type { Connection } from './connect.ts';
 import { toToolResult, type McpCallResult } from './results.ts';
 
@@ -21,7 +21,7 @@ export function toolName(server: string, tool: string): string {
 }
 
 export function selectTools(spec: ServerSpec, tools: McpTool[]): McpTool[] {
-  return tools.filter((t) => (spec.enabledTools === null || spec.enabledTools.includes(t.name)) && !spec.disabledTools.includes(t.name));
+  return tools.filter((t) => selects(spec, t.name));
 }
 
 /** Each catalog tool with the name the server gave it. */
@@ -37,7 +37,7 @@ function catalogTool(spec: ServerSpec, connection: Connection, mcp: McpTool): To
   delete schema.$schema;
   return {
     name,
-    description: (mcp.description || mcp.title || `${mcp.name} from the MCP server ${spec.name}`).slice(0, 4096),
+    description: (mcp.description || mcp.title || `${mcp.name} from the MCP server ${spec.name}`).slice(0, MAX_DESCRIPTION),
     parameters: schema,
     timeoutMs: spec.toolTimeoutMs,
     source: `MCP server ${spec.name} (${spec.source})`,

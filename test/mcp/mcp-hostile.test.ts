@@ -77,4 +77,18 @@ describe('a hostile MCP server', () => {
     const answers = results(2).map((r) => r.content[0].text).sort();
     expect(answers).toEqual(['called a.b', 'called a_b', `called ${'x'.repeat(70)}1`, `called ${'x'.repeat(70)}2`]);
   }, 30_000);
+
+  test('a tool list past toolListBytes (five 8 MB pages, or pages without end) is cut there, saying so; the run goes on with the first tools', async () => {
+    // Five pages were 42 MB of definitions: the first request was over context_bytes and the run
+    // ended (limit_exceeded) before any model call; pages without end grew conch by gigabytes until startupTimeoutMs.
+    for (const pages of [{ PAGES: '5' }, {}]) {
+      harness.server.requests.length = 0;
+      await hostile('paged', { env: pages });
+      call('empty_error');
+      const r = await run(['go']);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain('MCP server h: tools not offered: its tool list is over 4194304 bytes (toolListBytes); pick the tools you need with enabledTools');
+      expect(results(1)[0].content[0].text).toBe('(the tool returned no content)');
+    }
+  }, 60_000);
 });

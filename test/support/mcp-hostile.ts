@@ -17,7 +17,7 @@ function toolList(): unknown[] {
     case 'lookalike':
       return [plain('a.b'), plain('a_b'), plain(`${'x'.repeat(70)}1`), plain(`${'x'.repeat(70)}2`), ...calls];
     case 'many':
-      return [...calls, ...Array.from({ length: 10_000 }, (_, i) => plain(`t${i}`))];
+      return [...calls, ...Array.from({ length: 10_000 }, (_, i) => ({ ...plain(`t${i}`), description: 'd'.repeat(Number(process.env.DESC ?? 10)) }))];
     case 'deep': {
       let schema: any = { type: 'string' };
       for (let i = 0; i < Number(process.env.DEPTH ?? 100_000); i++) schema = { type: 'object', properties: { x: schema } };
@@ -88,8 +88,14 @@ async function handle(message: any): Promise<void> {
   switch (message.method) {
     case 'initialize':
       return reply({ protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'hostile', version: '1' } });
-    case 'tools/list':
-      return reply({ tools: toolList() });
+    case 'tools/list': {
+      if (mode !== 'paged') return reply({ tools: toolList() });
+      // Pages of 2000 tools with 4 kB descriptions (8 MB each, under the line bound), PAGES of them or without end.
+      const page = Number(message.params?.cursor ?? 0);
+      const tools = Array.from({ length: 2000 }, (_, i) => ({ ...plain(`p${page}_${i}`), description: 'd'.repeat(4096) }));
+      const last = process.env.PAGES !== undefined && page + 1 >= Number(process.env.PAGES);
+      return reply({ tools: page === 0 ? [...toolList(), ...tools] : tools, ...(last ? {} : { nextCursor: String(page + 1) }) });
+    }
     case 'tools/call':
       return reply(await call(message.params.name, message.params._meta));
     default:
