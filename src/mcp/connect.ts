@@ -12,6 +12,7 @@ import { prepareSandboxed, type PlaceholderScope, type PreparedCommand, type San
 import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import { cleanEnv } from '../process/spawn.ts';
 import { spawnPiped, type PipedProcess } from '../process/piped.ts';
+import { boundedFetch } from './http.ts';
 import { MAX_DESCRIPTION, selects, type HttpSpec, type ServerSpec, type StdioSpec } from './config.ts';
 
 export interface ConnectSettings {
@@ -215,7 +216,9 @@ function resolveProgram(command: string, cwd: string, path: string | undefined):
 
 async function httpTransport(spec: HttpSpec): Promise<Transport> {
   const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
-  return new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers } });
+  const { STDIO_DEFAULT_MAX_BUFFER_SIZE } = await import('@modelcontextprotocol/sdk/shared/stdio.js');
+  const fetch = boundedFetch(spec.name, STDIO_DEFAULT_MAX_BUFFER_SIZE);
+  return new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers }, fetch });
 }
 
 function exitReason(spec: ServerSpec, code: number | null, child: PipedProcess): string {

@@ -5,6 +5,9 @@
 // Bodies still stream chunk by chunk; nothing here buffers a successful response.
 import { Buffer } from 'node:buffer';
 import { ProviderError } from './types.ts';
+import { formatBytes, meteredBody, replaceBody, type StreamBounds } from '../core/bounded-body.ts';
+
+export { formatBytes };
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -12,11 +15,7 @@ const MiB = 1024 * KiB;
 /** Mirrors the default limits.model_output_bytes, for a ProviderConfig that does not pass its own. */
 const DEFAULT_MODEL_OUTPUT_BYTES = 4 * MiB;
 
-export interface ResponseBounds {
-  /** Bytes of one SSE event (bytes since the last blank line): what the SDK's decoders buffer. */
-  eventBytes: number;
-  /** Raw bytes of one successful response. */
-  totalBytes: number;
+export interface ResponseBounds extends StreamBounds {
   /** Bytes of an error response's body. */
   errorBodyBytes: number;
 }
@@ -35,12 +34,6 @@ export function responseBounds(modelOutputBytes?: number): ResponseBounds {
     totalBytes: Math.max(64 * MiB, 16 * out),
     errorBodyBytes: 64 * KiB,
   };
-}
-
-export function formatBytes(n: number): string {
-  if (n % MiB === 0) return `${n / MiB} MiB`;
-  if (n % KiB === 0) return `${n / KiB} KiB`;
-  return `${n} bytes`;
 }
 
 type Fetch = (input: string | URL | Request, init?: RequestInit) => Promise<Response>;
@@ -79,12 +72,6 @@ export function boundedFetch(bounds: ResponseBounds, provider: string, inner: Fe
   };
 }
 
-function replaceBody(response: Response, body: Uint8Array | ReadableStream<Uint8Array>): Response {
-  const out = new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
-  Object.defineProperty(out, 'url', { value: response.url });
-  return out;
-}
-
 /** The whole error body, or null (and the connection dropped) once it passes `limit`. */
 async function readErrorBody(body: ReadableStream<Uint8Array>, limit: number): Promise<Uint8Array | null> {
   const reader = body.getReader();
@@ -100,76 +87,4 @@ async function readErrorBody(body: ReadableStream<Uint8Array>, limit: number): P
     }
     chunks.push(value);
   }
-}
-
-// What ends an SSE event for the SDKs' decoders: a blank line in any of the three line endings.
-const BOUNDARIES = [Buffer.from('\n\n'), Buffer.from('\r\r'), Buffer.from('\r\n\r\n')];
-
-/** The offset just past the last event boundary in `bytes`, or -1. */
-function lastBoundaryEnd(bytes: Uint8Array): number {
-  const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let end = -1;
-  for (const b of BOUNDARIES) {
-    const at = view.lastIndexOf(b);
-    if (at >= 0) end = Math.max(end, at + b.length);
-  }
-  return end;
-}
-
-/**
- * Passes chunks through as they arrive, counting: bytes since the last line break, since the last
- * blank line, and in total. Crossing a bound errors the stream (the SDK rethrows that error from
- * its iterator) and cancels the underlying body, which drops the connection.
- */
-function meteredBody(
-  body: ReadableStream<Uint8Array>,
-  bounds: ResponseBounds,
-  fail: (what: string) => ProviderError,
-): ReadableStream<Uint8Array> {
-  const reader = body.getReader();
-  let total = 0;
-  let line = 0;
-  let event = 0;
-  // The last bytes of the previous chunk: a boundary may straddle two chunks.
-  let tail = new Uint8Array(0);
-
-  const measure = (chunk: Uint8Array): ProviderError | null => {
-    const n = chunk.byteLength;
-    total += n;
-    const lastBreak = Math.max(chunk.lastIndexOf(10), chunk.lastIndexOf(13));
-    line = lastBreak < 0 ? line + n : n - 1 - lastBreak;
-    let end = lastBoundaryEnd(chunk);
-    if (end < 0 && tail.length > 0) {
-      const head = chunk.subarray(0, 3);
-      const joint = new Uint8Array(tail.length + head.length);
-      joint.set(tail);
-      joint.set(head, tail.length);
-      const jointEnd = lastBoundaryEnd(joint);
-      if (jointEnd > tail.length) end = jointEnd - tail.length;
-    }
-    event = end < 0 ? event + n : n - end;
-    tail = chunk.slice(Math.max(0, n - 3));
-    if (line > bounds.eventBytes) return fail(`a line longer than ${formatBytes(bounds.eventBytes)}`);
-    if (event > bounds.eventBytes) return fail(`a stream event longer than ${formatBytes(bounds.eventBytes)} (no blank line)`);
-    if (total > bounds.totalBytes) return fail(`more than ${formatBytes(bounds.totalBytes)} in one response`);
-    return null;
-  };
-
-  return new ReadableStream<Uint8Array>({
-    async pull(controller) {
-      // A rejected read (the request aborted, the connection lost) errors this stream with the same reason.
-      const { done, value } = await reader.read();
-      if (done) return controller.close();
-      const problem = measure(value);
-      if (problem) {
-        controller.error(problem);
-        reader.cancel(problem).catch(() => {});
-        return;
-      }
-      controller.enqueue(value);
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
-    },
-  });
 }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { anthropicEnv, BUN, REPO, runConch, useHarness, writeConfig } from '../support/cli.ts';
 
 const HOSTILE = join(REPO, 'test/support/mcp-hostile.ts');
+const HOSTILE_HTTP = join(REPO, 'test/support/mcp-hostile-http.ts');
 const harness = useHarness();
 const run = (args: string[]) => runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', ...args], env: anthropicEnv(harness.server.anthropicBaseUrl) });
 const hostile = (tools = 'plain', extra: Record<string, unknown> = {}) => writeConfig(harness.dirs, { mcpServers: { h: { command: BUN, args: [HOSTILE, '--tools', tools], ...extra } } });
@@ -91,4 +92,29 @@ describe('a hostile MCP server', () => {
       expect(results(1)[0].content[0].text).toBe('(the tool returned no content)');
     }
   }, 60_000);
+
+  for (const sse of ['0', '1']) {
+    test(`over HTTP (${sse === '1' ? 'an SSE event' : 'a JSON body'}): an answer over the 10 MiB a server may send fails that call, and the server answers the next one`, async () => {
+      // conch read all of it: a 300 MB answer held 1.9 GB; over stdio the same answer fails at 10 MiB.
+      const server = Bun.spawn([BUN, HOSTILE_HTTP], { stdout: 'pipe', env: { PATH: process.env.PATH ?? '/usr/bin:/bin', SSE: sse } });
+      try {
+        const { value } = await server.stdout.getReader().read();
+        const port = new TextDecoder().decode(value).trim();
+        await writeConfig(harness.dirs, { mcpServers: { h: { url: `http://127.0.0.1:${port}/mcp`, toolTimeoutMs: 20_000 } } });
+        harness.server.script([
+          { toolCalls: [{ name: 'mcp__h__big', arguments: { mb: 20 } }] },
+          { toolCalls: [{ name: 'mcp__h__big', arguments: { mb: 0 } }] },
+          { text: 'done' },
+        ]);
+        const r = await run(['go']);
+        expect(r.code).toBe(0);
+        expect(results(1)[0].is_error).toBe(true);
+        expect(JSON.stringify(results(1)[0].content)).toContain('longer than 10 MiB');
+        expect(results(2)[0].is_error).toBeFalsy();
+      } finally {
+        server.kill();
+        await server.exited;
+      }
+    }, 60_000);
+  }
 });
