@@ -133,6 +133,10 @@ async function listAll(client: Client, spec: ServerSpec): Promise<{ tools: McpTo
       }
       const tool = checked.data;
       if (!selects(spec, tool.name)) continue;
+      if (tooDeep(tool.inputSchema, MAX_SCHEMA_DEPTH)) {
+        refused.push(`tool ${JSON.stringify(nameOf(tool))}: inputSchema is nested more than ${MAX_SCHEMA_DEPTH} levels deep`);
+        continue;
+      }
       bytes += tool.name.length + Math.min((tool.description ?? '').length, MAX_DESCRIPTION) + JSON.stringify(tool.inputSchema).length;
       if (bytes > spec.toolListBytes) full = true;
       if (!full) tools.push(tool);
@@ -148,6 +152,24 @@ async function listLoose(client: Client, params: { cursor: string } | undefined,
   const page = (await client.request({ method: 'tools/list', ...(params ? { params } : {}) }, ResultSchema, { timeout })) as { tools?: unknown; nextCursor?: unknown };
   if (!Array.isArray(page.tools)) throw new Error('its tools/list answer has no "tools" list');
   return { tools: page.tools as unknown[], nextCursor: typeof page.nextCursor === 'string' ? page.nextCursor : undefined };
+}
+
+/**
+ * Deeper than any schema a model is given: every later step (measuring, checking, compiling,
+ * sending) walks a schema recursively, and one nested thousands deep overflowed the stack.
+ */
+const MAX_SCHEMA_DEPTH = 128;
+
+/** Whether `value` nests deeper than `limit`, found without recursion. */
+function tooDeep(value: unknown, limit: number): boolean {
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length) {
+    const [node, depth] = stack.pop()!;
+    if (!node || typeof node !== 'object') continue;
+    if (depth >= limit) return true;
+    for (const child of Object.values(node)) stack.push([child, depth + 1]);
+  }
+  return false;
 }
 
 function nameOf(tool: unknown): string {

@@ -93,6 +93,16 @@ describe('a hostile MCP server', () => {
     }
   }, 60_000);
 
+  test('a schema nested thousands deep is refused by name, the server\'s other tools are offered and called', async () => {
+    // Measuring or checking it overflowed the stack: the server did not start, saying only "Maximum call stack size exceeded".
+    await hostile('deep', { env: { DEPTH: '100000' } });
+    call('empty_error');
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('MCP server h: tools not offered: tool "deep": inputSchema is nested more than 128 levels deep');
+    expect(results(1)[0].content[0].text).toBe('(the tool returned no content)');
+  }, 30_000);
+
   for (const sse of ['0', '1']) {
     test(`over HTTP (${sse === '1' ? 'an SSE event' : 'a JSON body'}): an answer over the 10 MiB a server may send fails that call, and the server answers the next one`, async () => {
       // conch read all of it: a 300 MB answer held 1.9 GB; over stdio the same answer fails at 10 MiB.

@@ -18,11 +18,6 @@ function toolList(): unknown[] {
       return [plain('a.b'), plain('a_b'), plain(`${'x'.repeat(70)}1`), plain(`${'x'.repeat(70)}2`), ...calls];
     case 'many':
       return [...calls, ...Array.from({ length: 10_000 }, (_, i) => ({ ...plain(`t${i}`), description: 'd'.repeat(Number(process.env.DESC ?? 10)) }))];
-    case 'deep': {
-      let schema: any = { type: 'string' };
-      for (let i = 0; i < Number(process.env.DEPTH ?? 100_000); i++) schema = { type: 'object', properties: { x: schema } };
-      return [...calls, { name: 'deep', description: 'deep', inputSchema: schema }];
-    }
     case 'refcycle':
       return [...calls, { name: 'cycle', description: 'c', inputSchema: { type: 'object', properties: { a: { $ref: '#/$defs/a' } }, $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } } } }];
     case 'badschema':
@@ -89,6 +84,13 @@ async function handle(message: any): Promise<void> {
     case 'initialize':
       return reply({ protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: 'hostile', version: '1' } });
     case 'tools/list': {
+      if (mode === 'deep') {
+        // Nested DEPTH deep, written as text: JSON.stringify gives up long before.
+        const depth = Number(process.env.DEPTH ?? 100_000);
+        const schema = `${'{"type":"object","properties":{"x":'.repeat(depth)}{"type":"string"}${'}}'.repeat(depth)}`;
+        const tools = JSON.stringify(toolList()).slice(0, -1);
+        return void process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(message.id)},"result":{"tools":${tools},{"name":"deep","description":"deep","inputSchema":${schema}}]}}\n`);
+      }
       if (mode !== 'paged') return reply({ tools: toolList() });
       // Pages of 2000 tools with 4 kB descriptions (8 MB each, under the line bound), PAGES of them or without end.
       const page = Number(message.params?.cursor ?? 0);
