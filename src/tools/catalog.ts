@@ -141,9 +141,16 @@ export class Catalog {
     if (!args || typeof args !== 'object' || Array.isArray(args)) {
       return { ok: false, message: `arguments for '${name}' must be a JSON object` };
     }
-    entry.validator ??= compileSchema(entry.spec.parameters);
-    if (entry.validator.Check(args)) return { ok: true, args: args as Record<string, unknown> };
-    return { ok: false, message: `invalid arguments for '${name}': ${describeErrors(entry.validator, args)}` };
+    try {
+      entry.validator ??= compileSchema(entry.spec.parameters);
+      if (entry.validator.Check(args)) return { ok: true, args: args as Record<string, unknown> };
+      return { ok: false, message: `invalid arguments for '${name}': ${describeErrors(entry.validator, args)}` };
+    } catch (error) {
+      // A schema that refers to itself without end (an MCP server's $ref a → b → a) overflows the
+      // stack only once arguments reach it: that call fails, not the run.
+      if (!(error instanceof RangeError)) throw error;
+      return { ok: false, message: `the parameters schema of '${name}' cannot be checked (${error.message}); it may refer to itself without end. Do not call this tool` };
+    }
   }
 }
 

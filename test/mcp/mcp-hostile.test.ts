@@ -103,6 +103,21 @@ describe('a hostile MCP server', () => {
     expect(results(1)[0].content[0].text).toBe('(the tool returned no content)');
   }, 30_000);
 
+  test('a call to a tool whose schema refers to itself without end ($ref a → b → a) is a tool error; the run goes on', async () => {
+    // Checking the arguments overflowed the stack: the run failed (internal error) at the first such call.
+    await hostile('refcycle');
+    harness.server.script([
+      { toolCalls: [{ name: 'mcp__h__cycle', arguments: { a: 1 } }] },
+      { toolCalls: [{ name: 'mcp__h__empty_error', arguments: {} }] },
+      { text: 'done' },
+    ]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(results(1)[0].is_error).toBe(true);
+    expect(JSON.stringify(results(1)[0].content)).toContain("the parameters schema of 'mcp__h__cycle' cannot be checked");
+    expect(results(2)[0].content[0].text).toBe('(the tool returned no content)');
+  }, 30_000);
+
   for (const sse of ['0', '1']) {
     test(`over HTTP (${sse === '1' ? 'an SSE event' : 'a JSON body'}): an answer over the 10 MiB a server may send fails that call, and the server answers the next one`, async () => {
       // conch read all of it: a 300 MB answer held 1.9 GB; over stdio the same answer fails at 10 MiB.
