@@ -69,6 +69,12 @@ function catalogTool(spec: ServerSpec, connection: Connection, mcp: McpTool): To
           const { how, stderr } = await connection.ended();
           throw new Error(`the MCP server ${spec.name} is gone (${how || 'its connection closed'}); its tools fail for the rest of this run${stderr}`);
         }
+        // The SDK's check of the answer (bogus base64, a block without its type): one line, not its dump of issues.
+        const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues;
+        if (Array.isArray(issues) && issues.length > 0) {
+          const first = issues[0]!;
+          throw new Error(`the MCP server ${spec.name} answered ${mcp.name} with a result that is not valid MCP (${first.path.map(String).join('.')}: ${first.message})`);
+        }
         throw error;
       } finally {
         progress.stop();

@@ -31,18 +31,21 @@ describe('a hostile MCP server', () => {
     for (const u of updates) expect(u.text.length).toBeLessThan(4096 + 32);
   }, 30_000);
 
-  test('an image labelled with a type its bytes are not is sent as what it is; bytes that are no image are named in text', async () => {
+  test('an image labelled with a type its bytes are not is sent as what it is; bytes that are no image are named in text; data that is no base64 is a one-line tool error', async () => {
     // A JPEG sent as image/png, or text sent as an image, makes the provider refuse the whole next request (a 400 ends the run).
     await hostile();
-    call('mislabeled_image', 'mislabeled_resource', 'not_an_image');
+    call('mislabeled_image', 'mislabeled_resource', 'not_an_image', 'bogus_image');
     const r = await run(['go']);
     expect(r.code).toBe(0);
-    const [mislabeled, resource, notImage] = results(1);
+    const [mislabeled, resource, notImage, bogus] = results(1);
     expect(mislabeled.content).toEqual([{ type: 'image', source: expect.objectContaining({ media_type: 'image/jpeg' }) }]);
     expect(resource.content.find((b: any) => b.type === 'image').source.media_type).toBe('image/jpeg');
     expect(notImage.content.some((b: any) => b.type === 'image')).toBe(false);
     expect(JSON.stringify(notImage.content)).toContain('an image of type image/png');
     expect(JSON.stringify(notImage.content)).toContain('not shown');
+    // Refused by the SDK: a tool error in one line, not a dump of its validation issues.
+    expect(bogus.is_error).toBe(true);
+    expect(bogus.content[0].text).toBe("tool 'mcp__h__bogus_image' failed: the MCP server h answered bogus_image with a result that is not valid MCP (content.0.data: Invalid Base64 string)");
   }, 30_000);
 
   test("a tool with an invalid inputSchema is refused by name and why; the server's other tools are offered", async () => {
