@@ -99,6 +99,18 @@ export function writableIn(mounts: ConcreteMount[]): (path: string) => boolean {
   };
 }
 
+/**
+ * writableIn for host paths: only where the covering mount shows the host's own path there (a
+ * workspace, a writable root), not where it shows another (/tmp, which is the run's temp dir).
+ */
+export function hostWritableIn(mounts: ConcreteMount[]): (path: string) => boolean {
+  const sorted = sortMounts(mounts);
+  return (path) => {
+    const cover = covering(sorted, path);
+    return cover !== null && cover.type === 'bind' && (cover.source === undefined || cover.source === cover.path);
+  };
+}
+
 /** Parents before children, so no mount hides a deeper one; stable within equal depth and rank. */
 export function sortMounts(mounts: ConcreteMount[]): ConcreteMount[] {
   return mounts
@@ -109,20 +121,27 @@ export function sortMounts(mounts: ConcreteMount[]): ConcreteMount[] {
 
 /**
  * Add protected paths (existing ones and placeholders) and pins. A pin keeps the mode it already
- * has; it only makes the directory a mount point so it cannot be renamed or removed.
+ * has; it only makes the directory a mount point so it cannot be renamed or removed. `others`:
+ * other runs' placeholders, bound if still there when bwrap starts (that run may end meanwhile).
  */
 export function withProtection(
   base: ConcreteMount[],
   protectedPaths: string[],
   pins: string[],
   protectedType: BwrapMount['type'],
+  others: string[] = [],
 ): ConcreteMount[] {
   const pinned = pins.map((path): ConcreteMount => ({
     type: writableAt(base, path) ? 'bind' : 'ro-bind',
     path,
     rank: 1,
   }));
-  return [...base, ...pinned, ...protectedPaths.map((path): ConcreteMount => ({ type: protectedType, path, rank: 2 }))];
+  return [
+    ...base,
+    ...pinned,
+    ...protectedPaths.map((path): ConcreteMount => ({ type: protectedType, path, rank: 2 })),
+    ...others.map((path): ConcreteMount => ({ type: 'ro-bind-try', path, rank: 2 })),
+  ];
 }
 
 export function mountArgs(mounts: ConcreteMount[]): string[] {

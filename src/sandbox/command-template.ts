@@ -9,6 +9,7 @@ import {
   baseMounts,
   bwrapOptions,
   depth,
+  hostWritableIn,
   protectedMountType,
   withProtection,
   writableIn,
@@ -25,8 +26,10 @@ export interface Layout {
    * the hidden paths): a protected path there needs a mount.
    */
   needed: (path: string) => boolean;
+  /** Whether a command could write (so remove) the host path `path`, at that same path inside. */
+  hostWritable: (path: string) => boolean;
   /** bwrap's options for this layout, the given protection and settings (memoised per layout). */
-  options(spec: Omit<BwrapOptions, 'mounts'> & { protectedPaths: string[]; pins: string[] }): string[];
+  options(spec: Omit<BwrapOptions, 'mounts'> & { protectedPaths: string[]; pins: string[]; othersPlaceholders?: string[] }): string[];
 }
 
 export interface LayoutInputs {
@@ -84,6 +87,7 @@ export function mountLayout(profile: SandboxProfile, inputs: LayoutInputs): Layo
 function build(base: ConcreteMount[], protectedType: BwrapMount['type'] | null): Layout {
   // Only paths a command could otherwise write need a mount (none at all in the read-only profile).
   const needed = protectedType ? writableIn(base) : () => false;
+  const hostWritable = protectedType ? hostWritableIn(base) : () => false;
   const options = new Map<string, string[]>();
   // The settings' env is one object per run (index.ts keeps it): its text is made once.
   const envKeys = new WeakMap<Record<string, string>, string>();
@@ -95,11 +99,13 @@ function build(base: ConcreteMount[], protectedType: BwrapMount['type'] | null):
   };
   return {
     needed,
+    hostWritable,
     options(spec) {
-      const { protectedPaths, pins, ...rest } = spec;
+      const { protectedPaths, pins, othersPlaceholders = [], ...rest } = spec;
       const key = [
         protectedPaths.join('\n'),
         pins.join('\n'),
+        othersPlaceholders.join('\n'),
         rest.bwrap,
         rest.network,
         rest.disableUserns,
@@ -110,7 +116,7 @@ function build(base: ConcreteMount[], protectedType: BwrapMount['type'] | null):
       let found = options.get(key);
       if (!found) {
         if (options.size >= KEPT) options.clear();
-        const mounts = withProtection(base, protectedPaths, pins, protectedType ?? 'ro-bind');
+        const mounts = withProtection(base, protectedPaths, pins, protectedType ?? 'ro-bind', othersPlaceholders);
         options.set(key, (found = bwrapOptions({ ...rest, mounts })));
       }
       return found;

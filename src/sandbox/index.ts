@@ -371,12 +371,18 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     // Existing paths too: one may be another run's placeholder, which this command then uses as well.
     const { plan, held } = holdProtected(workspace, protectedPatterns, scope, needed, checkClash);
     const rootHeld = scope.hold(rootPlans.flatMap((p) => p.targets).filter((t) => needed(t.path))).map((t) => t.path);
+    // Another run's placeholders where this one's commands could remove them (its workspace inside
+    // this one): unlinked here, the mounts over them in that run's sandbox would go. Read afresh for
+    // each command, so a run starting later is covered from this run's next command on (new options:
+    // a new held sandbox); one already running then is not (placeholder-records.ts).
+    const others = scope.othersInside(layout.hostWritable).filter((path) => !held.includes(path) && !rootHeld.includes(path));
     seccomp = openSeccompFd();
     const oneShotFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
     const options = layout.options({
       bwrap,
       protectedPaths: [...held, ...rootHeld],
       pins: plan.pins.filter(needed),
+      othersPlaceholders: others,
       // An allowlist without its proxy (a caller that runs none) gets no network at all.
       network: request.network && !proxy && !request.netAllow,
       disableUserns,

@@ -16,10 +16,16 @@
 // the mode and owner it was created with; anything a user replaced, wrote into or chmodded is theirs
 // and stays. A process in another pid namespace cannot be judged from here: its files count as live.
 //
+// A run whose writable paths contain another run's placeholders (its workspace around the other's)
+// binds them read-only too (othersLiveInside), or its command could remove one from under the other
+// run's command. Only from its next command on: one already running when the other run starts has
+// no mount there, and can still remove what that run creates.
+//
 // Limits, honestly: processes of different users (or TMPDIRs, or containers) keep separate state,
 // so a placeholder of such a conch looks like a real path to this one; placeholder-locks.ts keeps
-// either from removing one the other binds. Without flock (see user-lock.ts) or a shared state
-// directory, the coordination is skipped and each process counts only its own uses.
+// either from removing one the other binds, but a run around such a conch's workspace does not bind
+// its placeholders. Without flock (see user-lock.ts) or a shared state directory, the coordination
+// is skipped and each process counts only its own uses.
 import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, unlinkSync, writeSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import type { PathKind } from './protected-paths.ts';
@@ -154,6 +160,28 @@ export function readOthers(): OtherRecords {
     // no records directory: nobody else records anything
   }
   return out;
+}
+
+/**
+ * The placeholders other live conch processes use at paths `inside` accepts (where this run's
+ * commands could remove them), each still the inode recorded: a record only names a path, and what
+ * was put there since (a link to the home directory) is not bound on its word. With no other
+ * process recording anything, one readdir. Never throws.
+ */
+export function othersLiveInside(inside: (path: string) => boolean): PlaceholderRecord[] {
+  return readOthers().live.filter((record) => inside(record.path) && stillThere(record));
+}
+
+/** Whether the record's path still holds the very file or directory it was made as. */
+export function stillThere(record: PlaceholderRecord): boolean {
+  let info: Stats | undefined;
+  try {
+    info = lstatSync(record.path, { throwIfNoEntry: false });
+  } catch {
+    return false; // ENOTDIR: a file put in place of its directory
+  }
+  if (!info || info.dev !== record.dev || info.ino !== record.ino || info.birthtimeMs !== record.birth) return false;
+  return record.kind === 'dir' ? info.isDirectory() : info.isFile();
 }
 
 export function sameRecord(a: PlaceholderRecord, b: PlaceholderRecord): boolean {

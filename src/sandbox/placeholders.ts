@@ -31,11 +31,13 @@ import { closeSync, linkSync, lstatSync, mkdirSync, opendirSync, openSync, realp
 import { dirname } from 'node:path';
 import { killAllNow } from '../process/spawn.ts';
 import {
+  othersLiveInside,
   readOthers,
   recoverDead,
   removePlaceholder,
   sameRecord,
   saveRecords,
+  stillThere,
   untouched,
   type PlaceholderRecord,
 } from './placeholder-records.ts';
@@ -211,6 +213,18 @@ export class PlaceholderScope {
     if (todo.length === 0 && this.recovered) return targets;
     const skipped = locked(() => this.acquire(todo), refuse);
     return skipped.size === 0 ? targets : targets.filter((target) => !skipped.has(target.path));
+  }
+
+  /**
+   * Placeholders other runs hold (this process's other scopes, other live conch processes) at paths
+   * `inside` accepts, where a command of this scope could remove them: to bind read-only here as
+   * well (index.ts). Sorted, so the same set gives the same options command after command.
+   */
+  othersInside(inside: (path: string) => boolean): string[] {
+    const paths = new Set<string>();
+    for (const entry of entries.values()) if (!this.mine.has(entry.path) && inside(entry.path) && stillThere(entry)) paths.add(entry.path);
+    for (const record of othersLiveInside(inside)) if (!this.mine.has(record.path)) paths.add(record.path);
+    return paths.size === 0 ? [] : [...paths].sort();
   }
 
   /** Already held as it is on disk now, so nothing to do (the common case from the second command on). */
