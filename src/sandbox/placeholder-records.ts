@@ -60,10 +60,12 @@ function identity(): Self | null {
   return self;
 }
 
-function recordsDir(): string | null {
+/** `create`: for writing one's own record; a reader finds nothing where there is no directory. */
+function recordsDir(create = true): string | null {
   const dir = userStateDir();
   if (!dir.shared) return null; // nobody else would ever look there
   const path = join(dir.path, 'placeholders');
+  if (!create) return path; // read before every command: no mkdir (and its EEXIST) each time
   try {
     mkdirSync(path, 0o700);
   } catch (error) {
@@ -143,7 +145,7 @@ export function readOthers(): OtherRecords {
   const out: OtherRecords = { live: [], dead: [] };
   try {
     const me = identity();
-    const dir = me && recordsDir();
+    const dir = me && recordsDir(false);
     if (!me || !dir) return out;
     for (const name of readdirSync(dir)) {
       if (name.startsWith(me.name)) continue;
