@@ -90,7 +90,14 @@ done; echo "seen $seen"`,
       // itself when its child stops, may see that only after), it runs no script; by the next
       // command it is gone or its sandbox ends.
       const after = await exec('ls; ls src');
-      expect(await gone(pids)).toEqual([]);
+      // nsenter stops itself when its child stops, and on a loaded machine may do so only after the
+      // next command's check: a later command's check catches it, and its sandbox ends (held.ts).
+      let left = await gone(pids);
+      for (let i = 0; i < 3 && left.length > 0; i++) {
+        expect((await exec('ls src')).output).not.toContain('hijacked');
+        left = await gone(pids);
+      }
+      expect(left).toEqual([]);
       expect(after.output).not.toContain('hijacked');
       expect(readdirSync(current.fx.ws).filter((name) => name.startsWith('hijacked'))).toEqual([]);
     });
