@@ -18,6 +18,8 @@ export function withModelOptions(provider: ProviderConfig, files: ConfigFile[], 
     if (temperature !== undefined) out.temperature = temperature;
     const structuredOutput = value.providers?.[provider.name]?.structuredOutput;
     if (structuredOutput !== undefined) out.structuredOutput = structuredOutput;
+    const maxTools = value.providers?.[provider.name]?.maxTools;
+    if (maxTools !== undefined) out.maxTools = maxTools;
   }
   if (flags.maxOutputTokens !== undefined) out.maxOutputTokens = flags.maxOutputTokens;
   if (flags.thinking !== undefined) out.thinking = flags.thinking;

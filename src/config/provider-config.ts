@@ -44,4 +44,21 @@ export interface ProviderConfig {
    * to it, which stops tool calls).
    */
   structuredOutput?: boolean;
+  /** The most tools one request may carry (see toolLimit); from config providers.NAME.maxTools. */
+  maxTools?: number;
+}
+
+/** OpenAI's Chat Completions API refuses a request with more tools than this (a 400). */
+export const OPENAI_MAX_TOOLS = 128;
+
+/**
+ * The most tools a request to this provider may carry, or undefined for no limit. Only OpenAI's own
+ * API has a documented one; Anthropic and compatible servers (vLLM, Ollama, llama.cpp) take any
+ * number, and a gateway in front of OpenAI says so with maxTools.
+ */
+export function toolLimit(config: ProviderConfig): number | undefined {
+  if (config.maxTools !== undefined) return config.maxTools;
+  if (config.type !== 'openai') return undefined;
+  if (config.baseUrl === undefined) return OPENAI_MAX_TOOLS;
+  return URL.parse(config.baseUrl)?.hostname === 'api.openai.com' ? OPENAI_MAX_TOOLS : undefined;
 }

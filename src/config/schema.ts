@@ -48,6 +48,7 @@ const ProviderSchema = Type.Object(
     apiKey: Type.Optional(Type.String({ minLength: 1, description: 'a "${ENV_NAME}" reference (or a literal key)' })),
     maxOutputTokens: Type.Optional(Type.Integer({ minimum: 1, description: 'a whole number of tokens above 0' })),
     structuredOutput: Type.Optional(Type.Boolean({ description: 'true or false: send --output-schema as the structured-output parameter' })),
+    maxTools: Type.Optional(Type.Integer({ minimum: 1, description: 'a whole number of tools above 0' })),
   },
   closed,
 );

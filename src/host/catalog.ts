@@ -1,6 +1,7 @@
 // The session's catalog: the four kernel tools, then plugin tools, then what flags and policy take
 // out. Registered here, above tools/, so the tool framework never imports the tools it hosts.
 import type { Config } from '../config/types.ts';
+import { toolLimit, type ProviderConfig } from '../config/provider-config.ts';
 import { SetupError } from '../core/errors.ts';
 import type { PluginReport } from '../plugins/load.ts';
 import type { Executor } from '../shell/exec.ts';
@@ -61,4 +62,28 @@ export function narrowCatalog(catalog: Catalog, config: Config): void {
     }
     for (const name of catalog.names()) if (!t.only.includes(name)) catalog.remove(name, 'not in --tools');
   }
+}
+
+/** Dropped tools named in the warning; past this many, a count (a server may offer thousands). */
+const NAMED = 20;
+
+/**
+ * At most as many tools as the strictest model of the route takes (OpenAI's own API refuses a
+ * request with more): the catalog's first ones, which are the kernel tools, plugins, then MCP tools
+ * in config and list order. The rest are removed, so a call to one is refused, and named in one warning.
+ */
+export function capCatalog(catalog: Catalog, route: ProviderConfig[], warnings: string[]): void {
+  let strictest: { limit: number; provider: ProviderConfig } | undefined;
+  for (const provider of route) {
+    const limit = toolLimit(provider);
+    if (limit !== undefined && (!strictest || limit < strictest.limit)) strictest = { limit, provider };
+  }
+  const over = strictest ? catalog.names().slice(strictest.limit) : [];
+  if (!strictest || over.length === 0) return;
+  const { limit, provider } = strictest;
+  const takes = `${provider.name}/${provider.model} takes at most ${limit} tools`;
+  const fix = 'the tools you need with "enabledTools" in each MCP server\'s entry (mcpServers in config.json or .mcp.json)';
+  for (const name of over) catalog.remove(name, `${takes}; pick ${fix}`);
+  const named = over.slice(0, NAMED).join(', ') + (over.length > NAMED ? ` and ${over.length - NAMED} more` : '');
+  warnings.push(`${takes}; ${over.length} tools are not offered: ${named}. Choose ${fix}`);
 }

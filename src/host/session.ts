@@ -16,7 +16,7 @@ import type { Catalog } from '../tools/catalog.ts';
 import { Workspace } from '../workspace/paths.ts';
 import { RevisionTracker } from '../workspace/revision.ts';
 import { nestedGitGuard, type NestedGitGuard } from '../workspace/nested-git.ts';
-import { addPlugins, kernelCatalog, kernelTools, narrowCatalog, type PluginLoader } from './catalog.ts';
+import { addPlugins, capCatalog, kernelCatalog, kernelTools, narrowCatalog, type PluginLoader } from './catalog.ts';
 import { openRunDir } from './run-dir.ts';
 import { checkSandbox, sessionSandbox } from './sandbox.ts';
 import { contextFactory } from './tool-context.ts';
@@ -159,6 +159,8 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     if (!prepared.ok) throw new ConfigError(prepared.message, undefined, '--skill');
     skills = prepared.value;
     warnings.push(...skills.warnings);
+    // Last: what flags, policy and skills left is what counts against the provider's limit.
+    capCatalog(catalog, config.provider ? [config.provider, ...config.fallbacks] : [], warnings);
   } catch (error) {
     await mcp.stop();
     await proxy?.close();

@@ -17,7 +17,7 @@ function toolList(): unknown[] {
     case 'lookalike':
       return [plain('a.b'), plain('a_b'), plain(`${'x'.repeat(70)}1`), plain(`${'x'.repeat(70)}2`), ...calls];
     case 'many':
-      return [...calls, ...Array.from({ length: 10_000 }, (_, i) => ({ ...plain(`t${i}`), description: 'd'.repeat(Number(process.env.DESC ?? 10)) }))];
+      return [...calls, ...Array.from({ length: Number(process.env.COUNT ?? 10_000) }, (_, i) => ({ ...plain(`t${i}`), description: 'd'.repeat(Number(process.env.DESC ?? 10)) }))];
     case 'refcycle':
       return [...calls, { name: 'cycle', description: 'c', inputSchema: { type: 'object', properties: { a: { $ref: '#/$defs/a' } }, $defs: { a: { $ref: '#/$defs/b' }, b: { $ref: '#/$defs/a' } } } }];
     case 'badschema':
