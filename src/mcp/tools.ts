@@ -5,16 +5,9 @@ import type { Tool } from '../tools/define.ts';
 import { MAX_DESCRIPTION, selects, type ServerSpec } from './config.ts';
 import type { Connection } from './connect.ts';
 import { toToolResult, type McpCallResult } from './results.ts';
+import { PROGRESS_CHARS, progressWindow } from '../tools/progress.ts';
 
 const MAX_NAME = 64;
-/**
- * How often a server's progress is passed on, and how much of one message: as the bash tool's live
- * output. A server may send thousands of notifications a second, each an event for every host (a
- * trace line, an editor update); only the latest one matters.
- */
-const PROGRESS_EVERY_MS = 250;
-const PROGRESS_CHARS = 4096;
-
 /** The catalog name: providers accept [A-Za-z0-9_-], at most 64 characters. */
 export function toolName(server: string, tool: string): string {
   return `mcp__${server}__${tool.replace(/[^A-Za-z0-9_-]/g, '_')}`.slice(0, MAX_NAME);
@@ -43,7 +36,7 @@ function catalogTool(spec: ServerSpec, connection: Connection, mcp: McpTool): To
     source: `MCP server ${spec.name} (${spec.source})`,
     async execute(args, ctx) {
       let result: McpCallResult;
-      const progress = latestEvery(PROGRESS_EVERY_MS, (text) => ctx.update(text));
+      const progress = latestEvery((text) => ctx.update(text));
       try {
         result = (await client.callTool({ name: mcp.name, arguments: args as Record<string, unknown> }, undefined, {
           signal: ctx.signal,
@@ -84,22 +77,20 @@ function catalogTool(spec: ServerSpec, connection: Connection, mcp: McpTool): To
   } satisfies Tool;
 }
 
-/** Passes on the latest text pushed, at most once per `ms`; what is pending when stopped is dropped. */
-function latestEvery(ms: number, pass: (text: string) => void) {
+/** Passes on the latest text pushed, once per progress window; what is pending when stopped is dropped. */
+function latestEvery(pass: (text: string) => void) {
   let latest: string | null = null;
-  let timer: ReturnType<typeof setTimeout> | null = null;
+  const window = progressWindow(() => {
+    if (latest !== null) pass(latest);
+    latest = null;
+  });
   return {
     push(text: string) {
       latest = text;
-      timer ??= setTimeout(() => {
-        timer = null;
-        if (latest !== null) pass(latest);
-        latest = null;
-      }, ms);
+      window.poke();
     },
     stop() {
-      if (timer) clearTimeout(timer);
-      timer = null;
+      window.stop();
       latest = null;
     },
   };

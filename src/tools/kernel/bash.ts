@@ -7,6 +7,7 @@ import type { ToolResult } from '../../core/content.ts';
 import { PolicyError } from '../../core/errors.ts';
 import { commandTimeout, type Executor } from '../../shell/exec.ts';
 import type { Limits } from '../../core/limits.ts';
+import { PROGRESS_CHARS, progressWindow } from '../progress.ts';
 
 export interface BashToolDeps {
   exec: Executor;
@@ -67,30 +68,23 @@ export function createBashTool(deps: BashToolDeps): Tool {
   };
 }
 
-/** How often live output is passed on, and how much of its tail, so a flood stays cheap for hosts. */
-const PROGRESS_EVERY_MS = 250;
-const PROGRESS_TAIL_CHARS = 4096;
-
-/** Live output for the user (terminal spinner, editor tool-call view), throttled and bounded. */
+/** Live output for the user (terminal spinner, editor tool-call view): whole lines of its tail. */
 function progressReporter(ctx: ToolContext) {
   let pending = '';
-  let timer: ReturnType<typeof setTimeout> | null = null;
   // Whole lines only (an update is a line of progress to hosts); a partial line waits for the rest.
-  const flush = () => {
-    timer = null;
+  const window = progressWindow(() => {
     const end = pending.lastIndexOf('\n');
     if (end < 0) return;
     ctx.update(pending.slice(0, end + 1));
     pending = pending.slice(end + 1);
-  };
+  });
   return {
     push: (chunk: string) => {
-      pending = (pending + chunk).slice(-PROGRESS_TAIL_CHARS);
-      timer ??= setTimeout(flush, PROGRESS_EVERY_MS);
+      pending = (pending + chunk).slice(-PROGRESS_CHARS);
+      window.poke();
     },
     stop: () => {
-      if (timer) clearTimeout(timer);
-      timer = null;
+      window.stop();
       pending = '';
     },
   };
