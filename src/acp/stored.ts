@@ -2,7 +2,7 @@
 import { realpathSync } from 'node:fs';
 import type { SessionInfo } from '@agentclientprotocol/sdk';
 import { SessionError, sessionsDir } from '../sessions/dir.ts';
-import { loadSession } from '../sessions/load.ts';
+import { summarizeSession } from '../sessions/summary.ts';
 import { SessionStore } from '../sessions/store.ts';
 
 const TITLE_MAX = 80;
@@ -17,9 +17,9 @@ export function listStored(given: string | null): SessionInfo[] {
   }
   for (const file of new SessionStore(sessionsDir(process.env)).files()) {
     try {
-      const loaded = loadSession(file.path);
-      if (cwd !== null && loaded.header.cwd !== cwd) continue;
-      const task = (loaded.runs[0]?.task ?? '').replace(/\s+/g, ' ').trim();
+      const loaded = summarizeSession(file.path, cwd ?? undefined);
+      if (!loaded) continue;
+      const task = (loaded.runs[0]?.task ?? '').trimStart().slice(0, TITLE_MAX * 4).replace(/\s+/g, ' ').trim();
       out.push({
         sessionId: loaded.header.id,
         cwd: loaded.header.cwd,

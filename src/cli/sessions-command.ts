@@ -5,6 +5,7 @@ import { parseDuration } from '../core/duration.ts';
 import { SessionError, sessionsDir } from '../sessions/dir.ts';
 import { loadSession, type LoadedSession } from '../sessions/load.ts';
 import { SessionStore } from '../sessions/store.ts';
+import { summarizeSession, type SessionSummary } from '../sessions/summary.ts';
 import { transcript } from '../sessions/transcript.ts';
 import { terminalSafe } from './render.ts';
 import { stderr, stdout } from '../core/stdio.ts';
@@ -17,6 +18,8 @@ export interface SessionsOptions {
   olderThan?: string;
 }
 
+/** How much of a session's first task the listing carries. */
+const TASK_PREVIEW = 500;
 const USAGE = 'conch sessions [--all] [--json] | sessions show ID [--json] | sessions rm ID | sessions prune --older-than 30d';
 
 export async function sessionsCommand(action: string | undefined, id: string | undefined, options: SessionsOptions): Promise<number> {
@@ -67,24 +70,27 @@ function list(store: SessionStore, options: SessionsOptions): number {
   const cwd = realpathSync(process.cwd());
   const rows = [];
   for (const file of store.files()) {
-    let loaded: LoadedSession;
+    let summary: SessionSummary | null;
     try {
-      loaded = loadSession(file.path);
+      summary = summarizeSession(file.path, options.all ? undefined : cwd);
     } catch (error) {
       if (error instanceof SessionError) stderr.write(`conch: ${error.message}\n`);
       continue;
     }
-    if (!options.all && loaded.header.cwd !== cwd) continue;
-    const last = loaded.runs.at(-1);
+    if (!summary) continue;
+    const last = summary.runs.at(-1);
+    const task = summary.runs[0]?.task ?? '';
     rows.push({
-      id: loaded.header.id,
-      cwd: loaded.header.cwd,
-      created: loaded.header.created,
+      id: summary.header.id,
+      cwd: summary.header.cwd,
+      created: summary.header.created,
       updated: new Date(file.mtimeMs).toISOString(),
-      parent: loaded.header.parent?.id ?? null,
-      turns: loaded.runs.length,
+      parent: summary.header.parent?.id ?? null,
+      turns: summary.runs.length,
       outcome: last ? (last.end?.status ?? 'interrupted') : null,
-      task: loaded.runs[0]?.task ?? '',
+      // A listing, not the transcript: a task of a piped diff is cut (`sessions show` has it whole).
+      task: preview(task),
+      taskChars: task.length,
     });
   }
   if (options.json) {
@@ -100,6 +106,12 @@ function list(store: SessionStore, options: SessionsOptions): number {
     stdout.write(`${r.id}  ${age(Date.parse(r.updated)).padStart(4)}  ${String(r.turns).padStart(3)} turn(s)  ${(r.outcome ?? '-').padEnd(14)} ${oneLine(r.task)}${where}\n`);
   }
   return 0;
+}
+
+/** The task's first TASK_PREVIEW characters, never half a surrogate pair. */
+function preview(task: string): string {
+  if (task.length <= TASK_PREVIEW) return task;
+  return `${task.slice(0, TASK_PREVIEW).replace(/[\uD800-\uDBFF]$/, '')}…`;
 }
 
 function show(loaded: LoadedSession, json: boolean): number {

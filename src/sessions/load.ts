@@ -97,7 +97,7 @@ export function parseSession(path: string, text: string): LoadedSession {
   };
 }
 
-function parseHeader(path: string, line: string | undefined): HeaderRecord {
+export function parseHeader(path: string, line: string | undefined): HeaderRecord {
   let header: Partial<HeaderRecord> | null = null;
   try {
     header = line ? JSON.parse(line) : null;
@@ -136,7 +136,7 @@ function build(records: SessionRecord[]) {
       case 'msg': {
         const m = restoreMessage(record.m, blobs);
         // The listing shows what the user asked, not the note an output schema or --skill added to it.
-        if (current && current.task === '' && m.role === 'user') current.task = withoutInlinedSkills(taskText(withoutOutputNoteBlocks(m.content).blocks));
+        if (current && current.task === '' && m.role === 'user') current.task = runTask(m.content);
         if (m.role === 'user') seal(conversation);
         conversation.push(m);
         break;
@@ -161,7 +161,15 @@ function build(records: SessionRecord[]) {
   return { conversation, runs, policy, blobs: new Set(blobs.keys()) };
 }
 
-function runInfo(record: RunRecord): RunInfo {
+/** What the user asked in a run's first message: not the note an output schema or --skill added to it. */
+export function runTask(content: TaskBlock[]): string {
+  return withoutInlinedSkills(taskText(withoutOutputNoteBlocks(content).blocks));
+}
+
+/** A user message's block, restored or as stored (an image is named by its type either way). */
+type TaskBlock = { type: string; text?: string; mediaType?: string };
+
+export function runInfo(record: RunRecord): RunInfo {
   return { runId: record.runId, time: record.time, task: '', provider: record.provider, model: record.model, end: null };
 }
 
@@ -170,7 +178,7 @@ function restoreMessage(m: StoredMessage, blobs: Map<string, string>): Message {
   return { ...m, toolCalls: m.toolCalls ?? [] };
 }
 
-function taskText(content: Extract<Message, { role: 'user' }>['content']): string {
+function taskText(content: TaskBlock[]): string {
   return content.map((b) => (b.type === 'text' ? b.text : `[${b.mediaType}]`)).join(' ');
 }
 

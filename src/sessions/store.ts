@@ -204,7 +204,7 @@ const DAMAGED = Symbol('damaged');
  * The workspace in a file's header, reading only its first line (listing must stay cheap); null when
  * there is no file or no whole first line (a header never written), DAMAGED when that line is no header.
  */
-function headerCwd(path: string): string | null | typeof DAMAGED {
+export function headerCwd(path: string): string | null | typeof DAMAGED {
   let fd: number;
   try {
     fd = openSync(path, 'r');

@@ -414,6 +414,21 @@ describe('where sessions live', () => {
 });
 
 describe('conch sessions', () => {
+  test('the listing carries the start of a long first task and its length; show carries it whole', async () => {
+    harness.server.script([{ text: 'reviewed' }]);
+    const diff = `diff --git a/x b/x\n${'+added line\n'.repeat(20_000)}`;
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--json', 'review this'], env: anthropicEnv(harness.server.anthropicBaseUrl), stdin: diff });
+    const id = JSON.parse(r.stdout).sessionId;
+    const row = JSON.parse((await cmd(['sessions', '--json'])).stdout).sessions.find((s: any) => s.id === id);
+    expect(row.task.startsWith('review this')).toBe(true);
+    expect(row.task.length).toBe(501);
+    expect(row.task.endsWith('…')).toBe(true);
+    expect(row.taskChars).toBeGreaterThan(diff.length);
+    const shown = JSON.parse((await cmd(['sessions', 'show', id, '--json'])).stdout);
+    expect(JSON.stringify(shown)).toContain('+added line\\n'.repeat(100));
+    expect(row).toMatchObject({ turns: 1, outcome: 'completed' });
+  });
+
   test('list, show (text and --json), rm and prune', async () => {
     harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'missing.txt' } }] }, { text: 'no such file' }, { text: 'second' }]);
     const one = await jsonRun(['find missing.txt']);
