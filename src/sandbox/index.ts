@@ -10,6 +10,7 @@ import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
 import { RELAY_ENV, RELAY_PORT, relayArgv } from './relay.ts';
 import { isWithin } from '../core/paths.ts';
+import { rootIsGitDir } from '../core/git-dir.ts';
 import { canonicalHidden, HiddenPathError } from './hidden.ts';
 import { mountLayout } from './command-template.ts';
 import { PlaceholderScope } from './placeholders.ts';
@@ -151,6 +152,7 @@ export interface PreparedCommand {
 
 export type { ProbeOptions, SandboxStatus } from './probe.ts';
 export { PlaceholderScope } from './placeholders.ts';
+export { GIT_DIR_ROOT_NOTE } from './protected-paths.ts';
 
 /** Probe once per process with a real minimal sandbox; cached (per PATH searched for bwrap). */
 export async function probeSandbox(options: ProbeOptions = {}): Promise<SandboxStatus> {
@@ -316,6 +318,8 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       writableRoots: [...writableRoots, ...cacheRoots],
       protected: protectedPatterns,
       rootProtected: defaultPatterns(loadProtectedDefaults()),
+      // Decided per command, as bubblewrap's plan is: a root may become one between two commands.
+      gitDirRoots: [workspace, ...writableRoots].filter((root) => rootIsGitDir(root)),
       hidden: canonicalHidden(request.hidden ?? []),
       own: canonicalHidden(own),
       network: request.network && !request.netAllow,
@@ -326,8 +330,10 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
 
   const rootPlans = writableRoots.map(rootPlan);
   const checkClash = (plan: ProtectedPlan) => {
-    for (const root of writableRoots) {
-      const clash = [plan, ...rootPlans].flatMap((p) => p.targets.map((t) => t.path)).find((target) => isWithin(root, target));
+    for (const [index, root] of writableRoots.entries()) {
+      // A root its own plan holds whole (it is a git dir) is mounted read-only, not refused.
+      const whole = rootPlans[index]!.targets.some((t) => t.path === root);
+      const clash = [plan, ...rootPlans].flatMap((p) => p.targets.map((t) => t.path)).find((target) => isWithin(root, target) && !(whole && target === root));
       if (clash) {
         throw new SandboxRequestError(
           `writable root ${root} lies inside the protected path ${isWithin(clash, workspace) ? `"${relative(workspace, clash) || '.'}"` : clash}; protected paths stay read-only. ` +

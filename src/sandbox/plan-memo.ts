@@ -6,7 +6,8 @@
 //
 // Only the root is stamped, so only patterns that name an entry of the root are planned this way
 // (the defaults are; a configured glob with a `/` makes every command plan afresh), plus each
-// placeholderUnless file (its content decides, not the root). A stamp whose times are not safely in
+// placeholderUnless file (its content decides, not the root) and the root's .git (whether the root
+// is itself a git dir: core/git-dir.ts). A stamp whose times are not safely in
 // the past is not kept: a file system's clock ticks coarsely (a jiffy; a second or two on some file
 // systems), and a change within the same tick as the last one would leave the times as they were
 // (the racy-timestamp problem git's index has).
@@ -14,6 +15,7 @@ import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PlaceholderScope, PlaceholderTarget } from './placeholders.ts';
 import { planProtected, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
+import { WORK_TREE_GIT } from '../core/git-dir.ts';
 
 /** Times newer than this (ms) may still share their tick with a change to come. */
 const RACY_MS = 100;
@@ -127,5 +129,6 @@ function stamp(root: string, patterns: ProtectedPattern[]): { value: number[]; r
   };
   if (!add(root)) return null;
   for (const pattern of patterns) for (const rel of pattern.placeholderUnless ?? []) add(join(root, rel));
+  for (const rel of WORK_TREE_GIT) add(join(root, rel));
   return { value, racy };
 }

@@ -24,6 +24,8 @@ export interface SeatbeltInput {
   protected: ProtectedPattern[];
   /** Patterns protected in each writable root too, relative to it (the defaults: its .git, .env …). */
   rootProtected?: ProtectedPattern[];
+  /** The workspace and writable roots that are themselves git dirs (core/git-dir.ts): read-only as a whole. */
+  gitDirRoots?: string[];
   /** Absolute canonical paths whose contents commands may not read (SandboxSettings.hidden). */
   hidden?: string[];
   /**
@@ -204,6 +206,7 @@ export function renderSeatbeltProfile(input: SeatbeltInput): string {
   const protectedRules = [
     ...protectedFilters(input.workspace, input.protected),
     ...input.writableRoots.flatMap((root) => protectedFilters(root, input.rootProtected ?? [])),
+    ...(input.gitDirRoots ?? []).map((root) => `(subpath ${sbString(root)})`),
     ...own.denied,
   ];
   const values: Record<string, string> = {

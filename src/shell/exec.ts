@@ -7,6 +7,7 @@ import { isWithin } from '../core/paths.ts';
 import type { CommandDecision } from '../core/command-decision.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import {
+  GIT_DIR_ROOT_NOTE,
   PlaceholderScope,
   prepareSandboxed,
   SandboxRequestError,
@@ -181,6 +182,8 @@ export function createExecutor(settings: ExecutorSettings): Executor {
     const notes = settings.unrestricted ? [] : secretNotes(command, settings.secrets ?? []);
     // Denials during this command (a background job's may land here too: they are the run's all the same).
     for (const note of settings.proxy?.notesSince(deniedBefore) ?? []) if (!notes.includes(note)) notes.push(note);
+    // Why a write in a bare repository fails (commands see it read-only), where "Read-only file system" alone does not say.
+    if (result.exitCode !== 0 && prepared?.notes?.includes(GIT_DIR_ROOT_NOTE)) notes.push(GIT_DIR_ROOT_NOTE);
     return { ...result, ...(notes.length ? { notes } : {}), durationMs: Math.round(performance.now() - started) };
   };
 }

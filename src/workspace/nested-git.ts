@@ -7,10 +7,12 @@
 // holds anything a plain `git init` or clone does not write (a config key off the list below, a hook
 // that is not a `.sample`, a `commondir`, a `.git` file), is neutralised: that part is renamed to
 // NAME.conch-disabled and the user is told, with the path. The user's own repositories, as they
-// were before the run, are never touched.
+// were before the run, are never touched. A root that is a git dir itself (a bare repository as the
+// workspace) is read-only for commands; one that became one during the run is checked the same way.
 import { lstatSync, readdirSync, readFileSync, realpathSync, renameSync, existsSync, type Dirent } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { isWithin } from '../core/paths.ts';
+import { isGitDir, rootIsGitDir } from '../core/git-dir.ts';
 
 /** Config keys a plain init, clone or `git remote add` writes: nothing here runs a program. */
 const SAFE_KEYS = [
@@ -103,11 +105,14 @@ function scan(roots: string[], linked: string[]): { found: Found[]; notes: strin
       }
       const entries = list(dir);
       const names = new Set(entries.map((e) => e.name));
-      // A bare repository: git takes the directory itself for a git dir (not the roots: protected as they are).
+      // A bare repository: git takes the directory itself for a git dir.
       if (dir !== root && isGitDir(names)) {
         found.push({ path: dir, kind: 'dir', stamp: stampOf(dir) });
         continue;
       }
+      // A root that is one is read-only for commands while it is (sandbox/protected-paths.ts), but one
+      // that became one during the run was not yet: checked like a nested one, and still walked.
+      if (dir === root && rootIsGitDir(root)) found.push({ path: root, kind: 'dir', stamp: stampOf(root) });
       for (const entry of entries) {
         const path = join(dir, entry.name);
         if (entry.name === '.git') {
@@ -159,20 +164,6 @@ function linkedGitDir(link: string, linked: string[]): Found | null {
   }
 }
 
-/** The names that make a directory a git dir (isGitDir). */
-export const GIT_DIR_NAMES = ['HEAD', 'objects', 'refs', 'commondir'];
-
-/**
- * Whether git takes a directory holding these names for a git dir: HEAD, and objects and refs either
- * beside it or in the directory its `commondir` names (as a linked worktree's git dir does), which
- * is then where its config and hooks come from too.
- */
-export function isGitDir(names: Set<string>): boolean {
-  // In any case: on a case-insensitive file system git finds `head` as HEAD.
-  const lower = new Set([...names].map((name) => name.toLowerCase()));
-  return lower.has('head') && (lower.has('commondir') || (lower.has('objects') && lower.has('refs')));
-}
-
 function list(dir: string): Dirent[] {
   try {
     return readdirSync(dir, { withFileTypes: true });
@@ -221,6 +212,7 @@ function neutralise(item: Found, roots: string[]): string[] {
   if (item.kind === 'file') {
     return disable(item.path, `${shown} (a .git file or link pointing git at a directory conch does not check)`, roots);
   }
+  const whose = roots.includes(item.path) ? `left ${item.path === roots[0] ? 'the workspace' : `the writable root ${item.path}`}, itself a git dir, with the file` : 'made the nested repository file';
   const lines: string[] = [];
   const config = join(item.path, 'config');
   let text = '';
@@ -230,23 +222,23 @@ function neutralise(item: Found, roots: string[]): string[] {
     // no config: nothing of it runs
   }
   const bad = text === '' ? null : unsafeConfig(text);
-  if (bad) lines.push(...disable(config, `${displayIn(config, roots)} (it sets ${bad})`, roots));
-  if (existsSync(join(item.path, 'commondir'))) lines.push(...disable(join(item.path, 'commondir'), `${displayIn(join(item.path, 'commondir'), roots)} (it takes the config from elsewhere)`, roots));
+  if (bad) lines.push(...disable(config, `${displayIn(config, roots)} (it sets ${bad})`, roots, whose));
+  if (existsSync(join(item.path, 'commondir'))) lines.push(...disable(join(item.path, 'commondir'), `${displayIn(join(item.path, 'commondir'), roots)} (it takes the config from elsewhere)`, roots, whose));
   const hooks = list(join(item.path, 'hooks')).filter((e) => !e.name.endsWith('.sample'));
-  if (hooks.length > 0) lines.push(...disable(join(item.path, 'hooks'), `${displayIn(join(item.path, 'hooks'), roots)} (it holds ${hooks.map((h) => h.name).join(', ')})`, roots));
+  if (hooks.length > 0) lines.push(...disable(join(item.path, 'hooks'), `${displayIn(join(item.path, 'hooks'), roots)} (it holds ${hooks.map((h) => h.name).join(', ')})`, roots, whose));
   return lines;
 }
 
-function disable(path: string, what: string, roots: string[]): string[] {
+function disable(path: string, what: string, roots: string[], whose = 'made the nested repository file'): string[] {
   let target = `${path}${SUFFIX}`;
   for (let n = 2; existsSync(target); n++) target = `${path}${SUFFIX}-${n}`;
   try {
     renameSync(path, target);
   } catch (error) {
-    return [`a command made the nested repository file ${what}, which your git would run unsandboxed, and conch could not disable it (${(error as Error).message}); remove it before using git there.`];
+    return [`a command ${whose} ${what}, which your git would run unsandboxed, and conch could not disable it (${(error as Error).message}); remove it before using git there.`];
   }
   return [
-    `a command made the nested repository file ${what}, which your git would run unsandboxed: conch renamed it to ${displayIn(target, roots)}; review it and rename it back only if you trust it.`,
+    `a command ${whose} ${what}, which your git would run unsandboxed: conch renamed it to ${displayIn(target, roots)}; review it and rename it back only if you trust it.`,
   ];
 }
 

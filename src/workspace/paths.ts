@@ -8,7 +8,7 @@ import picomatch from 'picomatch';
 import { PolicyError } from '../core/errors.ts';
 import { secretFor, type SecretLocation } from './secrets.ts';
 import { isWithin } from '../core/paths.ts';
-import { GIT_DIR_NAMES, isGitDir } from './nested-git.ts';
+import { GIT_DIR_NAMES, isGitDir, rootIsGitDir } from '../core/git-dir.ts';
 
 export interface WorkspaceAccess {
   /** Canonical workspace root. */
@@ -270,12 +270,15 @@ export class Workspace implements WorkspaceAccess {
   /**
    * A git dir needs no `.git`: a folder holding HEAD, objects and refs (a bare repository), or HEAD
    * and a commondir, is one, and the user's git runs its config. So a folder that is one, or that
-   * this write would make one, is protected like a nested .git (the tree's top has its own rules).
+   * this write would make one, is protected like a nested .git. So is the tree's top when it is one
+   * itself (conch started in a bare repository), and then as a whole: git reads names all over a git
+   * dir's top (config, hooks, commondir, info, modules, worktrees …), and it has no work tree.
    */
   private async checkGitDir(lexical: string, canonical: string): Promise<void> {
     const top = [this.root, ...this.writableRoots].filter((r) => isWithin(canonical, r)).sort((a, b) => b.length - a.length)[0];
     if (top === undefined) return;
-    for (let child = canonical, dir = dirname(canonical); dir !== top && isWithin(dir, top); child = dir, dir = dirname(dir)) {
+    let child = canonical;
+    for (let dir = dirname(canonical); dir !== top && isWithin(dir, top); child = dir, dir = dirname(dir)) {
       const present = await Promise.all(GIT_DIR_NAMES.map((name) => lstat(join(dir, name)).then(() => true, () => false)));
       const names = new Set([basename(child), ...GIT_DIR_NAMES.filter((_, i) => present[i])]);
       if (!isGitDir(names)) continue;
@@ -283,6 +286,14 @@ export class Workspace implements WorkspaceAccess {
         'workspace.protected',
         `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected: ${this.display(dir)} is a git dir without a .git (HEAD with objects and refs, or with a commondir), or writing this would make it one, ` +
           "and the user's own git would run its config and hooks unsandboxed. conch does not modify git dirs; leave it as it is. Only the user can lift this (conch --unrestricted).",
+      );
+    }
+    if (canonical !== top && rootIsGitDir(top, basename(child))) {
+      const which = top === this.root ? 'the workspace' : `the writable root ${top}`;
+      throw new PolicyError(
+        'workspace.protected',
+        `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected: ${which} is itself a git dir (a bare repository or a worktree's admin dir: HEAD with objects and refs, or with a commondir, and no .git), or writing this would make it one, ` +
+          "and the user's own git would run its config and hooks unsandboxed. conch does not modify git dirs, so write and edit leave all of it as it is (shell commands see it read-only). Only the user can lift this (conch --unrestricted).",
       );
     }
   }

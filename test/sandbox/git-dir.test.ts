@@ -4,14 +4,14 @@
 // protected for the file tools and, while the workspace has no real .git, masked in the sandbox;
 // git in an ordinary repository keeps working and sees no placeholder.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadProtectedDefaults } from '../../src/sandbox/profiles.ts';
 import { defaultPatterns, planProtected } from '../../src/sandbox/protected-paths.ts';
 import { PolicyError } from '../../src/core/errors.ts';
 import { fileTools } from '../support/file-tools.ts';
-import { canRun, fixture, sandboxed, type Fixture } from './harness.ts';
+import { bashExecutor, canRun, fixture, sandboxed, snapshot, type Fixture } from './harness.ts';
 
 const GIT = ['/usr/bin/git', Bun.which('git')].find((p): p is string => !!p && existsSync(p)) ?? null;
 
@@ -131,5 +131,127 @@ describe.skipIf(!canRun || GIT === null)('sandboxed commands', () => {
     const result = await sandboxed(fx, `HOME=/tmp ${GIT} status --porcelain --untracked-files=all -- . ':!.env*' && HOME=/tmp ${GIT} log --format=%s && ls`);
     expect(result.stderr).toBe('');
     expect(result).toMatchObject({ code: 0, stdout: ' M src/main.txt\nfirst\nsrc\n' });
+  });
+});
+
+// A workspace that is itself a git dir (conch started in a bare repository, a worktree's admin dir, a
+// repository's .git): its config, hooks, commondir … are what the user's git runs, and there is no
+// work tree in it, so write and edit refuse all of it and commands see all of it read-only.
+describe.skipIf(GIT === null)('a workspace that is itself a git dir', () => {
+  /** fx.ws made a bare repository (nothing of the fixture's work tree left). */
+  function bareWorkspace(): string {
+    rmSync(fx.ws, { recursive: true, force: true });
+    expect(hostGit(fx.root, 'init', '-q', '--bare', fx.ws).code).toBe(0);
+    return fx.ws;
+  }
+  /** fx.ws made the admin dir of a linked worktree (HEAD, commondir, gitdir; config and hooks in the common dir). */
+  function worktreeAdminWorkspace(): string {
+    const main = join(fx.root, 'main');
+    hostGit(fx.root, 'init', '-q', main);
+    hostGit(main, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'first');
+    hostGit(main, 'worktree', 'add', '-q', join(fx.root, 'linked'));
+    return join(main, '.git', 'worktrees', 'linked');
+  }
+  const attempts = ['hooks/pre-commit', 'hooks/post-checkout', 'config', 'commondir', 'packed-refs', 'info/attributes', 'refs/heads/x', 'worktrees/x/config', 'notes.txt'];
+
+  test('write and edit refuse every name in it, new or not, and say why; read still works', async () => {
+    const bare = bareWorkspace();
+    const before = snapshot(bare);
+    const t = await fileTools(bare);
+    for (const path of attempts) {
+      const refused = await t.run(t.write, { path, content: '#!/bin/sh\ntouch /tmp/pwned\n' }).catch((e) => e);
+      expect(refused).toBeInstanceOf(PolicyError);
+      expect(refused.rule).toBe('workspace.protected');
+      expect(refused.message).toContain('the workspace is itself a git dir');
+      expect(refused.message).toContain('--unrestricted');
+    }
+    const config = await t.run(t.read, { path: 'config' });
+    expect(config.text).toContain('bare = true');
+    const edited = await t.run(t.edit, { path: 'config', old_string: 'bare = true', new_string: 'bare = true\n\tfsmonitor = touch /tmp/pwned' }).catch((e) => e);
+    expect(edited).toBeInstanceOf(PolicyError);
+    expect(snapshot(bare)).toBe(before);
+    expect(hostGit(bare, 'config', 'core.fsmonitor').code).toBe(1);
+  });
+
+  test("the file tools refuse a worktree's admin dir as the workspace too", async () => {
+    const admin = worktreeAdminWorkspace();
+    const t = await fileTools(admin);
+    const refused = await t.run(t.write, { path: 'config.worktree', content: '[core]\n\tfsmonitor = touch /tmp/pwned\n' }).catch((e) => e);
+    expect(refused).toBeInstanceOf(PolicyError);
+    expect(existsSync(join(admin, 'config.worktree'))).toBe(false);
+  });
+
+  test('a writable root that is a bare repository is refused as a whole; the workspace stays writable', async () => {
+    const bare = join(fx.root, 'other.git');
+    expect(hostGit(fx.root, 'init', '-q', '--bare', bare).code).toBe(0);
+    const t = await fileTools(fx.ws, {}, { writableRoots: [bare] });
+    const refused = await t.run(t.write, { path: join(bare, 'hooks', 'pre-commit'), content: 'x\n' }).catch((e) => e);
+    expect(refused).toBeInstanceOf(PolicyError);
+    expect(refused.message).toContain(`the writable root ${bare} is itself a git dir`);
+    expect(existsSync(join(bare, 'hooks', 'pre-commit'))).toBe(false);
+    expect((await t.run(t.write, { path: 'src/new.txt', content: 'fine\n' })).isError).toBeFalsy();
+  });
+
+  test('--unrestricted writes freely', async () => {
+    const bare = bareWorkspace();
+    const t = await fileTools(bare, {}, { unrestricted: true });
+    expect((await t.run(t.write, { path: 'hooks/pre-commit', content: '#!/bin/sh\n' })).isError).toBeFalsy();
+    expect(existsSync(join(bare, 'hooks', 'pre-commit'))).toBe(true);
+  });
+
+  describe.skipIf(!canRun)('sandboxed commands', () => {
+    const script = [
+      "echo '#!/bin/sh' > hooks/post-checkout",
+      `${GIT} config -f config core.fsmonitor 'touch /tmp/pwned'`,
+      'echo ../elsewhere > commondir',
+      'mkdir -p worktrees/x',
+      'echo x > notes.txt',
+      'rm -f description',
+      'mv config config.old',
+    ].join('; ');
+
+    for (const [what, make] of [['a bare repository', bareWorkspace], ["a worktree's admin dir", worktreeAdminWorkspace]] as const) {
+      test(`see ${what} read-only as a whole, and can still read it`, async () => {
+        const workspace = make();
+        const before = snapshot(workspace);
+        const result = await sandboxed(fx, `${script}; cat HEAD`, { workspace, cwd: workspace });
+        expect(result.stderr).toContain('could not lock config file config: Read-only file system');
+        expect(result.stderr).toContain('commondir: Read-only file system');
+        expect(result.stderr).toContain('notes.txt: Read-only file system');
+        expect(result.stdout).toMatch(/^ref: refs\/heads\//); // HEAD is the real one, readable
+        expect(snapshot(workspace)).toBe(before);
+      });
+    }
+
+    test('a writable root that is a bare repository is mounted read-only, not refused; the workspace stays writable', async () => {
+      const bare = join(fx.root, 'other.git');
+      expect(hostGit(fx.root, 'init', '-q', '--bare', bare).code).toBe(0);
+      const before = snapshot(bare);
+      const result = await sandboxed(fx, `echo x > ${bare}/hooks/pre-commit; echo y > ${bare}/notes; echo z > src/new.txt`, { writableRoots: [bare] });
+      expect(result.stderr).toContain(`${bare}/hooks/pre-commit: Read-only file system`);
+      expect(result.stderr).toContain(`${bare}/notes: Read-only file system`);
+      expect(readFileSync(join(fx.ws, 'src', 'new.txt'), 'utf8')).toBe('z\n');
+      expect(snapshot(bare)).toBe(before);
+    });
+
+    test('the bash tool says why a write failed there', async () => {
+      bareWorkspace();
+      const run = await bashExecutor(fx);
+      const failed = await run('echo x > hooks/pre-commit');
+      expect(failed.exitCode).not.toBe(0);
+      expect(failed.notes).toEqual([expect.stringContaining('the workspace is itself a git dir')]);
+      const fine = await run('cat HEAD');
+      expect(fine.exitCode).toBe(0);
+      expect(fine.notes).toBeUndefined();
+    });
+
+    test('`git init --bare .` cannot make an empty workspace a git dir: HEAD stays the empty placeholder', async () => {
+      const empty = join(fx.root, 'empty');
+      mkdirSync(empty);
+      const result = await sandboxed(fx, `${GIT} init -q --bare . && cat HEAD`, { workspace: empty, cwd: empty });
+      expect(result.stdout).toBe('');
+      expect(existsSync(join(empty, 'HEAD'))).toBe(false);
+      expect(hostGit(empty, 'rev-parse', '--absolute-git-dir').code).not.toBe(0);
+    });
   });
 });

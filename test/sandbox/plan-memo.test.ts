@@ -39,6 +39,20 @@ describe.skipIf(!canRun || process.platform !== 'linux')('the protected plan of 
     expect(existsSync(join(current.fx.ws, 'HEAD')) ? readFileSync(join(current.fx.ws, 'HEAD'), 'utf8') : '').toBe('');
   });
 
+  test('a root that becomes a git dir (its .git stops being a repository, HEAD, objects and refs beside it) is read-only in the next command', async () => {
+    const { mkdirSync } = await import('node:fs');
+    const ws = current.fx.ws;
+    for (const dir of ['objects', 'refs', '.git/objects', '.git/refs']) mkdirSync(join(ws, dir));
+    writeFileSync(join(ws, 'HEAD'), 'ref: refs/heads/main\n');
+    const run = await runExecutor();
+    await settle(run);
+    expect((await run('echo "[core]" > config')).exitCode).toBe(0);
+    writeFileSync(join(ws, '.git', 'HEAD'), '');
+    const result = await run('echo "[core] fsmonitor = touch x" > config');
+    expect(result.exitCode).not.toBe(0);
+    expect(readFileSync(join(ws, 'config'), 'utf8')).toBe('[core]\n');
+  });
+
   test('a protected path the user removes and makes again as a symbolic link is refused, as it would be fresh', async () => {
     const run = await runExecutor();
     await settle(run);

@@ -77,6 +77,34 @@ describe('nestedGitGuard', () => {
     expect(guard.check()).toEqual([]);
     expect(existsSync(join(root, '.git/config'))).toBe(true);
   });
+  test('a root made a git dir during the run is checked as a nested one; a root that was a bare repository before is left alone', () => {
+    const guard = nestedGitGuard([root]);
+    guard.baseline();
+    gitDir(root, '[core]\n\tbare = true\n\tfsmonitor = touch x\n');
+    mkdirSync(join(root, 'hooks'));
+    writeFileSync(join(root, 'hooks', 'post-checkout'), '#!/bin/sh\ntouch x\n');
+    const lines = guard.check();
+    expect(existsSync(join(root, 'config'))).toBe(false);
+    expect(existsSync(join(root, 'hooks'))).toBe(false);
+    expect(existsSync(join(root, 'hooks.conch-disabled', 'post-checkout'))).toBe(true);
+    expect(lines).toEqual([
+      expect.stringContaining('left the workspace, itself a git dir, with the file config (it sets core.fsmonitor)'),
+      expect.stringContaining('hooks (it holds post-checkout)'),
+    ]);
+
+    const bare = realpathSync(mkdtempSync(join(tmpdir(), 'conch-nested-bare-')));
+    try {
+      gitDir(bare, '[core]\n\tbare = true\n\tfsmonitor = the user\n');
+      const own = nestedGitGuard([bare]);
+      own.baseline();
+      writeFileSync(join(bare, 'notes'), 'the run wrote elsewhere\n');
+      expect(own.check()).toEqual([]);
+      expect(readFileSync(join(bare, 'config'), 'utf8')).toContain('the user');
+    } finally {
+      rmSync(bare, { recursive: true, force: true });
+    }
+  });
+
   test('node_modules is not walked: a repository made there is left, as the README says', () => {
     const guard = nestedGitGuard([root]);
     guard.baseline();

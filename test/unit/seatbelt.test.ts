@@ -148,6 +148,16 @@ describe('Seatbelt profile rendering', () => {
     expect(deny).not.toContain('/Users/ana/.cache/tool/config/secrets');
   });
 
+  test('a workspace or writable root that is itself a git dir is denied as a whole', () => {
+    const text = renderSeatbeltProfile(input({ gitDirRoots: ['/Users/ana/proj', '/Users/ana/.cache/tool'] }));
+    const deny = text.slice(text.indexOf('(deny file-write*'), text.indexOf('(deny file-write-unlink'));
+    const filters = (text: string) => text.split('\n').map((line) => line.trim().replace(/\)+$/, ')'));
+    expect(filters(deny)).toContain('(subpath "/Users/ana/proj")');
+    expect(filters(deny)).toContain('(subpath "/Users/ana/.cache/tool")');
+    const plain = renderSeatbeltProfile(input());
+    expect(filters(plain.slice(plain.indexOf('(deny file-write*'), plain.indexOf('(deny file-write-unlink')))).not.toContain('(subpath "/Users/ana/proj")');
+  });
+
   test('structure: deny by default, parses, no markers left, network per flag', () => {
     const open = renderSeatbeltProfile(input());
     const closed = renderSeatbeltProfile(input({ network: false }));

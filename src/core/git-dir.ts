@@ -1,0 +1,70 @@
+// When git takes a directory for a git dir with no `.git` in it: a bare repository, a worktree's
+// admin dir, a repository's `.git` opened as a folder of its own. The user's own git obeys such a
+// directory's config and hooks unsandboxed, so the file tools' policy (workspace/paths.ts), the
+// after-run check (workspace/nested-git.ts) and the sandbox's plan (sandbox/protected-paths.ts) all
+// ask the same question, here.
+import { lstatSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The names that make a directory a git dir (isGitDir). */
+export const GIT_DIR_NAMES = ['HEAD', 'objects', 'refs', 'commondir'];
+
+/**
+ * What decides whether git looks past a tree's top to the top itself: its `.git`, and the HEAD in
+ * it (rootIsGitDir). A plan kept from one command to the next is stamped with these.
+ */
+export const WORK_TREE_GIT = ['.git', '.git/HEAD'];
+
+/**
+ * Whether git takes a directory holding these names for a git dir: HEAD, and objects and refs either
+ * beside it or in the directory its `commondir` names (as a linked worktree's git dir does), which
+ * is then where its config and hooks come from too.
+ */
+export function isGitDir(names: Set<string>): boolean {
+  // In any case: on a case-insensitive file system git finds `head` as HEAD.
+  const lower = new Set([...names].map((name) => name.toLowerCase()));
+  return lower.has('head') && (lower.has('commondir') || (lower.has('objects') && lower.has('refs')));
+}
+
+/**
+ * Whether git, started in `root`, takes `root` itself for the git dir (or would, once `adding`, a
+ * name at its top, exists). Git looks for `.git` first: while that is a repository (a `.git` file
+ * naming one, or a `.git` directory that is one), the top's HEAD, objects and refs are ordinary
+ * files of the work tree, and this is false.
+ */
+export function rootIsGitDir(root: string, adding?: string): boolean {
+  const names = new Set(GIT_DIR_NAMES.filter((name) => exists(join(root, name))));
+  // An empty HEAD is none for git: the sandbox's placeholder for an absent one is empty.
+  const head = info(join(root, 'HEAD'));
+  if (head?.isFile() && head.size === 0) names.delete('HEAD');
+  if (adding !== undefined) names.add(adding);
+  if (!isGitDir(names)) return false;
+  return !workTreeGit(root);
+}
+
+function workTreeGit(root: string): boolean {
+  const git = info(join(root, '.git'));
+  if (git?.isFile()) return git.size > 0;
+  if (!git?.isDirectory()) return false;
+  const head = info(join(root, '.git', 'HEAD'));
+  if (!head?.isFile() || head.size === 0) return false;
+  let inside: string[];
+  try {
+    inside = readdirSync(join(root, '.git'));
+  } catch {
+    return false;
+  }
+  return isGitDir(new Set(inside));
+}
+
+function info(path: string) {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined; // ENOTDIR and the like: not there as such
+  }
+}
+
+function exists(path: string): boolean {
+  return info(path) !== undefined;
+}
