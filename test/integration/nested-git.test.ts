@@ -94,4 +94,26 @@ describe.skipIf(!canRun || !GIT)('nested repositories made by sandboxed commands
     expect(existsSync(join(harness.dirs.workspace, 'a/b/.git'))).toBe(false);
     expect(existsSync(join(harness.dirs.workspace, 'bare/HEAD'))).toBe(false);
   });
+
+  test('conch started in a bare repository: write and bash change nothing of it, and the model is told why', async () => {
+    const ws = harness.dirs.workspace;
+    const fired = join(harness.dirs.home, 'FIRED');
+    expect(hostGit(ws, 'init', '-q', '--bare', '.').exitCode).toBe(0);
+    const config = readFileSync(join(ws, 'config'), 'utf8');
+    harness.server.script([
+      { toolCalls: [{ name: 'write', arguments: { path: 'hooks/post-checkout', content: `#!/bin/sh\ntouch ${fired}\n` } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: `git config -f config core.fsmonitor "touch ${fired}; false"` } }] },
+      { text: 'done' },
+    ]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    const result = (i: number) => JSON.stringify(harness.server.requests[i]!.body.messages.at(-1).content);
+    expect(result(1)).toContain('the workspace is itself a git dir');
+    expect(result(2)).toContain('Read-only file system');
+    expect(result(2)).toContain('the workspace is itself a git dir');
+    expect(existsSync(join(ws, 'hooks/post-checkout'))).toBe(false);
+    expect(readFileSync(join(ws, 'config'), 'utf8')).toBe(config);
+    hostGit(ws, 'status');
+    expect(existsSync(fired)).toBe(false);
+  });
 });
