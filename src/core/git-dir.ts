@@ -4,7 +4,7 @@
 // after-run check (workspace/nested-git.ts) and the sandbox's plan (sandbox/protected-paths.ts) all
 // ask the same question, here.
 import { lstatSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 
 /** The names that make a directory a git dir (isGitDir). */
 export const GIT_DIR_NAMES = ['HEAD', 'objects', 'refs', 'commondir'];
@@ -33,13 +33,30 @@ export function isGitDir(names: Set<string>): boolean {
  * files of the work tree, and this is false.
  */
 export function rootIsGitDir(root: string, adding?: string): boolean {
-  const names = new Set(GIT_DIR_NAMES.filter((name) => exists(join(root, name))));
-  // An empty HEAD is none for git: the sandbox's placeholder for an absent one is empty.
+  // HEAD first: most directories have none, and then nothing else needs looking at.
   const head = info(join(root, 'HEAD'));
-  if (head?.isFile() && head.size === 0) names.delete('HEAD');
+  // An empty HEAD is none for git: the sandbox's placeholder for an absent one is empty.
+  const hasHead = head !== undefined && !(head.isFile() && head.size === 0);
+  if (!hasHead && adding?.toLowerCase() !== 'head') return false;
+  const names = new Set(GIT_DIR_NAMES.filter((name) => name !== 'HEAD' && exists(join(root, name))));
+  names.add('HEAD');
   if (adding !== undefined) names.add(adding);
   if (!isGitDir(names)) return false;
   return !workTreeGit(root);
+}
+
+/**
+ * The git dir that `root` is or lies inside (conch started in a bare repository, in .git/hooks, in a
+ * worktree's admin dir), as git's own search upward from `root` finds it, `adding` counted at
+ * root's top as in rootIsGitDir; null when the search meets a work tree first (a directory whose
+ * .git is a repository: the root is that tree's files), or nothing. Inside one, every file of the
+ * root is the repository's own: hooks and config the user's git runs.
+ */
+export function gitDirAround(root: string, adding?: string): string | null {
+  for (let dir = root; ; dir = dirname(dir)) {
+    if (rootIsGitDir(dir, dir === root ? adding : undefined)) return dir;
+    if (workTreeGit(dir) || dirname(dir) === dir) return null;
+  }
 }
 
 function workTreeGit(root: string): boolean {

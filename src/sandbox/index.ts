@@ -10,7 +10,7 @@ import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
 import { RELAY_ENV, RELAY_PORT, relayArgv } from './relay.ts';
 import { isWithin } from '../core/paths.ts';
-import { rootIsGitDir } from '../core/git-dir.ts';
+import { gitDirAround } from '../core/git-dir.ts';
 import { canonicalHidden, HiddenPathError } from './hidden.ts';
 import { mountLayout } from './command-template.ts';
 import { PlaceholderScope } from './placeholders.ts';
@@ -319,7 +319,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       protected: protectedPatterns,
       rootProtected: defaultPatterns(loadProtectedDefaults()),
       // Decided per command, as bubblewrap's plan is: a root may become one between two commands.
-      gitDirRoots: [workspace, ...writableRoots].filter((root) => rootIsGitDir(root)),
+      gitDirRoots: [workspace, ...writableRoots].filter((root) => gitDirAround(root) !== null),
       hidden: canonicalHidden(request.hidden ?? []),
       own: canonicalHidden(own),
       network: request.network && !request.netAllow,

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import picomatch from 'picomatch';
 import type { ProtectedDefaults } from './profiles.ts';
 import { isWithin } from '../core/paths.ts';
-import { rootIsGitDir } from '../core/git-dir.ts';
+import { gitDirAround } from '../core/git-dir.ts';
 
 export type PathKind = 'dir' | 'file';
 
@@ -59,7 +59,7 @@ const MAX_CANDIDATES = 256;
 
 /** The plan's note for a workspace that is a git dir, which the bash tool adds to a command that failed there. */
 export const GIT_DIR_ROOT_NOTE =
-  "the workspace is itself a git dir (a bare repository or a worktree's admin dir: HEAD with objects and refs, or with a commondir, and no .git), " +
+  "the workspace is itself a git dir or lies inside one (a bare repository, a .git, or a worktree's admin dir: HEAD with objects and refs, or with a commondir, and no .git), " +
   "so commands see all of it read-only: the user's own git would run its config and hooks unsandboxed. Write elsewhere (the run's /tmp); only the user can lift this (conch --unrestricted).";
 
 export function defaultPatterns(defaults: ProtectedDefaults): ProtectedPattern[] {
@@ -172,10 +172,11 @@ export function planProtected(root: string, patterns: ProtectedPattern[]): Prote
     }
   }
 
-  // A root that is itself a git dir (a bare repository, a worktree's admin dir) is held whole: git
-  // reads names all over its top (config, hooks, commondir, info, modules, worktrees …), a list of
-  // them would miss the next one, and there is no work tree in it to keep writable.
-  if (rootIsGitDir(root)) {
+  // A root that is itself a git dir (a bare repository, a worktree's admin dir) or lies inside one
+  // (.git/hooks) is held whole: git reads names all over a git dir (config, hooks, commondir, info,
+  // modules, worktrees …), a list of them would miss the next one, and there is no work tree in it to
+  // keep writable. What is above the root is read-only for commands anyway.
+  if (gitDirAround(root) !== null) {
     targets.set('', { exists: true, kind: 'dir' });
     notes.push(GIT_DIR_ROOT_NOTE);
   }

@@ -24,7 +24,7 @@ export interface SeatbeltInput {
   protected: ProtectedPattern[];
   /** Patterns protected in each writable root too, relative to it (the defaults: its .git, .env …). */
   rootProtected?: ProtectedPattern[];
-  /** The workspace and writable roots that are themselves git dirs (core/git-dir.ts): read-only as a whole. */
+  /** The workspace and writable roots that are git dirs or lie inside one (core/git-dir.ts): read-only as a whole. */
   gitDirRoots?: string[];
   /** Absolute canonical paths whose contents commands may not read (SandboxSettings.hidden). */
   hidden?: string[];

@@ -8,7 +8,7 @@ import picomatch from 'picomatch';
 import { PolicyError } from '../core/errors.ts';
 import { secretFor, type SecretLocation } from './secrets.ts';
 import { isWithin } from '../core/paths.ts';
-import { GIT_DIR_NAMES, isGitDir, rootIsGitDir } from '../core/git-dir.ts';
+import { GIT_DIR_NAMES, gitDirAround, isGitDir } from '../core/git-dir.ts';
 
 export interface WorkspaceAccess {
   /** Canonical workspace root. */
@@ -271,8 +271,9 @@ export class Workspace implements WorkspaceAccess {
    * A git dir needs no `.git`: a folder holding HEAD, objects and refs (a bare repository), or HEAD
    * and a commondir, is one, and the user's git runs its config. So a folder that is one, or that
    * this write would make one, is protected like a nested .git. So is the tree's top when it is one
-   * itself (conch started in a bare repository), and then as a whole: git reads names all over a git
-   * dir's top (config, hooks, commondir, info, modules, worktrees …), and it has no work tree.
+   * itself (conch started in a bare repository) or lies inside one (in .git/hooks), and then as a
+   * whole: git reads names all over a git dir (config, hooks, commondir, info, modules, worktrees …),
+   * and it has no work tree.
    */
   private async checkGitDir(lexical: string, canonical: string): Promise<void> {
     const top = [this.root, ...this.writableRoots].filter((r) => isWithin(canonical, r)).sort((a, b) => b.length - a.length)[0];
@@ -288,11 +289,13 @@ export class Workspace implements WorkspaceAccess {
           "and the user's own git would run its config and hooks unsandboxed. conch does not modify git dirs; leave it as it is. Only the user can lift this (conch --unrestricted).",
       );
     }
-    if (canonical !== top && rootIsGitDir(top, basename(child))) {
+    const around = canonical === top ? null : gitDirAround(top, basename(child));
+    if (around !== null) {
       const which = top === this.root ? 'the workspace' : `the writable root ${top}`;
+      const what = around === top ? `${which} is itself a git dir` : `${which} lies inside the git dir '${top === this.root ? relative(top, around) : around}'`;
       throw new PolicyError(
         'workspace.protected',
-        `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected: ${which} is itself a git dir (a bare repository or a worktree's admin dir: HEAD with objects and refs, or with a commondir, and no .git), or writing this would make it one, ` +
+        `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected: ${what} (a bare repository, a .git, or a worktree's admin dir: HEAD with objects and refs, or with a commondir, and no .git), or writing this would make it one, ` +
           "and the user's own git would run its config and hooks unsandboxed. conch does not modify git dirs, so write and edit leave all of it as it is (shell commands see it read-only). Only the user can lift this (conch --unrestricted).",
       );
     }

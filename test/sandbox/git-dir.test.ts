@@ -192,6 +192,23 @@ describe.skipIf(GIT === null)('a workspace that is itself a git dir', () => {
     expect((await t.run(t.write, { path: 'src/new.txt', content: 'fine\n' })).isError).toBeFalsy();
   });
 
+  test("a workspace inside a git dir (.git/hooks, a bare repository's hooks) is refused as a whole; a work tree inside one is not", async () => {
+    const repo = join(fx.root, 'repo');
+    expect(hostGit(fx.root, 'init', '-q', repo).code).toBe(0);
+    for (const hooks of [join(repo, '.git', 'hooks'), join(bareWorkspace(), 'hooks')]) {
+      const t = await fileTools(hooks);
+      const refused = await t.run(t.write, { path: 'pre-commit', content: '#!/bin/sh\ntouch /tmp/pwned\n' }).catch((e) => e);
+      expect(refused).toBeInstanceOf(PolicyError);
+      expect(refused.message).toContain("the workspace lies inside the git dir '..'");
+      expect(existsSync(join(hooks, 'pre-commit'))).toBe(false);
+    }
+    // A checkout kept inside a bare repository's folder: git finds its own .git first.
+    const tree = join(fx.ws, 'checkout');
+    expect(hostGit(fx.root, 'clone', '-q', fx.ws, tree).code).toBe(0);
+    const t = await fileTools(tree);
+    expect((await t.run(t.write, { path: 'src.txt', content: 'fine\n' })).isError).toBeFalsy();
+  });
+
   test('--unrestricted writes freely', async () => {
     const bare = bareWorkspace();
     const t = await fileTools(bare, {}, { unrestricted: true });
@@ -222,6 +239,17 @@ describe.skipIf(GIT === null)('a workspace that is itself a git dir', () => {
         expect(snapshot(workspace)).toBe(before);
       });
     }
+
+    test('see a workspace inside a git dir (.git/hooks) read-only as a whole', async () => {
+      const repo = join(fx.root, 'repo');
+      expect(hostGit(fx.root, 'init', '-q', repo).code).toBe(0);
+      const hooks = join(repo, '.git', 'hooks');
+      const before = snapshot(hooks);
+      const result = await sandboxed(fx, "printf '#!/bin/sh\\ntouch /tmp/pwned\\n' > post-checkout; ls pre-commit.sample", { workspace: hooks, cwd: hooks });
+      expect(result.stderr).toContain('post-checkout: Read-only file system');
+      expect(result.stdout).toBe('pre-commit.sample\n');
+      expect(snapshot(hooks)).toBe(before);
+    });
 
     test('a writable root that is a bare repository is mounted read-only, not refused; the workspace stays writable', async () => {
       const bare = join(fx.root, 'other.git');

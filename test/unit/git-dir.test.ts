@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { rootIsGitDir } from '../../src/core/git-dir.ts';
+import { gitDirAround, rootIsGitDir } from '../../src/core/git-dir.ts';
 
 const GIT = ['/usr/bin/git', Bun.which('git')].find((p): p is string => !!p && existsSync(p)) ?? null;
 
@@ -69,5 +69,31 @@ describe('rootIsGitDir', () => {
     expect(rootIsGitDir(root, 'refs')).toBe(true);
     expect(rootIsGitDir(root, 'src')).toBe(false);
     expect(rootIsGitDir(root, 'commondir')).toBe(true);
+  });
+});
+
+describe.skipIf(GIT === null)('gitDirAround', () => {
+  test('the git dir a folder lies inside, as git searching upward finds it; none past a work tree', () => {
+    const bare = join(root, 'bare');
+    const repo = join(root, 'repo');
+    Bun.spawnSync([GIT!, 'init', '-q', '--bare', bare]);
+    Bun.spawnSync([GIT!, 'init', '-q', repo]);
+    const checkout = join(bare, 'checkout');
+    Bun.spawnSync([GIT!, 'clone', '-q', bare, checkout]);
+    mkdirSync(join(checkout, 'src'));
+    const cases: [string, string | null][] = [
+      [bare, bare],
+      [join(bare, 'hooks'), bare],
+      [join(bare, 'refs', 'heads'), bare],
+      [join(repo, '.git', 'hooks'), join(repo, '.git')],
+      [repo, null],
+      [join(checkout, 'src'), null],
+      [root, null],
+    ];
+    for (const [dir, expected] of cases) {
+      expect([dir, gitDirAround(dir)]).toEqual([dir, expected]);
+      if (expected !== null) expect(gitDirOf(dir)).toBe(expected);
+    }
+    expect(gitDirOf(join(checkout, 'src'))).toBe(join(checkout, '.git'));
   });
 });
