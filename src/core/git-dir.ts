@@ -3,7 +3,7 @@
 // directory's config and hooks unsandboxed, so the file tools' policy (workspace/paths.ts), the
 // after-run check (workspace/nested-git.ts) and the sandbox's plan (sandbox/protected-paths.ts) all
 // ask the same question, here.
-import { lstatSync, readdirSync } from 'node:fs';
+import { lstatSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** The names that make a directory a git dir (isGitDir). */
@@ -60,7 +60,8 @@ export function gitDirAround(root: string, adding?: string): string | null {
 }
 
 function workTreeGit(root: string): boolean {
-  const git = info(join(root, '.git'));
+  // Followed: git takes a .git link for what it leads to.
+  const git = info(join(root, '.git'), true);
   if (git?.isFile()) return git.size > 0;
   if (!git?.isDirectory()) return false;
   const head = info(join(root, '.git', 'HEAD'));
@@ -74,9 +75,9 @@ function workTreeGit(root: string): boolean {
   return isGitDir(new Set(inside));
 }
 
-function info(path: string) {
+function info(path: string, follow = false) {
   try {
-    return lstatSync(path, { throwIfNoEntry: false });
+    return follow ? statSync(path, { throwIfNoEntry: false }) : lstatSync(path, { throwIfNoEntry: false });
   } catch {
     return undefined; // ENOTDIR and the like: not there as such
   }
