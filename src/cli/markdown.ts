@@ -9,7 +9,7 @@
 import { Chalk, type ChalkInstance } from 'chalk';
 import { Lexer, type Token, type Tokens } from 'marked';
 import { highlightCode } from './highlight.ts';
-import { cutVisible, visible } from './tool-lines.ts';
+import { cutVisible, terminalSafe, visible } from './tool-lines.ts';
 
 export interface MarkdownOptions {
   /** ANSI styles; without them the layout stays and the markup characters go. */
@@ -98,12 +98,12 @@ function block(token: Token, c: ChalkInstance, width: number): string {
       return inline((token as Tokens.Paragraph).tokens, c);
     case 'text': {
       const t = token as Tokens.Text;
-      return t.tokens ? inline(t.tokens, c) : t.text;
+      return t.tokens ? inline(t.tokens, c) : leaf(t.text);
     }
     case 'code': {
       const t = token as Tokens.Code;
-      const lang = (t.lang ?? '').split(/\s/)[0] ?? '';
-      const body = c.level ? highlightCode(t.text, lang, c) : t.text;
+      const lang = leaf((t.lang ?? '').split(/\s/)[0] ?? '');
+      const body = c.level ? highlightCode(leaf(t.text), lang, c) : leaf(t.text);
       const rule = c.dim(`─── ${lang}${lang ? ' ' : ''}`.padEnd(Math.min(width, 40), '─').slice(0, width));
       return `${rule}\n${body.split('\n').map((l) => `  ${l}`).join('\n')}\n${c.dim('─'.repeat(Math.min(width, 40)))}`;
     }
@@ -118,9 +118,9 @@ function block(token: Token, c: ChalkInstance, width: number): string {
     case 'hr':
       return c.dim('─'.repeat(Math.max(1, Math.min(width, 80))));
     case 'html':
-      return (token as Tokens.HTML).text.replace(/\n+$/, '');
+      return leaf((token as Tokens.HTML).text.replace(/\n+$/, ''));
     default:
-      return 'tokens' in token && Array.isArray(token.tokens) ? inline(token.tokens, c) : token.raw.replace(/\n+$/, '');
+      return 'tokens' in token && Array.isArray(token.tokens) ? inline(token.tokens, c) : leaf(token.raw.replace(/\n+$/, ''));
   }
 }
 
@@ -179,35 +179,41 @@ function inline(tokens: Token[] | undefined, c: ChalkInstance): string {
         out += c.strikethrough(inline((token as Tokens.Del).tokens, c));
         break;
       case 'codespan':
-        out += c.level ? c.yellow((token as Tokens.Codespan).text) : `\`${(token as Tokens.Codespan).text}\``;
+        out += c.level ? c.yellow(leaf((token as Tokens.Codespan).text)) : `\`${leaf((token as Tokens.Codespan).text)}\``;
         break;
       case 'link': {
         const t = token as Tokens.Link;
         const text = inline(t.tokens, c);
         // The address is shown unless the text already is it (autolinks, bare URLs).
-        out += t.text === t.href || `mailto:${t.text}` === t.href ? c.blue.underline(text) : `${c.blue.underline(text)} ${c.dim(`(${t.href})`)}`;
+        out += t.text === t.href || `mailto:${t.text}` === t.href ? c.blue.underline(text) : `${c.blue.underline(text)} ${c.dim(`(${leaf(t.href)})`)}`;
         break;
       }
       case 'image': {
         const t = token as Tokens.Image;
-        out += `${c.dim('[image:')} ${t.text} ${c.dim(`(${t.href})]`)}`;
+        out += `${c.dim('[image:')} ${leaf(t.text)} ${c.dim(`(${leaf(t.href)})]`)}`;
         break;
       }
       case 'br':
         out += '\n';
         break;
       case 'text':
-        out += 'tokens' in token && token.tokens ? inline(token.tokens, c) : unescapeHtml((token as Tokens.Text).text);
+        out += 'tokens' in token && token.tokens ? inline(token.tokens, c) : leaf(unescapeHtml((token as Tokens.Text).text));
         break;
       case 'escape':
-        out += (token as Tokens.Escape).text;
+        out += leaf((token as Tokens.Escape).text);
         break;
       default:
-        out += unescapeHtml(token.raw);
+        out += leaf(unescapeHtml(token.raw));
     }
   }
   return out;
 }
+
+/**
+ * Text from the model, as it goes on screen. The deltas were made terminal-safe, but marked decodes
+ * character references (`&#27;`, `&#x9b;`): decoded, they would be escape sequences again.
+ */
+const leaf = terminalSafe;
 
 const unescapeHtml = (text: string) =>
   text.replace(/&(amp|lt|gt|quot|#39);/g, (_, e: string) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]!);
