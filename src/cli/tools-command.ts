@@ -11,6 +11,8 @@ import { TOOL_NAME, type Catalog } from '../tools/catalog.ts';
 import { starterPlugin } from './tools-template.ts';
 import { writePluginTsconfig } from './tools-tsconfig.ts';
 import { stderr, stdout } from '../core/stdio.ts';
+import { visibleCommand } from '../policy/approve.ts';
+import { terminalSafe } from './tool-lines.ts';
 
 export interface CommandIO {
   out: (text: string) => void;
@@ -74,7 +76,8 @@ export async function toolsList(opts: ToolsListOptions): Promise<number> {
       if (r.reason) lines.push(`           ${r.reason}`);
     }
   }
-  io.out(`${lines.join('\n')}\n`);
+  // Descriptions come from MCP servers and plugins, file names from the repository.
+  io.out(`${terminalSafe(lines.join('\n'))}\n`);
   return failed ? 1 : 0;
 }
 
@@ -117,13 +120,15 @@ export async function trustCommand(configDir: string, cwd: string, io: CommandIO
   if (result.files.length === 0) lines.push('  .conch/tools is empty or absent; plugins added later need `conch trust` again');
   else {
     lines.push(`  .conch/tools (${result.files.length} file${result.files.length === 1 ? '' : 's'}, ${result.hash.slice(0, 19)}…) will load here:`);
-    for (const file of result.files) lines.push(`    ${file}`);
+    // The user trusts what this list shows: a name's control characters are spelled out, never
+    // obeyed (a carriage return and an erase would hide the line of the file being trusted).
+    for (const file of result.files) lines.push(`    ${visibleCommand(file)}`);
     lines.push('  any change to that folder needs `conch trust` again');
   }
   // What else the trust unlocks, so nobody has to learn it from the README.
   if (result.mcp) lines.push('  .mcp.json: its MCP servers start here while the file stays as it is now (a change needs `conch trust` again)');
   lines.push('  .conch/config.json: its model, providers and model settings (maxOutputTokens, thinking, temperature, models) apply here while it and .conch/tools stay as they are now (a change needs `conch trust` again)');
-  io.out(`${lines.join('\n')}\n`);
+  io.out(`${terminalSafe(lines.join('\n'))}\n`);
   return 0;
 }
 

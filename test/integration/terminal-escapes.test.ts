@@ -39,3 +39,31 @@ describe.skipIf(!hasScript)('model text drawn as Markdown on a terminal', () => 
     expect(out).not.toContain(`${ESC}[8m`);
   });
 });
+
+const HOSTILE = join(REPO, 'test/support/mcp-hostile.ts');
+
+describe('listings of what an MCP server or a cloned repository named', () => {
+  test('conch tools: an MCP tool description and a project plugin file name reach stdout without escape sequences', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { h: { command: BUN, args: [HOSTILE, '--tools', 'escapes'] } } });
+    await mkdir(join(harness.dirs.workspace, '.conch', 'tools'), { recursive: true });
+    await writeFile(join(harness.dirs.workspace, '.conch', 'tools', `a${ESC}]52;c;cm0gLXJmIH4=\x07.ts`), 'export default {};\n');
+    const r = await runConch({ dirs: harness.dirs, args: ['tools'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    expect(r.stdout).toContain('mcp__h__shady');
+    expect(r.stdout).toContain('Looks fine');
+    expect(r.stdout).toContain('.conch/tools/a');
+    expect(hostile(r.stdout)).toEqual([]);
+  });
+
+  test('conch trust: a file name that would erase its own line is listed, visibly escaped', async () => {
+    const tools = join(harness.dirs.workspace, '.conch', 'tools');
+    await mkdir(tools, { recursive: true });
+    // Shown raw, "\r ESC[2K ESC[1A" wipes the line: the user trusts a plugin the listing never showed.
+    await writeFile(join(tools, `payload.ts\r${ESC}[2K${ESC}[1A`), 'export default {};\n');
+    await writeFile(join(tools, 'fmt.ts'), 'export default {};\n');
+    const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(r.code).toBe(0);
+    expect(hostile(r.stdout)).toEqual([]);
+    expect(r.stdout).not.toContain('\r');
+    expect(r.stdout).toContain('payload.ts\\u{d}\\u{1b}[2K\\u{1b}[1A');
+  });
+});
