@@ -14,6 +14,7 @@ import { stderr, stdout } from '../core/stdio.ts';
 import { colorAllowed } from './terminal.ts';
 import { createPrompt } from './prompt.ts';
 import { slashCommand, type SlashContext } from './slash.ts';
+import { terminalSafe } from './tool-lines.ts';
 
 export interface InteractiveOptions {
   firstTask?: string;
@@ -71,7 +72,8 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   const ready = async (): Promise<StartedRun> => {
     if (!host) {
       host = await (pending ??= start(current));
-      for (const warning of host.warnings.splice(0)) stderr.write(`conch: ${warning}\n`);
+      // Warnings quote what others wrote (an MCP server's stderr, a skill's file).
+      for (const warning of host.warnings.splice(0)) stderr.write(`conch: ${terminalSafe(warning)}\n`);
     }
     return host;
   };
@@ -147,7 +149,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     if (watchdog && !watchdog.finishing()) await new Promise(() => {});
     watchdog?.resume();
     watchdog?.arm(null, onSignal, false);
-    for (const warning of h.recording.warnings.splice(0)) stderr.write(`conch: ${warning}\n`);
+    for (const warning of h.recording.warnings.splice(0)) stderr.write(`conch: ${terminalSafe(warning)}\n`);
   };
 
   const slash: SlashContext = {
@@ -194,10 +196,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     await h.dispose();
     // dispose() adds what went wrong at the end (spans the collector never got).
     const late = h.warnings.splice(0);
-    if (late.length) {
-      const { terminalSafe } = await import('./tool-lines.ts');
-      for (const warning of late) stderr.write(`conch: ${terminalSafe(warning)}\n`);
-    }
+    for (const warning of late) stderr.write(`conch: ${terminalSafe(warning)}\n`);
     if (h.recording.id && runs > 0) stderr.write(`session ${h.recording.id}  (conch -c to continue)\n`);
     return endedBy ? SIGNAL_EXIT_CODES[endedBy] : EXIT_CODES.completed;
   };

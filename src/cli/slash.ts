@@ -1,5 +1,6 @@
 // Slash commands of the interactive mode: answered by conch, never sent to the model.
 import { DEFAULT_MODELS } from '../config/model.ts';
+import { terminalSafe } from './tool-lines.ts';
 
 export interface SlashContext {
   write(text: string): void;
@@ -49,7 +50,8 @@ export async function slashCommand(line: string, ctx: SlashContext): Promise<'ex
     case '/quit':
       return 'exit';
     case '/tools': {
-      const tools = await ctx.tools();
+      // Names and descriptions come from MCP servers and plugins.
+      const tools = (await ctx.tools()).map((t) => ({ name: terminalSafe(t.name), description: terminalSafe(t.description) }));
       const width = Math.max(0, ...tools.map((t) => t.name.length));
       // One line per tool: a description that wraps breaks the columns.
       const room = Math.max(20, (process.stdout.columns || 100) - width - 5);

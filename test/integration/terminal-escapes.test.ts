@@ -5,6 +5,7 @@ import { describe, expect, test } from 'bun:test';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { BUN, CONCH, REPO, anthropicEnv, conchEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
+import { hasTmux, openTerminal } from '../support/tty.ts';
 
 const harness = useHarness();
 const ESC = '\x1b';
@@ -66,4 +67,25 @@ describe('listings of what an MCP server or a cloned repository named', () => {
     expect(r.stdout).not.toContain('\r');
     expect(r.stdout).toContain('payload.ts\\u{d}\\u{1b}[2K\\u{1b}[1A');
   });
+});
+
+describe.skipIf(!hasTmux)('interactive mode', () => {
+  test("/tools and the start's warnings (a dead MCP server's stderr) cannot set the window title", async () => {
+    await writeConfig(harness.dirs, {
+      mcpServers: { h: { command: BUN, args: [HOSTILE, '--tools', 'escapes'] }, loud: { command: BUN, args: [HOSTILE, '--tools', 'dies-loudly'] } },
+    });
+    const env = { ...conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)), TERM: 'xterm-256color' };
+    const t = await openTerminal([CONCH, '--model', 'anthropic/test-model'], { cwd: harness.dirs.workspace, env });
+    try {
+      await t.waitFor((s) => s.includes('/help lists commands') && s.trimEnd().endsWith('›'), 'the prompt');
+      t.type('/tools');
+      t.keys('Enter');
+      await t.waitFor((s) => s.includes('mcp__h__shady') && s.includes('cannot start'), 'the tool list and the warning');
+      expect(t.title()).not.toContain('owned');
+      t.keys('C-d');
+      expect(await t.exited()).toBe(0);
+    } finally {
+      await t.close();
+    }
+  }, 120_000);
 });
