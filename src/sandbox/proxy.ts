@@ -195,11 +195,13 @@ async function route(client: net.Socket, head: string, rest: Buffer, ctx: Contex
   const [method = '', target = '', version = 'HTTP/1.1'] = requestLine.split(' ');
   let where: { host: string; port: number } | null;
   let path = '';
+  let site = '';
   if (method === 'CONNECT') where = authority(target, 443);
   else {
     const m = /^http:\/\/([^/?#]+)([^#]*)$/i.exec(target);
     where = m ? authority(m[1]!, 80) : null;
     path = m ? m[2] || '/' : '';
+    site = m ? m[1]! : '';
   }
   if (!where) {
     reply(client, '400 Bad Request', `conch proxy: expected "CONNECT host:port" or an absolute http:// URL, got "${requestLine.slice(0, 200)}"`);
@@ -265,9 +267,12 @@ async function route(client: net.Socket, head: string, rest: Buffer, ctx: Contex
     clear();
     if (method === 'CONNECT') client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
     else {
-      // Origin form upstream, one request per connection (so keep-alive cannot switch hosts).
-      const kept = headers.filter((h) => !/^(proxy-connection|proxy-authorization|connection|keep-alive)\s*:/i.test(h));
-      socket.write(`${method} ${path} ${version}\r\n${[...kept, 'Connection: close'].join('\r\n')}\r\n\r\n`);
+      // Origin form upstream, one request per connection (so keep-alive cannot switch hosts). The
+      // site asked for is the one the allowlist checked: a shared server (a CDN, virtual hosts)
+      // serves whichever site the Host header names, so the client's own is replaced, as a proxy
+      // must (RFC 9112 §3.2.2). A folded line (leading whitespace) would continue a dropped header.
+      const kept = headers.filter((h) => !/^(\s|(host|proxy-connection|proxy-authorization|connection|keep-alive)\s*:)/i.test(h));
+      socket.write(`${method} ${path} ${version}\r\nHost: ${site}\r\n${[...kept, 'Connection: close'].join('\r\n')}\r\n\r\n`);
     }
     if (rest.length) socket.write(rest);
     client.pipe(socket);
