@@ -8,6 +8,7 @@ import type { Approver } from '../policy/command-rules.ts';
 import { usageHint } from './argv.ts';
 import { setupEnvelope } from './envelope.ts';
 import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
+import { terminalSafe } from './tool-lines.ts';
 
 /** Config for a `conch` subcommand run in the current directory. */
 export function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
@@ -33,7 +34,8 @@ export function setupFailure(error: unknown, json: boolean, runId: string | null
   if (json) {
     stdout.write(`${JSON.stringify(setupEnvelope(flag ? null : runId, message))}\n`);
   }
-  // As for an unknown flag, stderr says it under --json too.
-  if (!json || flag) stderr.write(`conch: ${message}\n${flag ? usageHint(command) : ''}`);
+  // As for an unknown flag, stderr says it under --json too. The message may quote a cloned
+  // repository's config (a key's name): its escape sequences must not reach the terminal.
+  if (!json || flag) stderr.write(`conch: ${terminalSafe(message)}\n${flag ? usageHint(command) : ''}`);
   return EXIT_CODES.setup_error;
 }

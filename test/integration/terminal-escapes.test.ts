@@ -89,3 +89,15 @@ describe.skipIf(!hasTmux)('interactive mode', () => {
     }
   }, 120_000);
 });
+
+describe("a cloned repository's .conch/config.json", () => {
+  test('a setup error quoting one of its keys reaches stderr without the escape sequence in that key', async () => {
+    await mkdir(join(harness.dirs.workspace, '.conch'), { recursive: true });
+    // JSON's \u001b is a real ESC once parsed: the key's name is what the error quotes.
+    await writeFile(join(harness.dirs.workspace, '.conch', 'config.json'), '{ "limits": { "\\u001b]0;owned\\u0007x": 3 } }\n');
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('is not a known key');
+    expect(hostile(r.stderr)).toEqual([]);
+  });
+});
