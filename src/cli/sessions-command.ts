@@ -61,7 +61,7 @@ export async function sessionsCommand(action: string | undefined, id: string | u
     if (!(error instanceof SessionError)) throw error;
     // --json promises a document on stdout, a failed one too (`conch sessions show ID --json | jq`).
     if (options.json) stdout.write(`${JSON.stringify(setupEnvelope(null, error.message))}\n`);
-    stderr.write(`conch: ${error.message}\n`);
+    stderr.write(`conch: ${terminalSafe(error.message)}\n`);
     return EXIT_CODES.setup_error;
   }
 }
@@ -74,7 +74,7 @@ function list(store: SessionStore, options: SessionsOptions): number {
     try {
       summary = summarizeSession(file.path, options.all ? undefined : cwd);
     } catch (error) {
-      if (error instanceof SessionError) stderr.write(`conch: ${error.message}\n`);
+      if (error instanceof SessionError) stderr.write(`conch: ${terminalSafe(error.message)}\n`);
       continue;
     }
     if (!summary) continue;
@@ -98,11 +98,12 @@ function list(store: SessionStore, options: SessionsOptions): number {
     return 0;
   }
   if (rows.length === 0) {
-    stderr.write(options.all ? 'conch: no sessions stored yet\n' : `conch: no sessions in ${cwd} (conch sessions --all lists every workspace's)\n`);
+    stderr.write(options.all ? 'conch: no sessions stored yet\n' : `conch: no sessions in ${terminalSafe(cwd)} (conch sessions --all lists every workspace's)\n`);
     return 0;
   }
   for (const r of rows) {
-    const where = options.all ? `  ${r.cwd}` : '';
+    // A workspace's path is its folder's name as cloned: shown, never obeyed.
+    const where = options.all ? `  ${terminalSafe(r.cwd)}` : '';
     stdout.write(`${r.id}  ${age(Date.parse(r.updated)).padStart(4)}  ${String(r.turns).padStart(3)} turn(s)  ${(r.outcome ?? '-').padEnd(14)} ${oneLine(r.task)}${where}\n`);
   }
   return 0;
@@ -115,7 +116,7 @@ function preview(task: string): string {
 }
 
 function show(loaded: LoadedSession, json: boolean): number {
-  for (const warning of loaded.warnings) stderr.write(`conch: ${warning}\n`);
+  for (const warning of loaded.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
   const t = transcript(loaded);
   if (json) {
     stdout.write(`${JSON.stringify(t, null, 2)}\n`);

@@ -101,3 +101,16 @@ describe("a cloned repository's .conch/config.json", () => {
     expect(hostile(r.stderr)).toEqual([]);
   });
 });
+
+describe('conch sessions', () => {
+  test("--all lists a workspace whose directory name holds an escape sequence without it (a cloned repository's folder)", async () => {
+    const sub = join(harness.dirs.workspace, `repo${ESC}]0;owned\x07`);
+    await mkdir(sub);
+    harness.server.script([{ text: 'done' }]);
+    const first = await runConch({ dirs: { ...harness.dirs, workspace: sub }, args: ['--model', 'anthropic/test-model', 'go'], env: anthropicEnv(harness.server.anthropicBaseUrl) });
+    expect(first.code).toBe(0);
+    const r = await runConch({ dirs: harness.dirs, args: ['sessions', '--all'] });
+    expect(r.stdout).toContain('repo]0;owned');
+    expect(hostile(r.stdout)).toEqual([]);
+  });
+});
