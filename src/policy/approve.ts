@@ -64,7 +64,9 @@ export function ttyApprover(input: TtyInput, output: TtyOutput, signal?: AbortSi
       input.on('close', onEnd);
       signal?.addEventListener('abort', onEnd, { once: true });
       output.write(
-        `\nconch: command rule "${rule}" asks before running:\n    ${visibleCommand(command)}\n` +
+        // The rule's id is config text, a cloned repository's too (its ask rules): spelled out like
+        // the command, or it could erase the lines above and conceal the command below.
+        `\nconch: command rule "${visibleCommand(rule)}" asks before running:\n    ${visibleCommand(command)}\n` +
           'Run it? [y]es / [N]o / [a]lways for this run: ',
       );
       input.resume();
