@@ -7,10 +7,14 @@ import { canonical, isWithin } from '../core/paths.ts';
 import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import type { MergedPolicy } from './layers.ts';
 
-/** Home-relative paths a run in the home directory never writes: keys, and what shells run at start. */
+/**
+ * Home-relative paths a run in the home directory never writes: keys, what shells run at start, and
+ * git's own config (core.pager, core.fsmonitor, `!` aliases run programs at the next git command).
+ */
 export const HOME_PROTECTED = {
-  dirs: ['.ssh', '.gnupg', '.config/conch', '.config/fish'],
+  dirs: ['.ssh', '.gnupg', '.config/conch', '.config/fish', '.config/git'],
   files: [
+    '.gitconfig',
     '.profile', '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.bash_aliases',
     '.zshenv', '.zshrc', '.zprofile', '.zlogin', '.zlogout',
     '.login', '.logout', '.cshrc', '.tcshrc', '.kshrc', '.mkshrc', '.inputrc', '.pam_environment',
@@ -35,7 +39,7 @@ export function homeGuard(cwd: string, home: string, flags: { unrestricted?: boo
   const at = (p: string) => (rel ? `${rel}/${p}` : p);
   const globs = [...HOME_PROTECTED.dirs.flatMap((d) => [at(d), `${at(d)}/**`]), ...HOME_PROTECTED.files.map(at)];
   const where = rel ? `contains your home directory ${h}` : 'is your home directory';
-  const kept = '~/.ssh, ~/.gnupg, the shell start-up files and ~/.config/conch stay protected';
+  const kept = "~/.ssh, ~/.gnupg, the shell start-up files, git's config and ~/.config/conch stay protected";
   if (flags.allowHomeWrites) {
     return { globs, readOnlyWhy: null, warning: `the workspace ${where}; writes are allowed (--allow-home-writes), but ${kept}.` };
   }

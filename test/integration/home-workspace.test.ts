@@ -86,7 +86,7 @@ describe('a workspace that is the home directory', () => {
     ]);
     const r = await run(['--allow-home-writes', 'go']);
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain('writes are allowed (--allow-home-writes), but ~/.ssh, ~/.gnupg, the shell start-up files and ~/.config/conch stay protected');
+    expect(r.stderr).toContain("writes are allowed (--allow-home-writes), but ~/.ssh, ~/.gnupg, the shell start-up files, git's config and ~/.config/conch stay protected");
     expect(toolNames(harness.server.requests[0]!.body)).toEqual(['bash', 'edit', 'read', 'write']);
     const [notes, keys, bashProfile, bashrc, profile, zshrc, ssh, gnupg, plain] = toolResults();
     expect(notes).not.toMatch(/denied|protected|refused/i);
@@ -103,6 +103,28 @@ describe('a workspace that is the home directory', () => {
     expect(readFileSync(ws('.profile'), 'utf8')).toBe('original profile\n');
     expect(readFileSync(ws('.bashrc'), 'utf8')).toBe('original bashrc\n');
     for (const absent of ['.ssh', '.gnupg', '.bash_profile', '.zshrc']) expect(existsSync(ws(absent))).toBe(false);
+  });
+
+  test("with --allow-home-writes: git's own config, which runs programs at the user's next git command, is not written", async () => {
+    // core.pager, core.fsmonitor, alias.* = !cmd: each runs, unsandboxed, on an ordinary git command.
+    const evil = '[core]\n\tpager = touch PWNED\n';
+    harness.server.script([
+      {
+        toolCalls: [
+          { name: 'write', arguments: { path: '.gitconfig', content: evil } },
+          { name: 'write', arguments: { path: '.config/git/config', content: evil } },
+          bash(`printf '${evil}' > .gitconfig; echo "gitconfig rc=$?"`),
+          bash(`mkdir -p .config/git && printf '${evil}' > .config/git/config; echo "xdg rc=$?"`),
+        ],
+      },
+      { text: 'done' },
+    ]);
+    expect((await run(['--allow-home-writes', 'go'])).code).toBe(0);
+    const [write, xdgWrite, shell, xdgShell] = toolResults();
+    for (const refused of [write, xdgWrite]) expect(refused).toContain("denied by policy rule 'workspace.protected'");
+    expect(shell).not.toContain('gitconfig rc=0');
+    expect(xdgShell).not.toContain('xdg rc=0');
+    for (const absent of ['.gitconfig', '.config/git']) expect(existsSync(ws(absent))).toBe(false);
   });
 
   test('with --allow-home-writes: a credential file stays hidden when a command renames the folder above it', async () => {
