@@ -25,6 +25,14 @@ export interface MarkdownStream {
   end(): string;
 }
 
+/**
+ * The text not drawn yet is lexed again at each delta: within one long block (a model writing a
+ * whole file into a code fence, or a hostile one streaming megabytes of it) that work is quadratic,
+ * minutes of a stuck terminal. Past this many characters it is lexed again only once it has grown by
+ * an eighth, which keeps the work linear; such a block is drawn a little later, and the same.
+ */
+const RELEX_EVERY_DELTA_BELOW = 16 * 1024;
+
 export function markdownStream(options: MarkdownOptions): MarkdownStream {
   const c = new Chalk({ level: options.color ? 2 : 0 });
   // The text not drawn yet, exactly as it arrived (line ends made \n, as marked makes them).
@@ -32,6 +40,8 @@ export function markdownStream(options: MarkdownOptions): MarkdownStream {
   // A \r that ended a delta: whether it is a line end of its own or half of \r\n shows with the next.
   let cr = '';
   let blocks = 0;
+  // How long `pending` was when it was last lexed.
+  let lexed = 0;
   const draw = (tokens: Token[]) => {
     let out = '';
     for (const token of tokens) {
@@ -46,6 +56,8 @@ export function markdownStream(options: MarkdownOptions): MarkdownStream {
       const more = cr + text;
       cr = more.endsWith('\r') ? '\r' : '';
       pending += (cr ? more.slice(0, -1) : more).replace(/\r\n?/g, '\n');
+      if (pending.length > RELEX_EVERY_DELTA_BELOW && pending.length - lexed < pending.length / 8) return '';
+      lexed = pending.length;
       const tokens = new Lexer().lex(pending);
       let last = tokens.length - 1;
       while (last >= 0 && tokens[last]!.type === 'space') last--;
@@ -62,12 +74,14 @@ export function markdownStream(options: MarkdownOptions): MarkdownStream {
       const drawn = tokens.slice(0, done).map((t) => t.raw).join('');
       if (!pending.startsWith(drawn)) return '';
       pending = pending.slice(drawn.length);
+      lexed = pending.length;
       return draw(tokens.slice(0, done));
     },
     end() {
       const rest = pending + (cr ? '\n' : '');
       const out = rest.trim() ? draw(new Lexer().lex(rest)) : '';
       pending = cr = '';
+      lexed = 0;
       return out;
     },
   };

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'bun:test';
 import { markdownStream, renderMarkdown } from '../../src/cli/markdown.ts';
+import { Lexer } from 'marked';
 
 // A model's answer arrives in deltas split anywhere; what the terminal shows must not depend on where.
 const samples: Record<string, string> = {
@@ -35,4 +36,27 @@ describe('markdownStream: output independent of where the deltas split', () => {
       expect(streamed([...text])).toBe(whole);
     });
   }
+});
+
+describe('markdownStream: a long block', () => {
+  test('a megabyte of code fence in small deltas is lexed a bounded number of times over, and drawn as a whole', () => {
+    // Lexing again all the text not drawn yet at every delta was quadratic: minutes for this one.
+    const text = `Here:\n\n\`\`\`js\n${'let x = 1; // a line of a long file\n'.repeat(30_000)}\`\`\`\n\nDone.\n`;
+    const lex = Lexer.prototype.lex;
+    let lexed = 0;
+    Lexer.prototype.lex = function (this: Lexer, src: string) {
+      lexed += src.length;
+      return lex.call(this, src);
+    };
+    let out = '';
+    try {
+      const s = markdownStream(options);
+      for (let i = 0; i < text.length; i += 20) out += s.push(text.slice(i, i + 20));
+      out += s.end();
+    } finally {
+      Lexer.prototype.lex = lex;
+    }
+    expect(lexed).toBeLessThan(20 * text.length);
+    expect(out).toBe(renderMarkdown(text, options));
+  });
 });
