@@ -9,7 +9,7 @@
 // NAME.conch-disabled and the user is told, with the path. The user's own repositories, as they
 // were before the run, are never touched. A root that is a git dir itself (a bare repository as the
 // workspace) is read-only for commands; one that became one during the run is checked the same way.
-import { lstatSync, readdirSync, readFileSync, realpathSync, renameSync, existsSync, type Dirent } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readSync, realpathSync, renameSync, existsSync, type Dirent } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { isWithin } from '../core/paths.ts';
 import { isGitDir, rootIsGitDir } from '../core/git-dir.ts';
@@ -22,6 +22,8 @@ const SAFE_KEYS = [
   /^user\.(name|email)$/,
   /^extensions\.objectformat$/,
 ];
+/** A config larger than this is no plain one (git init writes ~100 bytes): disabled unread. */
+const CONFIG_MAX_BYTES = 1024 * 1024;
 /** Directories walked at most per root: past it the check says what it could not cover. */
 const MAX_DIRS = 100_000;
 const SUFFIX = '.conch-disabled';
@@ -215,18 +217,44 @@ function neutralise(item: Found, roots: string[]): string[] {
   const whose = roots.includes(item.path) ? `left ${item.path === roots[0] ? 'the workspace' : `the writable root ${item.path}`}, itself a git dir, with the file` : 'made the nested repository file';
   const lines: string[] = [];
   const config = join(item.path, 'config');
-  let text = '';
-  try {
-    text = readFileSync(config, 'utf8');
-  } catch {
-    // no config: nothing of it runs
-  }
-  const bad = text === '' ? null : unsafeConfig(text);
+  const read = readConfig(config);
+  const bad = typeof read === 'string' ? (read === '' ? null : unsafeConfig(read)) : read.unsafe;
   if (bad) lines.push(...disable(config, `${displayIn(config, roots)} (it sets ${bad})`, roots, whose));
   if (existsSync(join(item.path, 'commondir'))) lines.push(...disable(join(item.path, 'commondir'), `${displayIn(join(item.path, 'commondir'), roots)} (it takes the config from elsewhere)`, roots, whose));
   const hooks = list(join(item.path, 'hooks')).filter((e) => !e.name.endsWith('.sample'));
   if (hooks.length > 0) lines.push(...disable(join(item.path, 'hooks'), `${displayIn(join(item.path, 'hooks'), roots)} (it holds ${hooks.map((h) => h.name).join(', ')})`, roots, whose));
   return lines;
+}
+
+/**
+ * A git dir's config as text ('' when there is none), or why it is no plain config. A command made
+ * it: a FIFO would block conch for good (an open of one waits for a writer, deaf to signals), a link
+ * to /dev/zero or a huge file would fill its memory. A plain config is a small regular file.
+ */
+function readConfig(path: string): string | { unsafe: string } {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW | constants.O_NOCTTY);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return ''; // no config: nothing of it runs
+    return { unsafe: code === 'ELOOP' ? 'a symbolic link' : `something conch cannot read (${code})` };
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile()) return { unsafe: 'no regular file' };
+    if (info.size > CONFIG_MAX_BYTES) return { unsafe: `more than ${CONFIG_MAX_BYTES / 1024} KiB` };
+    const buffer = Buffer.alloc(info.size + 1);
+    let n = 0;
+    for (let got; n < buffer.length && (got = readSync(fd, buffer, n, buffer.length - n, n)) > 0; ) n += got;
+    // Grown since the stat: still a command's doing, and no plain config.
+    if (n > info.size) return { unsafe: `more than ${CONFIG_MAX_BYTES / 1024} KiB` };
+    return buffer.toString('utf8', 0, n);
+  } catch (error) {
+    return { unsafe: `something conch cannot read (${(error as NodeJS.ErrnoException).code})` };
+  } finally {
+    closeSync(fd);
+  }
 }
 
 function disable(path: string, what: string, roots: string[], whose = 'made the nested repository file'): string[] {

@@ -117,3 +117,34 @@ describe.skipIf(!canRun || !GIT)('nested repositories made by sandboxed commands
     expect(existsSync(fired)).toBe(false);
   });
 });
+
+describe.skipIf(!canRun)('nested repositories: a config that is no plain file', () => {
+  test('a FIFO or a link to /dev/zero as a nested config neither hangs nor fills conch at the end of the run; each is disabled', async () => {
+    const ws = harness.dirs.workspace;
+    const command = [
+      'mkdir -p fifo/.git && mkfifo fifo/.git/config',
+      'mkdir -p zero/.git && ln -s /dev/zero zero/.git/config',
+      'echo made',
+    ].join('; ');
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command } }] }, { text: 'done' }]);
+    // Before the fix conch blocked for good opening the FIFO (deaf to SIGTERM), or read /dev/zero
+    // until memory ran out: killed here after a generous bound, so the test fails instead of hanging.
+    let killed = false;
+    const r = await runConch({
+      dirs: harness.dirs,
+      args: ['--model', 'anthropic/test-model', 'go'],
+      env: anthropicEnv(harness.server.anthropicBaseUrl),
+      onSpawn: (child) => {
+        const timer = setTimeout(() => ((killed = true), child.kill('SIGKILL')), 60_000);
+        void child.exited.then(() => clearTimeout(timer));
+      },
+    });
+    expect(killed).toBe(false);
+    expect(r.code).toBe(0);
+    for (const name of ['fifo', 'zero']) {
+      expect(existsSync(join(ws, name, '.git/config'))).toBe(false);
+      expect(existsSync(join(ws, name, '.git/config.conch-disabled'))).toBe(true);
+    }
+    expect(r.stderr).toContain('fifo/.git/config');
+  }, 90_000);
+});
