@@ -191,6 +191,12 @@ function authority(text: string, defaultPort: number): { host: string; port: num
 }
 
 async function route(client: net.Socket, head: string, rest: Buffer, ctx: Context): Promise<void> {
+  // A line end of one character (some servers take a lone LF as one) would carry a header past the
+  // ones replaced below, a second Host among them: such a head is refused (RFC 9112 §2.2 allows it).
+  if (/\r(?!\n)|(?<!\r)\n/.test(head)) {
+    reply(client, '400 Bad Request', 'conch proxy: the request head has a line end other than CRLF');
+    return;
+  }
   const [requestLine = '', ...headers] = head.split('\r\n');
   const [method = '', target = '', version = 'HTTP/1.1'] = requestLine.split(' ');
   let where: { host: string; port: number } | null;

@@ -47,6 +47,10 @@ describe('network allowlist: plain HTTP through the proxy', () => {
     expect(forged).not.toContain('other-site');
     const twice = await send(proxy, `GET http://${allowed}/ HTTP/1.1\r\nhost : other-site.example\r\nHOST: ${allowed}\r\n\r\n`);
     expect(twice).not.toContain('other-site');
+    // A lone LF, which some servers take for a line end, would smuggle a Host past the one replaced.
+    const smuggled = await send(proxy, `GET http://${allowed}/ HTTP/1.1\r\nX-A: 1\nHost: other-site.example\r\n\r\n`);
+    expect(smuggled).toStartWith('HTTP/1.1 400 Bad Request');
+    expect(smuggled).toContain('conch proxy: the request head has a line end other than CRLF');
     // Without a Host header of its own the request still names its site.
     expect(await send(proxy, `GET http://${allowed}/x HTTP/1.1\r\n\r\n`)).toContain(`site=${allowed}\n`);
   });
