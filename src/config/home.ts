@@ -8,11 +8,12 @@ import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import type { MergedPolicy } from './layers.ts';
 
 /**
- * Home-relative paths a run in the home directory never writes: keys, what shells run at start, and
- * git's own config (core.pager, core.fsmonitor, `!` aliases run programs at the next git command).
+ * Home-relative paths a run in the home directory never writes: keys, what shells run at start,
+ * git's own config (core.pager, core.fsmonitor, `!` aliases run programs at the next git command),
+ * and the user's skills (every later run in every workspace takes them as the user's instructions).
  */
 export const HOME_PROTECTED = {
-  dirs: ['.ssh', '.gnupg', '.config/conch', '.config/fish', '.config/git'],
+  dirs: ['.ssh', '.gnupg', '.config/conch', '.config/fish', '.config/git', '.agents/skills'],
   files: [
     '.gitconfig',
     '.profile', '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.bash_aliases',
@@ -39,7 +40,7 @@ export function homeGuard(cwd: string, home: string, flags: { unrestricted?: boo
   const at = (p: string) => (rel ? `${rel}/${p}` : p);
   const globs = [...HOME_PROTECTED.dirs.flatMap((d) => [at(d), `${at(d)}/**`]), ...HOME_PROTECTED.files.map(at)];
   const where = rel ? `contains your home directory ${h}` : 'is your home directory';
-  const kept = "~/.ssh, ~/.gnupg, the shell start-up files, git's config and ~/.config/conch stay protected";
+  const kept = "~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected";
   if (flags.allowHomeWrites) {
     return { globs, readOnlyWhy: null, warning: `the workspace ${where}; writes are allowed (--allow-home-writes), but ${kept}.` };
   }

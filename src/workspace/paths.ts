@@ -262,7 +262,7 @@ export class Workspace implements WorkspaceAccess {
       throw new PolicyError(
         'workspace.protected',
         `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected (matches '${glob}'); ` +
-          `conch does not modify protected paths (.git, .conch, .env files, keys, shell start-up files and git's config in a home directory, and what the config protects). Leave it as it is; only the user can lift this (conch --unrestricted).`,
+          `conch does not modify protected paths (.git, .conch, .env files, keys, shell start-up files, git's config and skills in a home directory, and what the config protects). Leave it as it is; only the user can lift this (conch --unrestricted).`,
       );
     }
   }
