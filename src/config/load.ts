@@ -20,6 +20,7 @@ import { applyHomeGuard } from './home.ts';
 import { mergePolicy } from './layers.ts';
 import { checkNetAllow } from './network.ts';
 import { protectOwnDirs } from './own-dirs.ts';
+import { protectGitHooks } from './git-hooks.ts';
 import { checkPluginNames } from './plugin-names.ts';
 import { resolveRoute } from './route.ts';
 import { secretPolicy } from './secrets.ts';
@@ -96,6 +97,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   // After the policy's own verdict on the roots, which names the rule.
   if (!flags.unrestricted) checkDirFlag('--allow-write', flags.allowWrite, cwd);
   const homeRun = applyHomeGuard(policy, cwd, home, flags, warnings);
+  if (!flags.unrestricted) protectGitHooks(policy, cwd, env);
   policy.sandbox.cacheDir = join(cacheHome(env, home), 'conch', 'sandbox');
   policy.workspace.secrets = secretPolicy(files, configDir, home, cwd, warnings);
   // Command rules need to know where commands can swap a directory for a link (command-rules.ts).

@@ -1,0 +1,63 @@
+// A repository whose hooks live in a tracked folder (core.hooksPath, as husky sets it): the run must
+// not write a hook there, or the user's next `git commit` runs it unsandboxed. Through the real CLI,
+// real bwrap and host git, which commits afterwards as the user would.
+import { describe, expect, test } from 'bun:test';
+import { existsSync, readFileSync } from 'node:fs';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { anthropicEnv, runConch, useHarness } from '../support/cli.ts';
+import { canRun } from '../sandbox/harness.ts';
+
+const GIT = Bun.which('git');
+const harness = useHarness();
+
+function hostGit(cwd: string, ...args: string[]) {
+  const r = Bun.spawnSync([GIT!, ...args], { cwd, env: { PATH: '/usr/bin:/bin', HOME: harness.dirs.home, GIT_CONFIG_NOSYSTEM: '1' }, stdout: 'pipe', stderr: 'pipe' });
+  return { code: r.exitCode, out: `${r.stdout}${r.stderr}` };
+}
+
+describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', () => {
+  test("a command cannot add or change a hook in the repository's hooks folder, existing or not yet made", async () => {
+    const ws = harness.dirs.workspace;
+    const pwned = join(harness.dirs.home, 'PWNED');
+    for (const args of [['init', '-q'], ['config', 'user.email', 'u@example.com'], ['config', 'user.name', 'u']]) hostGit(ws, ...args);
+    await mkdir(join(ws, '.husky'));
+    await writeFile(join(ws, '.husky', 'pre-commit'), '#!/bin/sh\nexit 0\n');
+    await chmod(join(ws, '.husky', 'pre-commit'), 0o755);
+    hostGit(ws, 'config', 'core.hooksPath', '.husky');
+    const hook = `#!/bin/sh\ntouch ${pwned}\n`;
+    const command = [
+      `printf '${hook}' >> .husky/pre-commit; echo "append rc=$?"`,
+      `printf '${hook}' > .husky/commit-msg && chmod +x .husky/commit-msg; echo "new rc=$?"`,
+    ].join('; ');
+    harness.server.script([
+      { toolCalls: [{ name: 'write', arguments: { path: '.husky/post-commit', content: hook } }, { name: 'bash', arguments: { command } }] },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain("denied by policy rule 'workspace.protected'");
+    expect(results).not.toContain('append rc=0');
+    expect(results).not.toContain('new rc=0');
+    expect(readFileSync(join(ws, '.husky', 'pre-commit'), 'utf8')).toBe('#!/bin/sh\nexit 0\n');
+    // The user commits: no hook of the model's runs.
+    const commit = hostGit(ws, 'commit', '-q', '--allow-empty', '-m', 'mine');
+    expect(commit.code).toBe(0);
+    expect(existsSync(pwned)).toBe(false);
+  });
+
+  test('a hooks folder that does not exist yet cannot be made', async () => {
+    const ws = harness.dirs.workspace;
+    hostGit(ws, 'init', '-q');
+    hostGit(ws, 'config', 'core.hooksPath', '.githooks');
+    harness.server.script([
+      { toolCalls: [{ name: 'bash', arguments: { command: `mkdir -p .githooks && printf '#!/bin/sh\\ntouch x\\n' > .githooks/pre-commit; echo "made rc=$?"` } }] },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content)).not.toContain('made rc=0');
+    expect(existsSync(join(ws, '.githooks', 'pre-commit'))).toBe(false);
+  });
+});
