@@ -5,7 +5,7 @@
 // knows where its hooks are (the repository's config, the user's, includes): it is asked, once per
 // start, only where a repository may be.
 import { existsSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import type { MergedPolicy } from './layers.ts';
 
@@ -28,7 +28,9 @@ export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Record<s
   // canonical() resolves what exists of it: a folder not made yet would still run the hooks written there.
   const dir = canonical(hooks);
   if (dir === root || !isWithin(dir, root) || isWithin(dir, join(root, '.git'))) return;
-  const rel = relative(root, dir);
+  // husky 9 points git at .husky/_, whose stubs run the scripts beside it (.husky/pre-commit).
+  const held = basename(dir) === '_' && dirname(dir) !== root ? dirname(dir) : dir;
+  const rel = relative(root, held);
   for (const globs of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {
     for (const glob of [rel, `${rel}/**`]) if (!globs.includes(glob)) globs.push(glob);
   }
