@@ -36,7 +36,7 @@ export function acpApprover(ctx: PermissionContext): Approver {
           sessionId: ctx.sessionId,
           toolCall: {
             toolCallId: call?.id ?? `conch-permission-${++fallbackIds}`,
-            title: `Run \`${visibleCommand(command)}\` (command rule "${rule}" asks first)`,
+            title: `Run \`${visibleCommand(command)}\` (command rule "${visibleCommand(rule)}" asks first)`,
             kind: 'execute',
             rawInput: call?.args ?? { command },
           },

@@ -302,7 +302,8 @@ describe('conch acp', () => {
   }
 
   test('an "ask" command rule becomes session/request_permission; rejecting fails the call and tells the model', async () => {
-    await writeConfig(dirs, { retry: { maxRetries: 0 }, shell: { commands: { ask: [{ id: 'ask-touch', executable: 'touch' }] } } });
+    // The rule's id comes from a config file (a cloned repository's): the editor is shown it spelled out.
+    await writeConfig(dirs, { retry: { maxRetries: 0 }, shell: { commands: { ask: [{ id: 'ask-touch\u001b]0;owned\u0007', executable: 'touch' }] } } });
     server.script([
       { toolCalls: [{ id: 'call_touch', name: 'bash', arguments: { command: 'touch made.txt' } }] },
       { text: 'Understood, not touching.' },
@@ -314,6 +315,8 @@ describe('conch acp', () => {
     const asked = agent.permissions[0]!;
     expect(asked.sessionId).toBe(sessionId);
     expect(asked.toolCall.toolCallId).toBe('call_touch');
+    expect(asked.toolCall.title).toContain('command rule "ask-touch\\u{1b}]0;owned\\u{7}" asks first');
+    expect(asked.toolCall.title).not.toContain('\u001b');
     expect(asked.options.map((o) => o.kind).sort()).toEqual(['allow_always', 'allow_once', 'reject_once']);
     expect(existsSync(join(dirs.workspace, 'made.txt'))).toBe(false);
     const last = toolUpdates(updatesOf(agent, sessionId)).at(-1);
