@@ -23,6 +23,7 @@ import {
 import { loadProtectedDefaults } from '../sandbox/profiles.ts';
 import { DEFAULT_PROFILE, listProfiles } from '../sandbox/profile-names.ts';
 import { stderr } from '../core/stdio.ts';
+import { terminalSafe } from './render.ts';
 
 interface Out {
   write(text: string): unknown;
@@ -144,7 +145,8 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
       const orphans = sweepOrphans();
       for (let i = 0; i < 100 && orphans.some(processAlive); i++) await Bun.sleep(5);
       await prepared.release();
-      for (const note of proxy?.notesSince(0) ?? []) err.write(`conch: ${note}\n`);
+      // A note quotes what the command sent (a CONNECT target): no control sequence of it passes.
+      for (const note of proxy?.notesSince(0) ?? []) err.write(`conch: ${terminalSafe(note)}\n`);
     }
   } finally {
     await proxy?.close();

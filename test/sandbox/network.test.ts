@@ -15,6 +15,7 @@ import { startProxy, type Lookup, type NetworkProxy } from '../../src/sandbox/pr
 import { createExecutor } from '../../src/shell/exec.ts';
 import { Workspace } from '../../src/workspace/paths.ts';
 import { allowlistExecutor, canRun, fixture, type Fixture } from './harness.ts';
+import { makeDirs, runConch, writeConfig } from '../support/cli.ts';
 
 const hits = { a: 0, b: 0 };
 let a: ReturnType<typeof Bun.serve>;
@@ -248,6 +249,21 @@ describe('network settings in config and flags', () => {
     expect(narrowed.sandbox.netAllow).toEqual(['c.example.org']);
     const off = await load({ allowNet: ['a.example.org'] }, undefined, { sandbox: { network: 'off' } });
     expect(off.sandbox.network).toBe(false);
+  });
+
+  test.skipIf(!canRun)('conch sandbox run: a denial note quoting what a command sent reaches the terminal without its control sequences', async () => {
+    const dirs = await makeDirs();
+    try {
+      await writeConfig(dirs, { sandbox: { network: { allow: ['127.0.0.1'] } } });
+      // A CONNECT target with a window-title sequence in it, written to the proxy by hand.
+      const send = 'my ($h,$p) = $ENV{http_proxy} =~ m{//([^:/]+):(\\d+)}; my $s = IO::Socket::INET->new(PeerAddr => $h, PeerPort => $p) or die; print $s "CONNECT \\e]0;owned\\a.example:443 HTTP/1.1\\r\\n\\r\\n"; print scalar <$s>;';
+      const r = await runConch({ dirs, args: ['sandbox', 'run', '--', 'perl', '-MIO::Socket::INET', '-e', send], env: {} });
+      expect(r.stdout).toContain('403');
+      expect(r.stderr).toContain('owned.example:443 denied by the network allowlist');
+      expect(r.stderr).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
+    } finally {
+      await dirs.cleanup();
+    }
   });
 
   test('a bad entry or an unknown preset is an error naming the key or flag', async () => {
