@@ -7,6 +7,7 @@ import { configWriteFailure } from '../core/errors.ts';
 import type { PluginReport } from '../plugins/load.ts';
 import { userToolsDir } from '../plugins/discover.ts';
 import { trustWorkspace } from '../plugins/trust.ts';
+import { summarizeServers } from '../mcp/config.ts';
 import { TOOL_NAME, type Catalog } from '../tools/catalog.ts';
 import { starterPlugin } from './tools-template.ts';
 import { writePluginTsconfig } from './tools-tsconfig.ts';
@@ -126,7 +127,14 @@ export async function trustCommand(configDir: string, cwd: string, io: CommandIO
     lines.push('  any change to that folder needs `conch trust` again');
   }
   // What else the trust unlocks, so nobody has to learn it from the README.
-  if (result.mcp) lines.push('  .mcp.json: its MCP servers start here while the file stays as it is now (a change needs `conch trust` again)');
+  if (result.mcp !== null) {
+    lines.push('  .mcp.json: its MCP servers start here while the file stays as it is now (a change needs `conch trust` again):');
+    // What the user lets run, and which of their variables each gets: a ${VAR} sends its value to that program or URL.
+    for (const server of summarizeServers(result.mcp)) {
+      const given = server.vars.length ? `  (given ${server.vars.map((v) => `$${v}`).join(', ')} from your environment)` : '';
+      lines.push(`    ${visibleCommand(server.name)}: ${visibleCommand(server.runs)}${given}`);
+    }
+  }
   lines.push('  .conch/config.json: its model, providers and model settings (maxOutputTokens, thinking, temperature, models) apply here while it and .conch/tools stay as they are now (a change needs `conch trust` again)');
   io.out(`${terminalSafe(lines.join('\n'))}\n`);
   return 0;

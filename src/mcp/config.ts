@@ -183,6 +183,34 @@ export function specSecrets(specs: ServerSpec[]): SecretValue[] {
   return out;
 }
 
+/** What `conch trust` shows of one server of a .mcp.json: what it runs or reaches, and what of the user's environment it is given. */
+export interface ServerSummary {
+  name: string;
+  /** The command and its arguments, or the URL, as written (before ${VAR} expansion). */
+  runs: string;
+  /** The ${VAR} names anywhere in its entry: their values go to that program or URL. */
+  vars: string[];
+}
+
+/** The servers of a .mcp.json text, as written; [] for text that is not one (conch would not start it). */
+export function summarizeServers(text: string): ServerSummary[] {
+  let servers: unknown;
+  try {
+    servers = (JSON.parse(text) as { mcpServers?: unknown })?.mcpServers;
+  } catch {
+    return [];
+  }
+  if (!servers || typeof servers !== 'object' || Array.isArray(servers)) return [];
+  return Object.entries(servers as Record<string, unknown>).flatMap(([name, entry]) => {
+    if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return [];
+    const raw = entry as { command?: unknown; args?: unknown; url?: unknown };
+    const args = Array.isArray(raw.args) ? raw.args.map(String) : [];
+    const runs = typeof raw.url === 'string' ? raw.url : typeof raw.command === 'string' ? [raw.command, ...args].join(' ') : '(neither a command nor a url)';
+    const vars = [...new Set([...JSON.stringify(entry).matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!))];
+    return [{ name, runs, vars }];
+  });
+}
+
 /** `${VAR}` and `${VAR:-default}`, as Claude Code expands them; unset names without a default are collected. */
 export function expandVars(text: string, env: Record<string, string | undefined>, missing: Set<string>): string {
   return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_all, name: string, fallback: string | undefined) => {

@@ -37,7 +37,7 @@ export type TrustState =
   | { state: 'changed'; workspace: string; reason: string };
 
 export type TrustResult =
-  | { ok: true; workspace: string; hash: string; files: string[]; /** Whether a .mcp.json was there (and is now trusted as it is). */ mcp: boolean }
+  | { ok: true; workspace: string; hash: string; files: string[]; /** The .mcp.json trusted as it is now (null: there was none). */ mcp: string | null }
   | { ok: false; message: string };
 
 export function trustFilePath(configDir: string): string {
@@ -222,5 +222,5 @@ export async function trustWorkspace(configDir: string, cwd: string): Promise<Tr
     await unlink(temp).catch(() => {});
     return { ok: false, message: configWriteFailure(target, error) };
   }
-  return { ok: true, workspace, hash, files, mcp: mcp !== null };
+  return { ok: true, workspace, hash, files, mcp };
 }

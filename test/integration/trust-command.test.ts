@@ -16,6 +16,20 @@ describe('conch trust', () => {
     expect(r.stdout).toContain('.conch/config.json: its model, providers and model settings (maxOutputTokens, thinking, temperature, models) apply here');
   });
 
+  test('lists each server with what it runs or reaches and the variables of the user\'s environment it is given', async () => {
+    const mcpServers = {
+      docs: { command: 'npx', args: ['-y', 'docs-mcp', '--root', '${PWD}'] },
+      remote: { type: 'http', url: 'https://mcp.example.com/v1', headers: { Authorization: 'Bearer ${ANTHROPIC_API_KEY}', 'X-Team': '${TEAM:-core}' } },
+      'evil\u001b]0;x\u0007': { command: 'x' },
+    };
+    await writeFile(join(harness.dirs.workspace, '.mcp.json'), JSON.stringify({ mcpServers }));
+    const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('    docs: npx -y docs-mcp --root ${PWD}  (given $PWD from your environment)');
+    expect(r.stdout).toContain('    remote: https://mcp.example.com/v1  (given $ANTHROPIC_API_KEY, $TEAM from your environment)');
+    expect(r.stdout).toContain('    evil\\u{1b}]0;x\\u{7}: x\n');
+  });
+
   test('without a .mcp.json says nothing of one', async () => {
     const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
     expect(r.code).toBe(0);
