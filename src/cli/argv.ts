@@ -32,6 +32,20 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+/**
+ * A flag no command knows, at `index` in argv. The words are split before the command is known, so
+ * the caller, which then knows it, names the near flag from that command's own (unknownFlag).
+ */
+export class UnknownFlagError extends UsageError {
+  constructor(
+    readonly typed: string,
+    readonly index: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** The line under a usage error: where that command's usage is. */
 export function usageHint(command: string): string {
   return `Run 'conch ${command ? `${command} ` : ''}--help' for usage.\n`;
@@ -81,7 +95,7 @@ export function parseArgs(argv: string[], specs: FlagSpec[]): ParsedArgs {
     const eq = arg.indexOf('=');
     const typed = eq === -1 ? arg : arg.slice(0, eq);
     const flag = typed.startsWith('--') ? byLong.get(typed.slice(2)) : typed.length === 2 ? byShort.get(typed[1]!) : undefined;
-    if (!flag) throw new UsageError(unknownFlag(typed, flags));
+    if (!flag) throw new UnknownFlagError(typed, i, unknownFlag(typed, specs));
     const shown = `--${flag.long}`;
     const values = parsed.flags.get(flag.long);
     if (!flag.takesValue) {
@@ -104,8 +118,9 @@ const NEEDS_HINT: Record<string, string> = {
   model: ' (e.g. anthropic/claude-sonnet-5-5; with --base-url, a model name the server serves)',
 };
 
-function unknownFlag(typed: string, flags: Flag[]): string {
-  const near = closest(typed.replace(/^-+/, ''), flags.map((f) => f.long));
+/** The message for a flag `typed` that is not among `specs`, with the one of them it is nearest to. */
+export function unknownFlag(typed: string, specs: FlagSpec[]): string {
+  const near = closest(typed.replace(/^-+/, ''), specs.map((spec) => flagOf(spec).long));
   return `unknown option '${typed}'${near ? ` (did you mean '--${near}'?)` : ''}`;
 }
 

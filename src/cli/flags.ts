@@ -125,9 +125,14 @@ export const COMMANDS: Record<string, CommandSpec> = {
 /** Every flag any command knows: how argv is split into words before the command is known. */
 export const ALL_FLAGS: FlagSpec[] = [...ALWAYS, ...new Map(Object.values(COMMANDS).flatMap((c) => c.flags).map((f) => [f.usage, f])).values()];
 
+/** The flags `command` takes ('' is the default command). */
+export function flagsOf(command: string): FlagSpec[] {
+  return [...ALWAYS, ...COMMANDS[command]!.flags];
+}
+
 /** A flag the command does not take is an error, not silently ignored. */
 export function checkFlagsOf(command: string, parsed: ParsedArgs): void {
-  const known = new Set([...ALWAYS, ...COMMANDS[command]!.flags].map((f) => /--([a-z][a-z0-9-]*)/.exec(f.usage)![1]));
+  const known = new Set(flagsOf(command).map((f) => /--([a-z][a-z0-9-]*)/.exec(f.usage)![1]));
   for (const name of parsed.flags.keys()) {
     if (!known.has(name)) throw new UsageError(`'conch ${command || 'run'}' has no option '--${name}'`);
   }

@@ -1,8 +1,8 @@
 // Entry point. Answers --version, --help and the bare command without loading anything heavy;
 // every subcommand imports its code lazily so a run pays only for what it uses.
 import { EXIT_CODES } from '../agent/outcome.ts';
-import { closest, parseArgs, usageHint, UsageError, type ParsedArgs } from './argv.ts';
-import { ALL_FLAGS, checkFlagsOf, COMMANDS, outputHelp, toFlags } from './flags.ts';
+import { closest, parseArgs, UnknownFlagError, unknownFlag, usageHint, UsageError, type ParsedArgs } from './argv.ts';
+import { ALL_FLAGS, checkFlagsOf, COMMANDS, flagsOf, outputHelp, toFlags } from './flags.ts';
 import { stderr, stdinIsTTY, stdout, stdoutLost } from '../core/stdio.ts';
 import { setupEnvelope } from './envelope.ts';
 import { answeredVersion, VERSION_LINE } from './version.ts';
@@ -139,9 +139,18 @@ async function runTasks(tasks: string[] | string, maxConcurrent: number, parsed:
 function parseCommandLine(): ParsedArgs {
   try {
     return parseArgs(argv, ALL_FLAGS);
-  } catch (error) {
+  } catch (caught) {
+    let error = caught;
     const [first, second] = argv.filter((a) => !a.startsWith('-'));
     if (first === 'sandbox') helpCommand = first;
+    // The words before an unknown flag say which command it was given to: the near flag offered is
+    // one that command takes (`conch tools --modle` is not told of --model), and so is its help.
+    if (error instanceof UnknownFlagError) {
+      const before = parseArgs(argv.slice(0, error.index), ALL_FLAGS).positionals[0];
+      const command = before !== undefined && Object.hasOwn(COMMANDS, before) ? before : '';
+      if (command && command !== 'run') helpCommand = command;
+      error = new UsageError(unknownFlag(error.typed, flagsOf(command)));
+    }
     if (error instanceof UsageError && first === 'sandbox' && second === 'run' && !argv.includes('--')) {
       throw new UsageError(`${error.message}; the command's own options go after --: conch sandbox run [--no-network] [--profile NAME] -- CMD ARGS…`);
     }

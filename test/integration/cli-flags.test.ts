@@ -270,6 +270,21 @@ describe('commands and tasks', () => {
     expect((await conch(['--bogus', 'x'])).stderr).toEndWith("Run 'conch --help' for usage.\n");
   });
 
+  test("an unknown flag given to a subcommand is offered only a near flag that subcommand takes, and its help", async () => {
+    // --model is a run's flag: `conch tools --model` is refused, so offering it would send the user in a circle.
+    const tools = await conch(['tools', '--modle']);
+    expect(tools.code).toBe(2);
+    expect(tools.stderr).toBe("conch: unknown option '--modle'\nRun 'conch tools --help' for usage.\n");
+    const sessions = await conch(['sessions', '--no-shel']);
+    expect(sessions.stderr).toBe("conch: unknown option '--no-shel'\nRun 'conch sessions --help' for usage.\n");
+    // A near flag the subcommand does take is still offered; a flag's value is not taken for the command.
+    expect((await conch(['tools', '--no-shel'])).stderr).toBe("conch: unknown option '--no-shel' (did you mean '--no-shell'?)\nRun 'conch tools --help' for usage.\n");
+    expect((await conch(['--model', 'tools', 'x', '--modle'])).stderr).toStartWith("conch: unknown option '--modle' (did you mean '--model'?)\nRun 'conch --help'");
+    // A run is not offered a subcommand's flag (--all lists sessions).
+    expect((await conch(['--al', 'x'])).stderr).toBe("conch: unknown option '--al'\nRun 'conch --help' for usage.\n");
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
   test("a subcommand's words after -- are its words: acted on or refused, never dropped", async () => {
     // `conch sessions -- rm ID` removes the session; it must not list the sessions and exit 0 instead.
     harness.server.script(() => ({ text: 'ok' }));
