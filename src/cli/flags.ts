@@ -125,6 +125,11 @@ export const COMMANDS: Record<string, CommandSpec> = {
 /** Every flag any command knows: how argv is split into words before the command is known. */
 export const ALL_FLAGS: FlagSpec[] = [...ALWAYS, ...new Map(Object.values(COMMANDS).flatMap((c) => c.flags).map((f) => [f.usage, f])).values()];
 
+/** Whether `word` names a command: COMMANDS' own keys only (`conch constructor` is a task, not Object's). */
+export function isCommand(word: string): boolean {
+  return Object.hasOwn(COMMANDS, word);
+}
+
 /** The flags `command` takes ('' is the default command). */
 export function flagsOf(command: string): FlagSpec[] {
   return [...ALWAYS, ...COMMANDS[command]!.flags];
@@ -151,7 +156,7 @@ export async function outputHelp(command?: string): Promise<void> {
   // Answered before any command (src/cli/version.ts), so it is listed with the top-level flags only.
   if (!command) cli.option('-v, --version', 'Print the version');
   // cac's help of one command leaves out what the command does (the actions of `sessions`, say).
-  const about = command ? COMMANDS[command]?.description : undefined;
+  const about = command && isCommand(command) ? COMMANDS[command]!.description : undefined;
   cli.help((sections) => {
     // cac pads every option line for a default it then leaves out: no line ends in spaces.
     const out = sections.map((section) => ({ ...section, body: section.body.replaceAll(' (default: true)', '').replace(/[ \t]+$/gm, '') }));

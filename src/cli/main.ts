@@ -2,7 +2,7 @@
 // every subcommand imports its code lazily so a run pays only for what it uses.
 import { EXIT_CODES } from '../agent/outcome.ts';
 import { closest, parseArgs, UnknownFlagError, unknownFlag, usageHint, UsageError, type ParsedArgs } from './argv.ts';
-import { ALL_FLAGS, checkFlagsOf, COMMANDS, flagsOf, outputHelp, toFlags } from './flags.ts';
+import { ALL_FLAGS, checkFlagsOf, COMMANDS, flagsOf, isCommand, outputHelp, toFlags } from './flags.ts';
 import { stderr, stdinIsTTY, stdout, stdoutLost } from '../core/stdio.ts';
 import { setupEnvelope } from './envelope.ts';
 import { answeredVersion, VERSION_LINE } from './version.ts';
@@ -14,7 +14,7 @@ let helpCommand = '';
 async function main(): Promise<void> {
   const parsed = parseCommandLine();
   const [first, ...rest] = parsed.positionals;
-  const command = first !== undefined && first in COMMANDS ? first : '';
+  const command = first !== undefined && isCommand(first) ? first : '';
   const args = command ? rest : parsed.positionals;
   if (command && command !== 'run') helpCommand = command;
   checkFlagsOf(command, parsed);
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
     }
     case 'help': {
       if (operands.length === 0) return outputHelp();
-      if (operands.length === 1 && operands[0] !== '' && operands[0]! in COMMANDS) return outputHelp(operands[0]);
+      if (operands.length === 1 && operands[0] !== '' && isCommand(operands[0]!)) return outputHelp(operands[0]);
       throw new UsageError(notACommand(operands));
     }
     case 'acp': {
@@ -147,7 +147,7 @@ function parseCommandLine(): ParsedArgs {
     // one that command takes (`conch tools --modle` is not told of --model), and so is its help.
     if (error instanceof UnknownFlagError) {
       const before = parseArgs(argv.slice(0, error.index), ALL_FLAGS).positionals[0];
-      const command = before !== undefined && Object.hasOwn(COMMANDS, before) ? before : '';
+      const command = before !== undefined && isCommand(before) ? before : '';
       if (command && command !== 'run') helpCommand = command;
       error = new UsageError(unknownFlag(error.typed, flagsOf(command)));
     }

@@ -225,6 +225,20 @@ describe('commands and tasks', () => {
     expect(harness.server.requests).toHaveLength(0);
   });
 
+  test("a word that only an object's prototype has (constructor, toString) is a task, not a command", async () => {
+    harness.server.script(() => ({ text: 'ok' }));
+    for (const word of ['constructor', 'toString', '__proto__']) {
+      const r = await conch(withModel([word]));
+      expect(r.stderr).not.toMatch(/TypeError|\n\s+at /);
+      expect(r.code).toBe(0);
+      expect(r.stdout).toBe('ok\n');
+      const help = await conch(['help', word]);
+      expect(help.code).toBe(2);
+      expect(help.stderr).toContain(`'${word}' is not a command`);
+    }
+    expect(harness.server.requests).toHaveLength(3);
+  });
+
   test('conch help COMMAND shows that command; conch help WORD that is no command is a usage error, not a task', async () => {
     const tools = await conch(['help', 'tools']);
     expect(tools.code).toBe(0);
