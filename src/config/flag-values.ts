@@ -121,7 +121,7 @@ export function limitOverrides(values: string[] | undefined): Partial<Limits> {
   for (const raw of values ?? []) {
     const eq = raw.indexOf('=');
     const name = raw.slice(0, eq) as keyof Limits;
-    if (eq < 1 || !(name in DEFAULT_LIMITS)) {
+    if (eq < 1 || !Object.hasOwn(DEFAULT_LIMITS, name)) {
       throw new ConfigError(`--limit ${raw}: expected NAME=VALUE with NAME one of ${Object.keys(DEFAULT_LIMITS).join(', ')}.`, undefined, '--limit');
     }
     // As typed: 0x10, 1e3 or ' 5' is no value a person means (core/numbers.ts).

@@ -73,7 +73,9 @@ export function parseAllowList(entries: string[], where: (i: number) => string):
   for (const [i, entry] of entries.entries()) {
     try {
       if (entry.startsWith('@')) {
-        const list = networkPresets()[entry.slice(1)];
+        // Own keys only: @constructor is no preset, whatever every object inherits.
+        const presets = networkPresets();
+        const list = Object.hasOwn(presets, entry.slice(1)) ? presets[entry.slice(1)] : undefined;
         if (!list) throw new NetRuleError(`"${entry}" is no preset; available: ${Object.keys(networkPresets()).map((n) => `@${n}`).join(', ')} (${NETWORK_FILE}).`);
         rules.push(...list.map(parseRule));
       } else rules.push(parseRule(entry));

@@ -239,6 +239,18 @@ describe('commands and tasks', () => {
     expect(harness.server.requests).toHaveLength(3);
   });
 
+  test("a limit or network preset named like Object's own members (constructor, toString) is none: a setup error, no stack trace", async () => {
+    const limit = await usageError(['--limit', 'constructor=5', 'x'], "--limit constructor=5: expected NAME=VALUE with NAME one of deadline_ms");
+    expect(limit).not.toContain('TypeError');
+    expect(await usageError(['--allow-net', '@constructor', 'x'], '"@constructor" is no preset; available: @')).not.toContain('TypeError');
+    await writeFile(join(harness.dirs.configHome, 'conch', 'config.json'), JSON.stringify({ sandbox: { network: { allow: ['@toString'] } } }));
+    const configured = await conch(withModel(['x']));
+    expect(configured.code).toBe(2);
+    expect(configured.stderr).toContain('"@toString" is no preset');
+    expect(configured.stderr).not.toMatch(/TypeError|\n\s+at /);
+    expect(harness.server.requests).toHaveLength(0);
+  });
+
   test('conch help COMMAND shows that command; conch help WORD that is no command is a usage error, not a task', async () => {
     const tools = await conch(['help', 'tools']);
     expect(tools.code).toBe(0);
