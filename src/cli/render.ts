@@ -6,7 +6,7 @@ import { tildePath } from '../core/display-path.ts';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import type { Outcome } from '../agent/outcome.ts';
 import type { MarkdownStream } from './markdown.ts';
-import { finishedLines, fit, showsAtFinish, startedLine, terminalSafe, type LineContext, type Paint } from './tool-lines.ts';
+import { finishedLines, fit, showsAtFinish, startedLine, terminalSafe, visible, type LineContext, type Paint } from './tool-lines.ts';
 
 export { terminalSafe } from './tool-lines.ts';
 
@@ -243,7 +243,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           else if (!live && event.outcome.status === 'completed' && event.outcome.output) writeText(event.outcome.output);
           if (wroteText) endTextLine();
           if (event.outcome.status !== 'completed') stderr.write(`${terminalSafe(describeOutcome(event.outcome))}\n`);
-          if (options.interactive) stderr.write(`${dim(fit(closingLine(event.outcome), width()))}\n`);
+          if (options.interactive) for (const line of closingLines(event.outcome, width())) stderr.write(`${dim(line)}\n`);
           break;
       }
     },
@@ -252,6 +252,25 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
 
 /** One line on a terminal when the run ends: duration, turns, tokens with the cache hit ratio, cost when known. */
 export function closingLine(outcome: Outcome): string {
+  return closingParts(outcome).join(' · ');
+}
+
+/**
+ * The closing line as drawn at `width`: its parts go on to another line rather than being cut, since
+ * the cost comes last and is what a narrow terminal (a split pane) would lose. Nothing redraws these
+ * lines, so they may take several.
+ */
+export function closingLines(outcome: Outcome, width: number): string[] {
+  const lines: string[] = [];
+  for (const part of closingParts(outcome)) {
+    const last = lines.at(-1);
+    if (last !== undefined && visible(`${last} · ${part}`) <= width) lines[lines.length - 1] = `${last} · ${part}`;
+    else lines.push(fit(last === undefined ? part : `  ${part}`, width));
+  }
+  return lines;
+}
+
+function closingParts(outcome: Outcome): string[] {
   const n = (v: number) => v.toLocaleString('en-US');
   // Hosts may hand in an outcome built by hand (an embedder, the watchdog): every figure is optional here.
   const turns = outcome.counts?.modelCalls ?? 0;
@@ -264,7 +283,7 @@ export function closingLine(outcome: Outcome): string {
     parts.push(`${n(prompt)} tokens in${ratio}${out !== null ? `, ${n(out)} out` : ''}`);
   }
   if (outcome.cost) parts.push(`$${outcome.cost.usd.toFixed(4)}${outcome.cost.estimated ? ' (list prices)' : ''}`);
-  return parts.join(' · ');
+  return parts;
 }
 
 export function describeOutcome(outcome: Outcome): string {

@@ -152,6 +152,21 @@ describe('humanSink on a terminal', () => {
   });
 });
 
+test('the closing line goes on to another line on a narrow terminal instead of losing the cost at its end', () => {
+  const { out, emit } = capture({ color: false }, 60);
+  emit({
+    type: 'run.finished',
+    outcome: { status: 'completed', output: 'ok', stopReason: 'end_turn', usage: { inputTokens: 45678, outputTokens: 2345, cacheReadTokens: 40000, cacheWriteTokens: 0 }, counts: { modelCalls: 12, toolCalls: 11, toolErrors: 0 }, durationMs: 83_400, promptTokens: 45678, cost: { usd: 0.1234, estimated: true } },
+  } as never);
+  const lines = out.stderr.split('\n').filter(Boolean);
+  expect(lines).toEqual(['conch · 83.4 s · 12 turns', '  45,678 tokens in (88% from cache), 2,345 out', '  $0.1234 (list prices)']);
+  for (const line of lines) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(59);
+  // Where it fits, it stays one line.
+  const wide = capture({ color: false }, 200);
+  wide.emit({ type: 'run.finished', outcome: { status: 'completed', output: 'ok', stopReason: 'end_turn', usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: null, cacheWriteTokens: null }, counts: { modelCalls: 1, toolCalls: 0, toolErrors: 0 }, durationMs: 100, promptTokens: 10, cost: { usd: 0.0001, estimated: true } } } as never);
+  expect(wide.out.stderr.split('\n').filter(Boolean)).toEqual(['conch · 0.1 s · 1 turn · 10 tokens in, 5 out · $0.0001 (list prices)']);
+});
+
 describe('renderMarkdown', () => {
   test('links show their address; ordered lists, quotes and rules', () => {
     const text = 'See [the docs](https://x.org/d) or <https://y.org>.\n\n3. three\n4. four\n\n> careful\n\n---\n';
