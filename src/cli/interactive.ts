@@ -106,7 +106,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   const runOne = async (task: string): Promise<void> => {
     const h = await ready();
     const controller = new AbortController();
-    const [{ humanSink }, { terminalOptions }, { killAllNow }] = await Promise.all([import('./render.ts'), import('./terminal.ts'), import('../process/spawn.ts')]);
+    const [{ CANCELLING, humanSink }, { terminalOptions }, { killAllNow }] = await Promise.all([import('./render.ts'), import('./terminal.ts'), import('../process/spawn.ts')]);
     if (options.trace && !trace) trace = (await import('./trace.ts')).openTrace(options.trace, options.traceContent);
     // Each run's: after /model the key may be another provider's.
     trace?.hide([...(await import('../config/secret-values.ts')).secretValues(h.config), ...h.session.secrets]);
@@ -127,7 +127,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     const onSigint = () => {
       if (++interrupts === 1) {
         controller.abort(new SignalStop('SIGINT'));
-        stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
+        human.notice(CANCELLING);
       } else {
         killAllNow();
         process.exit(EXIT_CODES.cancelled);

@@ -4,6 +4,7 @@
 import { SIGNAL_EXIT_CODES, SignalStop, stopSignal, type StopSignal } from '../agent/outcome.ts';
 import { stderr } from '../core/stdio.ts';
 import { killAllNow } from '../process/spawn.ts';
+import { CANCELLING } from './render.ts';
 
 const SIGNALS: readonly StopSignal[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
 
@@ -14,14 +15,15 @@ export interface Interrupts {
   remove(): void;
 }
 
-export function cancelOnSignals(controller: AbortController, json: boolean): Interrupts {
+/** `notice` says the cancelling line where a display would draw it (render.ts's notice, over its spinner). */
+export function cancelOnSignals(controller: AbortController, json: boolean, notice: (line: string) => void = (line) => stderr.write(`\n${line}\n`)): Interrupts {
   let interrupts = 0;
   const onSignal = (name: string) => {
     const signal = stopSignal(name);
     interrupts++;
     if (interrupts === 1) {
       controller.abort(new SignalStop(signal));
-      if (!json && stderr.isTTY) stderr.write('\nconch: cancelling… (Ctrl-C again to exit now)\n');
+      if (!json && stderr.isTTY) notice(CANCELLING);
     } else {
       killAllNow();
       process.exit(SIGNAL_EXIT_CODES[signal]);

@@ -40,9 +40,17 @@ export interface HumanSink extends EventSink {
   /** Stop the spinner while something else (an approval question) owns the terminal. */
   hold(): void;
   release(): void;
+  /**
+   * A line on stderr said outside the events (Ctrl-C's "cancelling…"): over the spinner's line, which
+   * would stay on screen above it, else on a line of its own (after the ^C the terminal echoed).
+   */
+  notice(line: string): void;
 }
 
 type RunStarted = Extract<RunEvent, { type: 'run.started' }>;
+
+/** What the first Ctrl-C of a run says on a terminal. */
+export const CANCELLING = 'conch: cancelling… (Ctrl-C again to exit now)';
 
 /**
  * What the start of a run says on stderr whatever the display, --json too: a run without the
@@ -146,6 +154,13 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
     release() {
       held = false;
       if (label) startSpinner(label);
+    },
+    notice(line: string) {
+      // The spinner goes on drawing below the line, where run.finished clears it.
+      if (spinnerShown) stderr.write('\r\x1b[2K');
+      else stderr.write('\n');
+      spinnerShown = false;
+      stderr.write(`${line}\n`);
     },
     emit(event: RunEvent) {
       if (thinkingOpen && event.type !== 'thinking.delta') {

@@ -104,7 +104,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   else sinks.push(human);
   if (trace) sinks.push(trace);
 
-  const interrupts = cancelOnSignals(controller, out.json);
+  const interrupts = cancelOnSignals(controller, out.json, (line) => human.notice(line));
   if (watchdog) {
     watchdog.arm(config.limits.deadline_ms, interrupts.onSignal);
     sinks.push(watchdog.sink);
