@@ -11,9 +11,14 @@ import { replayUpdates } from './replay.ts';
 import { listStored } from './stored.ts';
 import { AcpGuard, type HostWatchdog } from './guard.ts';
 import { loadLibc, POLLERR, POLLHUP, POLLOUT } from '../process/libc.ts';
+import { stdinIsTTY } from '../core/stdio.ts';
 
 /** How often, once stdin has ended mid-request, conch checks that the editor still reads stdout. */
 const WATCH_MS = 200;
+
+/** Said when stdin is a terminal. */
+export const TERMINAL_NOTE =
+  'this is the Agent Client Protocol server for editors (JSON-RPC on stdin and stdout); it waits for an editor now, and Ctrl-C or Ctrl-D ends it. To run a task here: conch "what to do"; to set up an editor, see "Use conch in your editor" in the README.';
 
 const log = (message: string) => {
   process.stderr.write(`conch acp: ${message}\n`);
@@ -116,6 +121,9 @@ export interface ServeOptions {
 
 export async function serveAcp(given: CliFlags, options: ServeOptions = {}): Promise<void> {
   const flags = anchorFlags(given, process.cwd());
+  // An editor talks over pipes; a person who typed `conch acp` to see what it does would otherwise
+  // face a silent wait.
+  if (stdinIsTTY()) log(TERMINAL_NOTE);
   // A signal the watchdog catches does what SIGTERM and SIGINT do here: close the connection.
   let stop = () => {};
   const guard = new AcpGuard(options.watchdog, () => stop());

@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { RequestError } from '@agentclientprotocol/sdk';
 import pkg from '../../package.json' with { type: 'json' };
 import { startModelServer, type ModelServer } from '../support/model-server.ts';
-import { anthropicEnv, makeDirs, writeConfig, type Sandbox } from '../support/cli.ts';
+import { anthropicEnv, CONCH, conchEnv, makeDirs, writeConfig, type Sandbox } from '../support/cli.ts';
+import { hasTmux, openTerminal } from '../support/tty.ts';
 import { optionOfKind, startAgent, startRaw, updatesOf, type AgentProcess, type StartOptions } from '../support/acp-client.ts';
 
 let server: ModelServer;
@@ -442,6 +443,27 @@ describe('conch acp with bad input', () => {
     expect((await raw.response(3)).result.stopReason).toBe('end_turn');
     expect(await exit).toBe(0);
     expect(raw.lines.some((l) => l.includes('answered anyway'))).toBe(true);
+  });
+});
+
+describe.skipIf(!hasTmux)('conch acp typed on a terminal', () => {
+  test('says what it is and how to leave, instead of waiting in silence; Ctrl-D ends it', async () => {
+    const t = await openTerminal([CONCH, 'acp'], { cwd: dirs.workspace, env: { ...conchEnv(dirs, anthropicEnv(server.anthropicBaseUrl)), TERM: 'xterm-256color' } });
+    try {
+      const screen = await t.waitFor((s) => s.includes('Ctrl-D ends it'), 'the note');
+      expect(screen).toContain('conch acp: this is the Agent Client Protocol server for editors');
+      expect(screen).toContain('To run a task here: conch "what to do"');
+      t.keys('C-d');
+      expect(await t.exited()).toBe(0);
+    } finally {
+      await t.close();
+    }
+  }, 60_000);
+
+  test('an editor, over pipes, is not told', async () => {
+    const agent = launch();
+    await ready(agent);
+    expect(agent.stderr()).not.toContain('Agent Client Protocol server');
   });
 });
 
