@@ -29,8 +29,11 @@ async function main(): Promise<void> {
     case '':
     case 'run': {
       // One word a typo away from a command is far more likely the typo than a task.
-      const near = !command && args.length === 1 && parsed.afterDashes.length === 0 ? closest(args[0]!, Object.keys(COMMANDS).filter(Boolean)) : undefined;
-      if (near) throw new UsageError(`did you mean 'conch ${near}'? To run '${args[0]}' as a task: conch run ${args[0]}`);
+      const oneWord = !command && args.length === 1 && parsed.afterDashes.length === 0 ? args[0]! : undefined;
+      const near = oneWord !== undefined ? closest(oneWord, Object.keys(COMMANDS).filter(Boolean)) : undefined;
+      if (near) throw new UsageError(`did you mean 'conch ${near}'? To run '${oneWord}' as a task: conch run ${oneWord}`);
+      // As other tools take it (`git version`, `docker version`): never a model call to ask the version.
+      if (oneWord === 'version') throw new UsageError(`did you mean 'conch --version'? To run 'version' as a task: conch run version`);
       return runCommand(command, operands, parsed);
     }
     case 'tools': {

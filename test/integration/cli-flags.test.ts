@@ -375,6 +375,17 @@ describe('commands and tasks', () => {
     expect(harness.server.requests).toHaveLength(0);
   });
 
+  test('conch version asks for the version, not a model call: "did you mean conch --version?", exit 2; conch run version is a task', async () => {
+    const r = await conch(['--model', 'anthropic/test-model', 'version']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("did you mean 'conch --version'? To run 'version' as a task: conch run version");
+    expect(harness.server.requests).toHaveLength(0);
+    harness.server.script(() => ({ text: 'ok' }));
+    const task = await conch(['--model', 'anthropic/test-model', 'run', 'version']);
+    expect(task.code).toBe(0);
+    expect(harness.server.requests).toHaveLength(1);
+  });
+
   test("each command's help lists only its own options, and no help line ends in whitespace", async () => {
     const commands = ['', 'run', 'tools', 'mcp', 'skills', 'trust', 'sandbox', 'acp', 'sessions', 'help'];
     const helps = new Map<string, string>();
