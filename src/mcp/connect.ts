@@ -13,6 +13,7 @@ import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import { cleanEnv } from '../process/spawn.ts';
 import { spawnPiped, type PipedProcess } from '../process/piped.ts';
 import { boundedFetch } from './http.ts';
+import { connectionCode } from '../core/connection-error.ts';
 import type { HttpSpec, ServerSpec, StdioSpec } from './config.ts';
 import { listAll } from './tool-list.ts';
 
@@ -99,6 +100,10 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
     const code = child ? await Promise.race([child.exited, Bun.sleep(100).then(() => undefined)]) : undefined;
     await close();
     if (code !== undefined) return { ok: false, reason: exitReason(spec, code, child!) };
+    // fetch's own words ("Unable to connect. Is the computer able to access the url?") name no
+    // address; the origin is named, not the whole URL, which may carry a token in its path or query.
+    const refused = spec.transport === 'http' && connectionCode(error);
+    if (refused) return { ok: false, reason: `connection to ${new URL(spec.url).origin} failed (${refused})` };
     return { ok: false, reason: `${(error as Error).message}${stderrLines(child)}` };
   } finally {
     clearTimeout(timer);

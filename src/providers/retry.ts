@@ -1,6 +1,7 @@
 // Retry and error classification shared by both providers. SDK-agnostic: the provider hands in
 // the error classes of the SDK it loaded, so nothing here imports an SDK.
 import { delay } from '../core/duration.ts';
+import { connectionCode } from '../core/connection-error.ts';
 import { ProviderError, type StreamHooks } from './types.ts';
 import type { RetryPolicy } from '../config/provider-config.ts';
 
@@ -34,19 +35,6 @@ export class StreamInterruptedError extends Error {
 export type Failure =
   | { kind: 'retryable'; reason: string; status?: number; retryAfterMs: number | null }
   | { kind: 'fatal'; error: ProviderError };
-
-const CONNECTION_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'UND_ERR_SOCKET',
-]);
 
 export function isAbortError(e: unknown): boolean {
   if (typeof e !== 'object' || e === null) return false;
@@ -111,15 +99,6 @@ function serverMessage(e: Error): string {
 function raisedInFetch(e: unknown): ProviderError | null {
   for (let cur = e, depth = 0; cur && typeof cur === 'object' && depth < 4; depth++) {
     if (cur instanceof ProviderError) return cur;
-    cur = (cur as { cause?: unknown }).cause;
-  }
-  return null;
-}
-
-function connectionCode(e: unknown): string | null {
-  for (let cur = e, depth = 0; cur && typeof cur === 'object' && depth < 4; depth++) {
-    const code = (cur as { code?: unknown }).code;
-    if (typeof code === 'string' && CONNECTION_CODES.has(code)) return code;
     cur = (cur as { cause?: unknown }).cause;
   }
   return null;

@@ -407,6 +407,19 @@ describe('conch mcp', () => {
     expect(ok.stderr).toBe('');
   });
 
+  test('an HTTP server nothing listens at is named by its address, not in fetch\'s own words', async () => {
+    // A port that was just free: nothing answers there.
+    const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
+    const port = probe.port;
+    await probe.stop(true);
+    await writeConfig(harness.dirs, { mcpServers: { web: { url: `http://127.0.0.1:${port}/mcp?token=secret-in-url` } } });
+    const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain(`why: connection to http://127.0.0.1:${port} failed (ECONNREFUSED)`);
+    expect(r.stdout).not.toContain('Is the computer able to access the url');
+    expect(r.stdout).not.toContain('secret-in-url');
+  });
+
   test('a malformed entry is a setup error naming the file and key', async () => {
     await writeConfig(harness.dirs, { mcpServers: { bad: { command: 'x', arg: ['y'] } } });
     const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
