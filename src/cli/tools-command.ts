@@ -8,7 +8,7 @@ import type { PluginReport } from '../plugins/load.ts';
 import { userToolsDir } from '../plugins/discover.ts';
 import { trustWorkspace } from '../plugins/trust.ts';
 import { summarizeServers } from '../mcp/config.ts';
-import { TOOL_NAME, type Catalog } from '../tools/catalog.ts';
+import { KERNEL_TOOLS, TOOL_NAME, type Catalog } from '../tools/catalog.ts';
 import { starterPlugin } from './tools-template.ts';
 import { writePluginTsconfig } from './tools-tsconfig.ts';
 import { stderr, stdout } from '../core/stdio.ts';
@@ -106,6 +106,10 @@ export async function toolsNew(name: string, configDir: string, io: CommandIO = 
     io.err(`conch: cannot write ${join(dir, 'tsconfig.json')} (editor types only; the plugin works without it): ${(error as Error).message}\n`);
   }
   io.out(`${lines.join('\n')}\nedit it, then run \`conch tools\` to check that it loads\n`);
+  // Replacing a kernel tool is allowed, on purpose only: said now, not first at the failed load.
+  if ((KERNEL_TOOLS as readonly string[]).includes(name)) {
+    io.err(`conch: '${name}' is a kernel tool's name: ${file} loads only with "plugins": { "allowOverride": ["${name}"] } in your config, which replaces conch's own ${name}; to add a tool instead, give it another name\n`);
+  }
   return 0;
 }
 

@@ -137,6 +137,16 @@ describe('conch tools new', () => {
     const bad = capture();
     expect(await toolsNew('My-Tool', newConfig, bad)).toBe(2);
     expect(bad.stderr()).toContain("invalid tool name 'My-Tool'");
+    expect(io.stderr()).toBe('');
+  });
+
+  test("a starter named like a kernel tool is written, and it says at once that it loads only with allowOverride", async () => {
+    const io = capture();
+    const newConfig = join(root, 'kernel-name');
+    expect(await toolsNew('bash', newConfig, io)).toBe(0);
+    const file = join(newConfig, 'tools', 'bash.ts');
+    expect(await readFile(file, 'utf8')).toContain("name: 'bash'");
+    expect(io.stderr()).toBe(`conch: 'bash' is a kernel tool's name: ${file} loads only with "plugins": { "allowOverride": ["bash"] } in your config, which replaces conch's own bash; to add a tool instead, give it another name\n`);
   });
 });
 
