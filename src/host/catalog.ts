@@ -45,8 +45,11 @@ export async function addPlugins(catalog: Catalog, config: Config, load: PluginL
   return loaded.reports;
 }
 
-/** Flags and policy take tools out; they never add one that is not registered. */
-export function narrowCatalog(catalog: Catalog, config: Config): void {
+/**
+ * Flags and policy take tools out; they never add one that is not registered. A tool --tools asks
+ * for that another flag or the policy took out is said in `warnings`: the run goes on without it.
+ */
+export function narrowCatalog(catalog: Catalog, config: Config, warnings: string[] = []): void {
   const t = config.tools;
   if (!t.filesystem) for (const name of ['read', 'write', 'edit']) catalog.remove(name, 'filesystem tools are off (--no-filesystem)');
   // The home-run reason is a clause of its own: in brackets it nested ("(… home directory (--allow-home-writes))").
@@ -59,6 +62,10 @@ export function narrowCatalog(catalog: Catalog, config: Config): void {
     const unknown = t.only.filter((name) => !catalog.has(name) && !KERNEL_TOOLS.includes(name as never));
     if (unknown.length) {
       throw new SetupError(`--tools names tools that are not registered: ${unknown.join(', ')}. Available: ${catalog.names().join(', ')}`);
+    }
+    for (const name of t.only) {
+      const why = catalog.removedWhy(name);
+      if (why) warnings.push(`--tools names ${name}, which this run does not offer: ${why}`);
     }
     for (const name of catalog.names()) if (!t.only.includes(name)) catalog.remove(name, 'not in --tools');
   }

@@ -151,7 +151,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
   const mcpReports = await mcp.register(catalog, warnings);
   let skills: RunSkills;
   try {
-    narrowCatalog(catalog, config);
+    narrowCatalog(catalog, config, warnings);
     // After flags and policy: a skill's allowed-tools narrow what they left, and the catalog of
     // skills needs to know whether `read` survived.
     const prepared = await prepareSkills(config, workspace, catalog);

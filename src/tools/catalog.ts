@@ -111,6 +111,11 @@ export class Catalog {
     if (this.entries.delete(name)) this.removed.set(name, reason);
   }
 
+  /** Why a tool was taken out, if it was. */
+  removedWhy(name: string): string | undefined {
+    return this.removed.get(name);
+  }
+
   /**
    * A catalog for another run of the same session: the same tools, order and removals, with each
    * tool in `swap` replaced by its counterpart (the kernel tools bound to that run's executor). The

@@ -174,6 +174,18 @@ describe('every flag is checked for type and repetition before use', () => {
     expect(await usageError(['--tools', '', 'go'], '--tools')).not.toContain('not registered: 0');
   });
 
+  test('a tool --tools asks for that another flag takes out is said on stderr, not dropped in silence', async () => {
+    harness.server.script(() => ({ text: 'ok' }));
+    const r = await conch(withModel(['--tools', 'read,bash', '--no-filesystem', 'go']));
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe('conch: --tools names read, which this run does not offer: filesystem tools are off (--no-filesystem)\n');
+    expect((harness.server.requests[0]!.body.tools as { name: string }[]).map((t) => t.name)).toEqual(['bash']);
+    const readOnly = await conch(withModel(['--tools', 'write', '--read-only', 'go']));
+    expect(readOnly.stderr).toContain('conch: --tools names write, which this run does not offer: the run is read-only (--read-only)');
+    // Asked for and offered: nothing to say.
+    expect((await conch(withModel(['--tools', 'read', 'go']))).stderr).toBe('');
+  });
+
   test('--policy 5 names the file it looked for', async () => {
     await usageError(['--policy', '5', 'go'], '--policy 5');
     await usageErrorJson(['--policy', '5', 'go'], '--policy 5');
