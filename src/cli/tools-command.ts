@@ -57,8 +57,11 @@ export async function toolsList(opts: ToolsListOptions): Promise<number> {
   const tools: ListedTool[] = catalog.specs().map((spec) => ({ ...spec, source: catalog.get(spec.name)!.source }));
   const failed = reports.some((r) => r.status === 'failed');
 
+  // What flags, policy or a missing sandbox took out: without it, a tool absent from the list
+  // (bash, when bwrap cannot run) would leave the user guessing why the model never uses it.
+  const notOffered = catalog.removedTools();
   if (opts.json) {
-    io.out(`${JSON.stringify({ tools, plugins: reports, pluginsEnabled: enabled }, null, 2)}\n`);
+    io.out(`${JSON.stringify({ tools, notOffered, plugins: reports, pluginsEnabled: enabled }, null, 2)}\n`);
     return failed ? 1 : 0;
   }
   const show = (path: string) => displayPath(path, opts.workspace);
@@ -67,6 +70,12 @@ export async function toolsList(opts: ToolsListOptions): Promise<number> {
     lines.push(`  ${tool.name.padEnd(20)} ${tool.source === 'kernel' ? 'kernel' : show(tool.source)}`);
     lines.push(...wrap(tool.description.split('\n')[0] ?? '', 96).map((l) => `      ${l}`));
     lines.push(`      parameters: ${describeParameters(tool.parameters)}`);
+  }
+  if (notOffered.length) {
+    lines.push('', `Not offered in this run (${notOffered.length}):`);
+    for (const { name, reason } of notOffered) {
+      lines.push(`  ${name}`, ...wrap(reason, 96).map((l) => `      ${l}`));
+    }
   }
   if (!enabled) lines.push('', 'Plugins: off (--no-plugins)');
   else if (reports.length === 0) lines.push('', 'Plugins: none found (`conch tools new NAME` writes a starter)');

@@ -116,6 +116,11 @@ export class Catalog {
     return this.removed.get(name);
   }
 
+  /** The tools taken out, in the order they were, each with why. */
+  removedTools(): { name: string; reason: string }[] {
+    return [...this.removed].map(([name, reason]) => ({ name, reason }));
+  }
+
   /**
    * A catalog for another run of the same session: the same tools, order and removals, with each
    * tool in `swap` replaced by its counterpart (the kernel tools bound to that run's executor). The

@@ -97,6 +97,24 @@ describe('conch tools', () => {
     expect(off.stdout()).toContain('Tools (1):');
   });
 
+  test('a tool taken out (no usable sandbox, a flag, the policy) is listed as not offered, with why', async () => {
+    const catalog = new Catalog();
+    catalog.register(bash);
+    catalog.remove('bash', 'no usable sandbox: bubblewrap (bwrap) is not installed or not on PATH');
+    const io = capture();
+    expect(await toolsList({ catalog, reports: [], workspace: cwd, json: false, io })).toBe(0);
+    expect(io.stdout()).toContain('Tools (0):\n\nNot offered in this run (1):\n  bash\n      no usable sandbox: bubblewrap (bwrap) is not installed or not on PATH\n');
+    const json = capture();
+    await toolsList({ catalog, reports: [], workspace: cwd, json: true, io: json });
+    expect(JSON.parse(json.stdout()).notOffered).toEqual([{ name: 'bash', reason: 'no usable sandbox: bubblewrap (bwrap) is not installed or not on PATH' }]);
+    // Nothing taken out: no such section.
+    const full = new Catalog();
+    full.register(bash);
+    const plain = capture();
+    await toolsList({ catalog: full, reports: [], workspace: cwd, json: false, io: plain });
+    expect(plain.stdout()).not.toContain('Not offered');
+  });
+
   test('`conch tools --json` in a real process: one JSON document, plugin console output kept off stdout', async () => {
     const conch = join(import.meta.dir, '../../bin/conch');
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: root, XDG_CONFIG_HOME: join(root, 'config'), XDG_CACHE_HOME: join(root, 'xdg-cache') };
