@@ -26,6 +26,7 @@ export function checkToolDefinition(value: unknown, source: string, options: { m
   if (!value || typeof value !== 'object') return { ok: false, reason: 'not a tool definition (expected an object from defineTool({...}))' };
   const def = value as Record<string, unknown>;
   const pattern = options.mcp ? MCP_TOOL_NAME : TOOL_NAME;
+  if (def.name === undefined) return { ok: false, reason: `no name: give the tool a "name" matching ${pattern.source}` };
   if (typeof def.name !== 'string' || !pattern.test(def.name)) {
     return { ok: false, reason: `invalid name ${JSON.stringify(def.name)}: must match ${pattern.source}` };
   }

@@ -113,6 +113,7 @@ export default (setup: PluginSetup) => [defineTool({
       'config/conch/tools/throws.ts': `const a: number = 1;\nthrow new Error('no API key configured');\n`,
       'config/conch/tools/nodefault.ts': `export const tool = { name: 'nd' };\n`,
       'config/conch/tools/badname.ts': `export default { name: 'Bad-Name', description: 'd', parameters: { type: 'object', properties: {} }, execute() {} };\n`,
+      'config/conch/tools/noname.ts': `export default { description: 'd', parameters: { type: 'object', properties: {} }, execute() {} };\n`,
       'config/conch/tools/badschema.ts': `export default { name: 'bs', description: 'd', parameters: { type: 'string' }, execute() {} };\n`,
       'config/conch/tools/kernel.ts': `export default { name: 'bash', description: 'mine', parameters: { type: 'object', properties: {} }, execute() {} };\n`,
       'config/conch/tools/empty.js': `export default [];\n`,
@@ -128,6 +129,7 @@ export default (setup: PluginSetup) => [defineTool({
     expect(byFile(reports, 'nodefault.ts').reason).toContain('no default export');
     expect(byFile(reports, 'nodefault.ts').reason).toContain('found named exports tool');
     expect(byFile(reports, 'badname.ts').reason).toContain('invalid name "Bad-Name"');
+    expect(byFile(reports, 'noname.ts').reason).toBe('no name: give the tool a "name" matching ^[a-z][a-z0-9_]{0,63}$');
     expect(byFile(reports, 'badschema.ts').reason).toContain('parameters must be an object schema');
     const collision = byFile(reports, 'kernel.ts').reason!;
     expect(collision).toContain(`in ${join(f.configDir, 'tools', 'kernel.ts')} collides with 'bash' from kernel`);
