@@ -63,6 +63,11 @@ export function parseRule(entry: string): AllowRule {
   const host = normalizeHost(m[1]!);
   const literal = isIpLiteral(host);
   if (!literal && !HOST.test(host)) throw new NetRuleError(`"${entry}": ${expected}.`);
+  // No DNS name ends in an all-digit label: `8080` (a port given alone) or `127.1` would be a rule
+  // that matches nothing the user meant.
+  if (!literal && /(^|\.)\d+$/.test(host)) {
+    throw new NetRuleError(`"${entry}": ${host} ends in a number, so it is no host name, and it is no whole IP address either; a port goes after its host (127.0.0.1:8080).`);
+  }
   const wildcard = host.startsWith('*.');
   return { text, host: wildcard ? host.slice(2) : host, wildcard, port, literal };
 }

@@ -22,4 +22,13 @@ describe('isIpLiteral', () => {
     expect(parseRule('10.0.0.1')).toMatchObject({ host: '10.0.0.1', literal: true });
     expect(parseRule('registry.npmjs.org')).toMatchObject({ literal: false });
   });
+
+  test('an entry that ends in a number is neither a name nor an IP literal: a port given alone, a shortened address', () => {
+    for (const entry of ['8080', '127.1', '10.0.0', '*.8080', 'example.123:443']) {
+      expect(() => parseRule(entry)).toThrow('ends in a number, so it is no host name, and it is no whole IP address either; a port goes after its host (127.0.0.1:8080).');
+    }
+    expect(parseRule('127.0.0.1:8080')).toMatchObject({ host: '127.0.0.1', port: 8080, literal: true });
+    expect(parseRule('s3.eu-1.example.org')).toMatchObject({ literal: false });
+    expect(parseRule('1password.com')).toMatchObject({ host: '1password.com', literal: false });
+  });
 });
