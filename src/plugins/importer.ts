@@ -145,6 +145,15 @@ export async function importPlugin(jiti: Jiti, path: string, timeoutMs: number):
 }
 
 /**
+ * The transpiler turns `import { Type } from 'conch'` into a binding `_conch` and each use into
+ * `_conch.Type`, which the engine's message then quotes ("_conch.Type.Strin is not a function"):
+ * said as the file has it. Only conch's own packages, the ones a plugin imports by name.
+ */
+function asWritten(message: string): string {
+  return message.replace(/\b_(conch|typebox)\.(?=[A-Za-z_$])/g, '');
+}
+
+/**
  * Turn an import failure into one line: what went wrong and where in the plugin file. Syntax errors
  * carry `file:line:col` in the message; errors thrown at load carry it in the stack.
  */
@@ -165,7 +174,7 @@ export function describeLoadError(error: unknown, path: string): string {
   if (/Cannot find (module|package)/i.test(message)) return `cannot import: ${firstLine}`;
   // Stack positions come from the transpiled code: lines are kept, columns shift where types were
   // removed, so only the line is worth showing.
-  return `threw while loading${where ? ` at line ${where.line}` : ''}: ${firstLine}`;
+  return `threw while loading${where ? ` at line ${where.line}` : ''}: ${asWritten(firstLine)}`;
 }
 
 function locate(text: string, path: string): { line: number; column: number } | null {

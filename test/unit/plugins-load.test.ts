@@ -118,6 +118,7 @@ export default (setup: PluginSetup) => [defineTool({
       'config/conch/tools/kernel.ts': `export default { name: 'bash', description: 'mine', parameters: { type: 'object', properties: {} }, execute() {} };\n`,
       'config/conch/tools/empty.js': `export default [];\n`,
       'config/conch/tools/missingdep.ts': `import x from './not-there.ts';\nexport default x;\n`,
+      'config/conch/tools/typo.ts': `import { Type } from 'conch';\nexport default { name: 'typo', description: 'd', parameters: Type.Object({ a: Type.Strin() }), execute() {} };\n`,
     });
     const { tools, reports } = await loadPlugins({ ...f, settings: settings(), reserved: kernel, cacheDir });
     expect(tools.map((t) => t.name)).toEqual(['greet']);
@@ -129,6 +130,9 @@ export default (setup: PluginSetup) => [defineTool({
     expect(byFile(reports, 'nodefault.ts').reason).toContain('no default export');
     expect(byFile(reports, 'nodefault.ts').reason).toContain('found named exports tool');
     expect(byFile(reports, 'badname.ts').reason).toContain('invalid name "Bad-Name"');
+    // As written in the file: not the name the transpiled import got (_conch.Type.Strin).
+    expect(byFile(reports, 'typo.ts').reason).toMatch(/^threw while loading at line 2: Type\.Strin is not a function/);
+    expect(byFile(reports, 'typo.ts').reason).not.toContain('_conch');
     expect(byFile(reports, 'noname.ts').reason).toBe('no name: give the tool a "name" matching ^[a-z][a-z0-9_]{0,63}$');
     expect(byFile(reports, 'badschema.ts').reason).toContain('parameters must be an object schema');
     const collision = byFile(reports, 'kernel.ts').reason!;
