@@ -8,6 +8,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Tool as McpTool } from '@modelcontextprotocol/sdk/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type { PipedTransport } from './transport.ts';
 import { prepareSandboxed, type PlaceholderScope, type PreparedCommand, type SandboxSettings } from '../sandbox/index.ts';
 import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import { cleanEnv } from '../process/spawn.ts';
@@ -53,12 +54,13 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
   let child: PipedProcess | null = null;
   let prepared: PreparedCommand | null = null;
   let transport: Transport;
+  let piped: PipedTransport | null = null;
   if (spec.transport === 'stdio') {
     const started = await startStdio(spec, settings);
     if (!started.ok) return started;
     ({ child, prepared } = started);
     const { PipedTransport } = await import('./transport.ts');
-    transport = new PipedTransport(child, settings.stopGraceMs);
+    transport = piped = new PipedTransport(child, settings.stopGraceMs);
   } else {
     transport = await httpTransport(spec);
   }
@@ -81,7 +83,7 @@ export async function connect(spec: ServerSpec, settings: ConnectSettings): Prom
     const first = await Promise.race([handshake, died, timedOut]);
     if (first === 'timeout') {
       await close();
-      return { ok: false, reason: `timed out: no answer within ${spec.startupTimeoutMs} ms (startupTimeoutMs)${stderrLines(child)}` };
+      return { ok: false, reason: `timed out: no answer within ${spec.startupTimeoutMs} ms (startupTimeoutMs)${strayLines(piped)}${stderrLines(child)}` };
     }
     if ('died' in first) {
       await close();
@@ -181,6 +183,12 @@ function exitReason(spec: ServerSpec, code: number | null, child: PipedProcess):
   // The sandbox runs the server through `sh -c 'exec "$@"'`: 127 is the shell's "not found".
   if (code === 127 && spec.transport === 'stdio') return `command not found: ${spec.command}${stderrLines(child)}`;
   return `crashed during start-up (${code === null ? 'killed by a signal' : `exit code ${code}`})${stderrLines(child)}`;
+}
+
+/** The commonest reason a server never answers: it logs to stdout, where only the protocol may go. */
+function strayLines(transport: PipedTransport | null): string {
+  const lines = transport?.strayOutput() ?? [];
+  return lines.length ? `; it wrote to stdout what is not MCP (JSON-RPC), which a server must keep for the protocol (log to stderr instead):\n  ${lines.join('\n  ')}` : '';
 }
 
 function stderrLines(child: PipedProcess | null, count = 5): string {

@@ -10,6 +10,9 @@ import { BoundedLines, type Line } from './lines.ts';
 
 /** JSON-RPC's "internal error": what the caller of an answer that could not be read gets. */
 const INTERNAL_ERROR = -32603;
+/** How much of a server's stray stdout a failed start quotes. */
+const STRAY_LINES = 3;
+const STRAY_CHARS = 200;
 
 export class PipedTransport implements Transport {
   onclose?: () => void;
@@ -17,6 +20,8 @@ export class PipedTransport implements Transport {
   onmessage?: (message: JSONRPCMessage) => void;
   private readonly buffer = new BoundedLines(STDIO_DEFAULT_MAX_BUFFER_SIZE);
   private closed = false;
+  /** The first lines on stdout that were no JSON-RPC: a server logging there never answers. */
+  private readonly stray: string[] = [];
 
   constructor(
     private readonly child: PipedProcess,
@@ -52,10 +57,16 @@ export class PipedTransport implements Transport {
       message = deserializeMessage(line.text);
     } catch (error) {
       // A line that is not JSON-RPC (a server printing to stdout): report it, keep reading.
+      if (this.stray.length < STRAY_LINES) this.stray.push(line.text.slice(0, STRAY_CHARS));
       this.onerror?.(error as Error);
       return;
     }
     this.onmessage?.(message);
+  }
+
+  /** What the server wrote to stdout that was not the protocol (its first few lines, cut short). */
+  strayOutput(): string[] {
+    return [...this.stray];
   }
 
   async send(message: JSONRPCMessage): Promise<void> {

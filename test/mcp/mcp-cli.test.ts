@@ -407,6 +407,13 @@ describe('conch mcp', () => {
     expect(ok.stderr).toBe('');
   });
 
+  test('a stdio server that never answers but prints to stdout: the timeout quotes what it printed and says where logs go', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { noisy: { command: '/bin/sh', args: ['-c', 'echo "Server listening on stdio"; sleep 30'], startupTimeoutMs: 1000 } } });
+    const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain('why: timed out: no answer within 1000 ms (startupTimeoutMs); it wrote to stdout what is not MCP (JSON-RPC), which a server must keep for the protocol (log to stderr instead):\n    Server listening on stdio\n');
+  });
+
   test('an HTTP server nothing listens at is named by its address, not in fetch\'s own words', async () => {
     // A port that was just free: nothing answers there.
     const probe = Bun.serve({ hostname: '127.0.0.1', port: 0, fetch: () => new Response('') });
