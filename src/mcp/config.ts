@@ -114,7 +114,25 @@ export function parseServers(value: unknown, ctx: ParseContext): ServerSpec[] {
     if (!SERVER_NAME.test(name)) fail(at, 'is not a valid server name: use up to 32 letters, digits, "_" or "-" (it becomes part of each tool name).');
     if (!entry || typeof entry !== 'object' || Array.isArray(entry)) fail(at, 'must be an object with "command" (stdio) or "url" (HTTP).');
     const raw = entry as Record<string, unknown>;
-    if (raw.type === 'sse') fail(`${at}.type`, 'is "sse", which conch does not speak; use the server\'s Streamable HTTP endpoint ("type": "http").');
+    // An .mcp.json shared with other clients may list an SSE server beside the rest: that one is
+    // not started, saying why, as a server that fails to start; the others, and the run, go on.
+    if (raw.type === 'sse') {
+      servers.push({
+        name,
+        source: ctx.source,
+        project: ctx.project,
+        enabledTools: null,
+        disabledTools: [],
+        startupTimeoutMs: DEFAULT_STARTUP_TIMEOUT_MS,
+        toolTimeoutMs: DEFAULT_TOOL_TIMEOUT_MS,
+        toolListBytes: DEFAULT_TOOL_LIST_BYTES,
+        transport: 'http',
+        url: typeof raw.url === 'string' ? raw.url : '',
+        headers: {},
+        problem: `its "type" is "sse" (${at} in ${ctx.source}), which conch does not speak; give the server's Streamable HTTP endpoint instead ("type": "http")`,
+      });
+      continue;
+    }
     const isHttp = raw.url !== undefined || raw.type === 'http' || raw.type === 'streamable-http';
     const schema: TSchema = isHttp ? HttpSchema : StdioSchema;
     const problem = firstProblem(schema, raw);

@@ -407,6 +407,17 @@ describe('conch mcp', () => {
     expect(ok.stderr).toBe('');
   });
 
+  test('an SSE server (as a .mcp.json shared with other clients may list) is not started, saying why; the run goes on', async () => {
+    await writeConfig(harness.dirs, { mcpServers: { old: { type: 'sse', url: 'http://127.0.0.1:1/sse' } } });
+    harness.server.script([{ text: 'done' }]);
+    const r = await run(['go']);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('conch: MCP server old did not start, its tools are not offered: its "type" is "sse"');
+    const listed = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(listed.code).toBe(1);
+    expect(listed.stdout).toContain('give the server\'s Streamable HTTP endpoint instead ("type": "http")');
+  });
+
   test('a stdio server that never answers but prints to stdout: the timeout quotes what it printed and says where logs go', async () => {
     await writeConfig(harness.dirs, { mcpServers: { noisy: { command: '/bin/sh', args: ['-c', 'echo "Server listening on stdio"; sleep 30'], startupTimeoutMs: 1000 } } });
     const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });

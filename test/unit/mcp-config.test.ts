@@ -26,10 +26,17 @@ describe('MCP server config', () => {
     expect(expandVars('${EMPTY:-d}', ctx.env, new Set())).toBe('d');
   });
 
+  test('an SSE server is not started, saying why, and the servers beside it are read as usual', () => {
+    const [sse, other] = parseServers({ s: { type: 'sse', url: 'http://x/sse' }, gh: { command: 'x' } }, ctx);
+    expect(sse).toMatchObject({ name: 's', transport: 'http' });
+    expect(sse!.problem).toBe('its "type" is "sse" (mcpServers.s in /c/config.json), which conch does not speak; give the server\'s Streamable HTTP endpoint instead ("type": "http")');
+    expect(other).toMatchObject({ name: 'gh', transport: 'stdio', command: 'x' });
+    expect(other!.problem).toBeUndefined();
+  });
+
   test('malformed entries are ConfigErrors naming the key', () => {
     expect(() => parseServers({ gh: { command: 'x', workspace: 'rw' } }, ctx)).toThrow('"mcpServers.gh.workspace"');
     expect(() => parseServers({ 'bad name': { command: 'x' } }, ctx)).toThrow('is not a valid server name');
-    expect(() => parseServers({ s: { type: 'sse', url: 'http://x' } }, ctx)).toThrow('Streamable HTTP');
     expect(() => parseServers({ s: { url: 'ftp://x' } }, ctx)).toThrow('http:// or https://');
   });
 
