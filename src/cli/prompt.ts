@@ -110,6 +110,9 @@ export function createPrompt(options: PromptOptions) {
           close();
           resolve(editor.read());
         });
+        // Ctrl-Z stops conch; on `fg` readline puts the terminal back in raw mode but leaves its
+        // input paused, and with nothing else to wait for the process would end there.
+        rl.on('SIGCONT', () => rl.resume());
         active = () => rl.close();
         rl.on('close', () => {
           if (!done) options.output.write('\n');

@@ -96,6 +96,26 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(harness.server.requests).toHaveLength(0);
   }, SLOW);
 
+  test('Ctrl-Z at the prompt stops conch; `fg` brings it back and the prompt takes the next task', async () => {
+    harness.server.script([{ text: 'back again' }]);
+    // A shell with job control, as a user's is: conch stops in a process group of its own, and the
+    // shell's `fg` gives it the terminal back (a pane's own shell would not let it stop at all).
+    const fg = 'set -m; "$0" "$@"; [ $? -eq 148 ] && echo "stopped, fg" && fg';
+    term = await openTerminal(['bash', '-c', fg, CONCH, '--model', MODEL], { cwd: harness.dirs.workspace, env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color' } });
+    const t = term;
+    await ready(t);
+    t.type('half');
+    t.keys('C-z');
+    await t.waitFor((s) => s.includes('stopped, fg'), 'the shell bringing conch back');
+    await t.waitFor((s) => s.trimEnd().endsWith('› half'), 'the prompt redrawn');
+    t.type(' a task');
+    t.keys('Enter');
+    await t.waitFor((s) => /back again[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer and the prompt');
+    expect(JSON.stringify(harness.server.requests[0]!.body.messages)).toContain('half a task');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
   test('slash commands are answered by conch and never sent to the model', async () => {
     const t = await open();
     await ready(t);
