@@ -13,7 +13,7 @@ import type { SessionChoice } from '../sessions/open.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { colorAllowed } from './terminal.ts';
 import { createPrompt } from './prompt.ts';
-import { slashCommand, type SlashContext } from './slash.ts';
+import { slashCommand, slashCompletions, type SlashContext } from './slash.ts';
 import { terminalSafe } from './tool-lines.ts';
 
 export interface InteractiveOptions {
@@ -28,7 +28,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   const color = colorAllowed();
   const bold = (t: string) => (color ? `\x1b[1m${t}\x1b[0m` : t);
   const dim = (t: string) => (color ? `\x1b[2m${t}\x1b[0m` : t);
-  const editor = createPrompt({ input: process.stdin, output: process.stderr, prompt: `${bold('›')} `, continuation: `${dim('…')} ` });
+  const editor = createPrompt({ input: process.stdin, output: process.stderr, prompt: `${bold('›')} `, continuation: `${dim('…')} `, complete: slashCompletions });
   let trace: Trace | undefined;
 
   // `ask` rules are answered on the terminal, by whichever run is under way.

@@ -18,6 +18,8 @@ export interface PromptOptions {
   /** Shown before the first line, and before each continued one. */
   prompt: string;
   continuation: string;
+  /** What Tab may complete the text before the cursor to (none: Tab is typed as a tab). */
+  complete?: (before: string) => string[];
 }
 
 /** Earlier submissions, newest first (readline's order), kept across line editors. */
@@ -41,11 +43,18 @@ export function createPrompt(options: PromptOptions) {
       return new Promise<Submission>((resolve) => {
         // Ctrl-D typed while a run was ending reached the terminal in cooked mode: stdin has ended.
         if ((options.input as { readableEnded?: boolean }).readableEnded) return resolve({ kind: 'eof' });
-        const rl = createInterface({ input: options.input, output: options.output, terminal: true, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true, prompt: options.prompt });
+        let pasting = false;
+        // Tab completes only where there is something to complete, and not inside a paste: readline
+        // calls the completer for every Tab once it has one, and inserts nothing when it finds nothing,
+        // so a tab the user means (code, a pasted table) is offered back as the one completion.
+        const completer = (before: string): [string[], string] => {
+          const hits = pasting ? [] : options.complete!(before);
+          return [hits.length ? hits : [`${before}\t`], before];
+        };
+        const rl = createInterface({ input: options.input, output: options.output, terminal: true, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true, prompt: options.prompt, ...(options.complete ? { completer } : {}) });
         const lines: string[] = [];
         /** History entries readline added for this submission's lines (it skips blank ones). */
         let entries = 0;
-        let pasting = false;
         // Registered after readline's own listener: a line break inside a paste is seen with
         // `pasting` still set, and the paste's end only after its last line break.
         const onKey = (_text: string | undefined, key: { name?: string } | undefined) => {

@@ -37,13 +37,20 @@ const HELP = [
 
 export const SLASH_COMMANDS = [...new Set(HELP.map(([usage]) => usage.split(' ')[0]!))];
 
+/** The commands a line being typed may become (Tab completes them); none once it has an argument. */
+export function slashCompletions(line: string): string[] {
+  if (!/^\/\S*$/.test(line)) return [];
+  return SLASH_COMMANDS.filter((name) => name.startsWith(line));
+}
+
 /** 'exit' when the session should end. */
 export async function slashCommand(line: string, ctx: SlashContext): Promise<'exit' | void> {
   const [command = '', ...args] = line.trim().split(/\s+/);
   switch (command) {
     case '/help':
       ctx.write(`${HELP.map(([usage, what]) => `  ${usage.padEnd(13)} ${what}`).join('\n')}\n` +
-        '  Enter sends; a line ending in \\ continues on the next; ↑/↓ go through earlier submissions.\n' +
+        '  Enter sends; a line ending in \\ continues on the next; ↑/↓ go through earlier submissions;\n' +
+        '  Tab completes a command.\n' +
         '  Ctrl-C cancels a run (the model and its command) and returns here.\n');
       return;
     case '/exit':

@@ -136,6 +136,25 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(harness.server.requests).toHaveLength(0);
   }, SLOW);
 
+  test('Tab completes a slash command; elsewhere a Tab is typed as a tab', async () => {
+    harness.server.script([{ text: 'tabbed' }]);
+    const t = await open();
+    await ready(t);
+    t.type('/he');
+    t.keys('Tab');
+    await t.waitFor((s) => s.trimEnd().endsWith('› /help'), 'the completed command');
+    t.keys('Enter');
+    await t.waitFor((s) => /Tab completes a command\.\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the help');
+    t.type('a');
+    t.keys('Tab');
+    t.type('b');
+    t.keys('Enter');
+    await t.waitFor((s) => /tabbed\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer');
+    expect(JSON.stringify(harness.server.requests[0]!.body.messages.at(-1))).toContain('a\\tb');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
   test('↑ brings back the previous submission; a line ending in \\ continues on the next', async () => {
     harness.server.script([{ text: 'one' }, { text: 'two' }]);
     const t = await open();
