@@ -58,7 +58,11 @@ export function ttyApprover(input: TtyInput, output: TtyOutput, signal?: AbortSi
         const nl = buffered.indexOf('\n');
         if (nl !== -1) finish(interpret(buffered.slice(0, nl)));
       };
-      const onEnd = () => finish('deny');
+      // No answer was typed, so no Enter ended the question's line (Ctrl-C left only its echo there).
+      const onEnd = () => {
+        output.write('\n');
+        finish('deny');
+      };
       input.on('data', onData);
       input.on('end', onEnd);
       input.on('close', onEnd);

@@ -490,6 +490,8 @@ describe('ttyApprover', () => {
     const cancelled = ttyApprover(u.input, u.output, controller.signal)('ls', 'r');
     controller.abort();
     expect(await cancelled).toBe('deny');
+    // The refusal starts a line of its own, as after a typed answer.
+    expect(u.shown()).toEndWith('[a]lways for this run: \nconch: not approved\n');
     expect(await ttyApprover(u.input, u.output, controller.signal)('ls', 'r')).toBe('deny');
   });
 
