@@ -85,6 +85,25 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(JSON.stringify(harness.server.requests[1]!.body.messages)).toContain('run a long command');
   }, SLOW);
 
+  test('Ctrl-C while the answer streams cancels it; the spinner line is not left on screen', async () => {
+    harness.server.script([{ text: 'a paragraph still being written', hangAfterText: true }, { text: 'next answer' }]);
+    const t = await open([], { NO_COLOR: '' });
+    await ready(t);
+    t.type('write');
+    t.keys('Enter');
+    await t.waitFor((s) => /\bwriting\b/.test(s), 'the spinner');
+    t.keys('C-c');
+    const after = await t.waitFor((s) => /cancelled by the user[\s\S]*› $/.test(`${s.trimEnd()} `), 'the prompt after the cancel');
+    // What had streamed is shown; the spinner's last frame is not.
+    expect(after).toContain('a paragraph still being written');
+    expect(after).not.toMatch(/\bwriting\b/);
+    t.type('next');
+    t.keys('Enter');
+    await t.waitFor((s) => /next answer[\s\S]*› $/.test(`${s.trimEnd()} `), 'the next answer');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
   test('Ctrl-C at an empty prompt exits 0; with text typed it only clears the line', async () => {
     const t = await open();
     await ready(t);
