@@ -30,6 +30,9 @@ const BRACKETED_PASTE_OFF = '\x1b[?2004l';
 export function createPrompt(options: PromptOptions) {
   let history: string[] = [];
   let active: (() => void) | null = null;
+  // Ctrl-C at an empty prompt ends the session only when pressed again with no key between: one
+  // meant for a run that had just ended, or to clear a line already empty, must not end it.
+  let exitArmed = false;
   const editor = {
     /** End the line being edited as if Ctrl-D was pressed (conch cannot go on). */
     cancel(): void {
@@ -37,7 +40,7 @@ export function createPrompt(options: PromptOptions) {
     },
     /**
      * One submission: lines ending in a backslash go on to the next line. Ctrl-C clears what was
-     * typed, or at an empty prompt ends like Ctrl-D.
+     * typed; twice in a row at an empty prompt it ends like Ctrl-D.
      */
     read(): Promise<Submission> {
       return new Promise<Submission>((resolve) => {
@@ -57,7 +60,8 @@ export function createPrompt(options: PromptOptions) {
         let entries = 0;
         // Registered after readline's own listener: a line break inside a paste is seen with
         // `pasting` still set, and the paste's end only after its last line break.
-        const onKey = (_text: string | undefined, key: { name?: string } | undefined) => {
+        const onKey = (_text: string | undefined, key: { name?: string; ctrl?: boolean } | undefined) => {
+          if (!(key?.ctrl && key.name === 'c')) exitArmed = false;
           if (key?.name === 'paste-start') pasting = true;
           else if (key?.name === 'paste-end') pasting = false;
         };
@@ -108,13 +112,15 @@ export function createPrompt(options: PromptOptions) {
           finish({ kind: 'text', text });
         });
         rl.on('SIGINT', () => {
-          if (rl.line === '' && lines.length === 0) {
+          const empty = rl.line === '' && lines.length === 0;
+          if (empty && exitArmed) {
             options.output.write('\n');
             finish({ kind: 'eof' });
             return;
           }
+          exitArmed = empty;
           // Like a shell: what was typed stays on screen, dropped; a fresh prompt follows.
-          options.output.write('^C\n');
+          options.output.write(empty ? '^C  (Ctrl-C again or Ctrl-D to exit)\n' : '^C\n');
           done = true;
           close();
           resolve(editor.read());

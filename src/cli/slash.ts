@@ -32,7 +32,7 @@ const HELP = [
   ['/model NAME', `go on with another model, e.g. ${EXAMPLE}`],
   ['/tools', 'the tools the model is offered'],
   ['/clear', 'start a new session (this one stays stored: conch sessions, conch --resume ID)'],
-  ['/exit', 'end the session (so do Ctrl-D, and Ctrl-C at an empty prompt)'],
+  ['/exit', 'end the session (so do Ctrl-D, and Ctrl-C twice at an empty prompt)'],
 ] as const;
 
 export const SLASH_COMMANDS = [...new Set(HELP.map(([usage]) => usage.split(' ')[0]!))];

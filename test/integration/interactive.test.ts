@@ -104,12 +104,20 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(await t.exited()).toBe(0);
   }, SLOW);
 
-  test('Ctrl-C at an empty prompt exits 0; with text typed it only clears the line', async () => {
+  test('Ctrl-C twice at an empty prompt exits 0; once it says so; with text typed it only clears the line', async () => {
     const t = await open();
     await ready(t);
     t.type('half a thought');
     t.keys('C-c');
     await t.waitFor((s) => /half a thought\^C\n› $/.test(`${s.trimEnd()} `), 'a fresh prompt');
+    // One Ctrl-C too many (meant for a run that had just ended) keeps the session.
+    t.keys('C-c');
+    await t.waitFor((s) => /\^C {2}\(Ctrl-C again or Ctrl-D to exit\)\n› $/.test(`${s.trimEnd()} `), 'the hint and a fresh prompt');
+    // A key between starts the count again.
+    t.type('x');
+    t.keys('BSpace');
+    t.keys('C-c');
+    await t.waitFor((s) => s.split('Ctrl-C again or Ctrl-D to exit').length === 3, 'the hint again');
     t.keys('C-c');
     expect(await t.exited()).toBe(0);
     expect(harness.server.requests).toHaveLength(0);
