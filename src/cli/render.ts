@@ -90,11 +90,14 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
   const live = options.streamText && !options.jsonAnswer;
   const md = live ? options.markdown : undefined;
   const toolArgs = new Map<string, unknown>();
+  /** When each call under way started: its spinner counts from there through every progress line. */
+  const toolSince = new Map<string, number>();
   let atLineStart = true;
   let wroteText = false;
   let turnHasText = false;
   let held = false;
   let label: string | null = null;
+  let since = 0;
   let spinner: ReturnType<typeof setInterval> | null = null;
   let spinnerShown = false;
   let thinkingOpen = false;
@@ -109,12 +112,12 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
     label = null;
     clearSpinner();
   };
-  const startSpinner = (text: string) => {
+  const startSpinner = (text: string, started = Date.now()) => {
     if (!options.interactive || options.spinner === false) return;
     clearSpinner();
     label = text;
+    since = started;
     if (held) return;
-    const started = Date.now();
     let i = 0;
     spinner = setInterval(() => {
       const secs = Math.floor((Date.now() - started) / 1000);
@@ -153,7 +156,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
     },
     release() {
       held = false;
-      if (label) startSpinner(label);
+      if (label) startSpinner(label, since);
     },
     notice(line: string) {
       // The spinner goes on drawing below the line, where run.finished clears it.
@@ -222,6 +225,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           stopSpinner();
           flushText();
           toolArgs.set(event.callId, event.args);
+          toolSince.set(event.callId, Date.now());
           if (options.interactive && !showsAtFinish(event.name)) stderr.write(`${startedLine(event, lineContext())}\n`);
           startSpinner(terminalSafe(event.name));
           break;
@@ -229,13 +233,14 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           if (options.interactive) {
             // The latest line of progress (a command's output arrives in chunks).
             const line = event.text.split('\n').filter((l) => l.trim()).at(-1) ?? '';
-            startSpinner(terminalSafe(`${event.name}: ${line}`));
+            startSpinner(terminalSafe(`${event.name}: ${line}`), toolSince.get(event.callId));
           }
           break;
         case 'tool.finished': {
           stopSpinner();
           const args = toolArgs.get(event.callId);
           toolArgs.delete(event.callId);
+          toolSince.delete(event.callId);
           if (!options.interactive) break;
           for (const line of finishedLines(event, args, lineContext())) stderr.write(`${line}\n`);
           break;

@@ -1,5 +1,5 @@
 // The terminal renderer as text: a fixed event sequence through humanSink, with and without colour.
-import { describe, expect, test } from 'bun:test';
+import { describe, expect, jest, test } from 'bun:test';
 import type { EventBody } from '../../src/agent/events.ts';
 import { humanSink, type HumanOptions } from '../../src/cli/render.ts';
 import { markdownStream, renderMarkdown } from '../../src/cli/markdown.ts';
@@ -165,6 +165,26 @@ test('the closing line goes on to another line on a narrow terminal instead of l
   const wide = capture({ color: false }, 200);
   wide.emit({ type: 'run.finished', outcome: { status: 'completed', output: 'ok', stopReason: 'end_turn', usage: { inputTokens: 10, outputTokens: 5, cacheReadTokens: null, cacheWriteTokens: null }, counts: { modelCalls: 1, toolCalls: 0, toolErrors: 0 }, durationMs: 100, promptTokens: 10, cost: { usd: 0.0001, estimated: true } } } as never);
   expect(wide.out.stderr.split('\n').filter(Boolean)).toEqual(['conch · 0.1 s · 1 turn · 10 tokens in, 5 out · $0.0001 (list prices)']);
+});
+
+describe('the spinner', () => {
+  test("a command's time counts from its start through its output lines, not from the latest line", () => {
+    jest.useFakeTimers();
+    try {
+      const { out, emit } = capture({ color: false });
+      emit({ type: 'tool.started', callId: 'c1', name: 'bash', args: { command: 'make' } });
+      for (let i = 1; i <= 5; i++) {
+        jest.advanceTimersByTime(1000);
+        emit({ type: 'tool.updated', callId: 'c1', name: 'bash', text: `step ${i}\n` });
+      }
+      jest.advanceTimersByTime(500);
+      const frames = out.stderr.split('\r\x1b[2K').filter(Boolean);
+      expect(frames.at(-1)).toMatch(/ bash: step 5 5s$/);
+      emit({ type: 'tool.finished', callId: 'c1', name: 'bash', isError: false, truncated: false, durationMs: 5500, output: 'step 5\n[exit 0]', details: { exitCode: 0, signal: null, logPath: null, durationMs: 5500 } });
+    } finally {
+      jest.useRealTimers();
+    }
+  });
 });
 
 describe('renderMarkdown', () => {
