@@ -8,6 +8,7 @@ import { teeSinks } from '../agent/events.ts';
 import type { Trace } from './trace.ts';
 import type { Watchdog } from './watchdog.ts';
 import type { StartedRun } from '../host/start.ts';
+import type { HumanSink } from './render.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import type { SessionChoice } from '../sessions/open.ts';
 import { stderr, stdout } from '../core/stdio.ts';
@@ -48,10 +49,13 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     watchdog.arm(null, onSignal, false);
     return watchdog;
   };
+  /** Host starts under way (plugins and MCP servers can take seconds). */
+  let starting = 0;
   const start = async (next: typeof current) => {
-    const [{ startRun }, { offersMcpTools }] = await Promise.all([import('../host/start.ts'), import('../host/mcp.ts')]);
+    starting++;
     let loading = false;
     try {
+      const [{ startRun }, { offersMcpTools }] = await Promise.all([import('../host/start.ts'), import('../host/mcp.ts')]);
       const started = await startRun(next.flags, cwd, {
         approver,
         session: next.session,
@@ -64,6 +68,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       if (offersMcpTools(started.session)) await startWatchdog();
       return started;
     } finally {
+      starting--;
       if (loading) watchdog?.loading(null);
     }
   };
@@ -104,30 +109,18 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   };
 
   const runOne = async (task: string): Promise<void> => {
-    const h = await ready();
     const controller = new AbortController();
     const [{ CANCELLING, humanSink }, { terminalOptions }, { killAllNow }] = await Promise.all([import('./render.ts'), import('./terminal.ts'), import('../process/spawn.ts')]);
-    if (options.trace && !trace) trace = (await import('./trace.ts')).openTrace(options.trace, options.traceContent);
-    // Each run's: after /model the key may be another provider's.
-    trace?.hide([...(await import('../config/secret-values.ts')).secretValues(h.config), ...h.session.secrets]);
-    const human = humanSink({ stdout, stderr }, { ...(await terminalOptions(false, cwd)), header: runs === 0 });
-    runs++;
-    const { ttyApprover } = await import('../policy/approve.ts');
-    const tty = ttyApprover(process.stdin, process.stderr, controller.signal);
-    ask = async (command, rule) => {
-      human.hold();
-      try {
-        return await tty(command, rule);
-      } finally {
-        human.release();
-      }
-    };
-    // The prompt is closed, the terminal in cooked mode: Ctrl-C arrives as SIGINT.
+    let human: HumanSink | undefined;
+    // The prompt is closed, the terminal in cooked mode: Ctrl-C arrives as SIGINT, from here on,
+    // while the host may still be starting too.
     let interrupts = 0;
     const onSigint = () => {
       if (++interrupts === 1) {
         controller.abort(new SignalStop('SIGINT'));
-        human.notice(CANCELLING);
+        // Over the spinner's line (and the ^C echoed on it); before the display exists, on a line of its own.
+        if (human) human.notice(CANCELLING);
+        else stderr.write(`\n${CANCELLING}\n`);
       } else {
         killAllNow();
         process.exit(EXIT_CODES.cancelled);
@@ -135,10 +128,34 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     };
     process.on('SIGINT', onSigint);
     turnSigint = onSigint;
-    watchdog?.arm(h.config.limits.deadline_ms, onSignal);
     busy = controller;
+    let h: StartedRun | undefined;
     try {
-      await h.run(task, { sink: teeSinks(human, ...(trace ? [trace] : [])), signal: controller.signal });
+      if (starting && !host) stderr.write(dim('conch: starting (tools, plugins, MCP servers)…\n'));
+      h = await ready();
+      // Cancelled while the host started: the task was never sent.
+      if (controller.signal.aborted) {
+        stderr.write('conch: cancelled before the task was sent (↑ brings it back)\n');
+        return;
+      }
+      if (options.trace && !trace) trace = (await import('./trace.ts')).openTrace(options.trace, options.traceContent);
+      // Each run's: after /model the key may be another provider's.
+      trace?.hide([...(await import('../config/secret-values.ts')).secretValues(h.config), ...h.session.secrets]);
+      const sink = humanSink({ stdout, stderr }, { ...(await terminalOptions(false, cwd)), header: runs === 0 });
+      human = sink;
+      runs++;
+      const { ttyApprover } = await import('../policy/approve.ts');
+      const tty = ttyApprover(process.stdin, process.stderr, controller.signal);
+      ask = async (command, rule) => {
+        sink.hold();
+        try {
+          return await tty(command, rule);
+        } finally {
+          sink.release();
+        }
+      };
+      watchdog?.arm(h.config.limits.deadline_ms, onSignal);
+      await h.run(task, { sink: teeSinks(sink, ...(trace ? [trace] : [])), signal: controller.signal });
     } finally {
       process.off('SIGINT', onSigint);
       turnSigint = undefined;

@@ -3,6 +3,8 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { CONCH, conchEnv, openaiEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
 import { hasTmux, openTerminal, type Terminal } from '../support/tty.ts';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 
 const harness = useHarness();
 let term: Terminal | undefined;
@@ -100,6 +102,34 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     t.type('next');
     t.keys('Enter');
     await t.waitFor((s) => /next answer[\s\S]*› $/.test(`${s.trimEnd()} `), 'the next answer');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
+  test('Ctrl-C while the host is still starting cancels that task, not the session; the next task runs', async () => {
+    // A plugin that takes as long to load as the test says: the host is not ready when Enter is pressed.
+    const gate = join(harness.dirs.home, 'gate');
+    await mkdir(join(harness.dirs.configHome, 'conch', 'tools'), { recursive: true });
+    await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'gate.ts'), `import { existsSync } from 'node:fs';
+while (!existsSync(${JSON.stringify(gate)})) await new Promise((r) => setTimeout(r, 20));
+export default { name: 'gate', description: 'g', parameters: { type: 'object', properties: {} }, execute: () => 'g' };
+`);
+    harness.server.script([{ text: 'the next answer' }]);
+    const t = await open();
+    await ready(t);
+    t.type('first');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('conch: starting'), 'the host still starting');
+    t.keys('C-c');
+    await t.waitFor((s) => /cancelled before the task was sent[^\n]*\n› $/.test(`${s.trimEnd()} `), 'the prompt after the cancel');
+    await writeFile(gate, '');
+    t.type('second');
+    t.keys('Enter');
+    await t.waitFor((s) => /the next answer[\s\S]*› $/.test(`${s.trimEnd()} `), 'the next answer');
+    expect(harness.server.requests).toHaveLength(1);
+    const sent = JSON.stringify(harness.server.requests[0]!.body.messages);
+    expect(sent).toContain('second');
+    expect(sent).not.toContain('first');
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);
