@@ -14,7 +14,7 @@ import type { SessionChoice } from '../sessions/open.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { colorAllowed } from './terminal.ts';
 import { createPrompt } from './prompt.ts';
-import { slashCommand, slashCompletions, type SlashContext } from './slash.ts';
+import { isSlashCommand, slashCommand, slashCompletions, type SlashContext } from './slash.ts';
 import { terminalSafe } from './tool-lines.ts';
 
 export interface InteractiveOptions {
@@ -243,7 +243,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       if (input.kind === 'eof') break;
       const text = input.text.trim();
       if (!text) continue;
-      if (text.startsWith('/')) {
+      if (isSlashCommand(text)) {
         const answer = await slashCommand(text, slash);
         if (answer === 'exit') break;
         continue;

@@ -37,6 +37,14 @@ const HELP = [
 
 export const SLASH_COMMANDS = [...new Set(HELP.map(([usage]) => usage.split(' ')[0]!))];
 
+/**
+ * Whether a submission is for conch: it starts with a command's shape (/name), not with a path
+ * (/etc/hosts, or a pasted error that begins with the file it is about), which goes to the model.
+ */
+export function isSlashCommand(text: string): boolean {
+  return /^\/[A-Za-z][\w-]*(\s|$)/.test(text);
+}
+
 /** The commands a line being typed may become (Tab completes them); none once it has an argument. */
 export function slashCompletions(line: string): string[] {
   if (!/^\/\S*$/.test(line)) return [];

@@ -193,6 +193,19 @@ export default { name: 'gate', description: 'g', parameters: { type: 'object', p
     expect(harness.server.requests).toHaveLength(0);
   }, SLOW);
 
+  test('a submission that starts with a path (a pasted error) goes to the model, not to the commands', async () => {
+    harness.server.script([{ text: 'about that error' }]);
+    const t = await open();
+    await ready(t);
+    t.paste('/home/u/app/src/main.ts:12:5 - error TS2322: Type string is not assignable\n  at build');
+    t.keys('Enter');
+    await t.waitFor((s) => /about that error\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer');
+    expect(t.screen()).not.toContain('unknown command');
+    expect(JSON.stringify(harness.server.requests[0]!.body.messages.at(-1))).toContain('/home/u/app/src/main.ts:12:5 - error TS2322');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
   test('Tab completes a slash command; elsewhere a Tab is typed as a tab', async () => {
     harness.server.script([{ text: 'tabbed' }]);
     const t = await open();
