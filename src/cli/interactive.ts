@@ -24,6 +24,9 @@ export interface InteractiveOptions {
   traceContent: boolean;
 }
 
+/** How long a submitted task waits for the host before the terminal says it is starting. */
+const STARTING_NOTICE_MS = 500;
+
 export async function runInteractive(flags: CliFlags, options: InteractiveOptions): Promise<number> {
   const cwd = process.cwd();
   const color = colorAllowed();
@@ -49,13 +52,10 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     watchdog.arm(null, onSignal, false);
     return watchdog;
   };
-  /** Host starts under way (plugins and MCP servers can take seconds). */
-  let starting = 0;
   const start = async (next: typeof current) => {
-    starting++;
+    const [{ startRun }, { offersMcpTools }] = await Promise.all([import('../host/start.ts'), import('../host/mcp.ts')]);
     let loading = false;
     try {
-      const [{ startRun }, { offersMcpTools }] = await Promise.all([import('../host/start.ts'), import('../host/mcp.ts')]);
       const started = await startRun(next.flags, cwd, {
         approver,
         session: next.session,
@@ -68,7 +68,6 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       if (offersMcpTools(started.session)) await startWatchdog();
       return started;
     } finally {
-      starting--;
       if (loading) watchdog?.loading(null);
     }
   };
@@ -131,11 +130,16 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     busy = controller;
     let h: StartedRun | undefined;
     try {
-      if (starting && !host) stderr.write(dim('conch: starting (tools, plugins, MCP servers)…\n'));
-      h = await ready();
+      // Plugins and MCP servers can take seconds to start: a task that waits for them says why.
+      const slow = host ? undefined : setTimeout(() => controller.signal.aborted || stderr.write(dim('conch: starting (tools, plugins, MCP servers)…\n')), STARTING_NOTICE_MS);
+      try {
+        h = await ready();
+      } finally {
+        clearTimeout(slow);
+      }
       // Cancelled while the host started: the task was never sent.
       if (controller.signal.aborted) {
-        stderr.write('conch: cancelled before the task was sent (↑ brings it back)\n');
+        stderr.write('conch: cancelled before the task was sent\n');
         return;
       }
       if (options.trace && !trace) trace = (await import('./trace.ts')).openTrace(options.trace, options.traceContent);
