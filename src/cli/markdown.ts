@@ -143,8 +143,9 @@ function list(t: Tokens.List, c: ChalkInstance, width: number): string {
   return t.items
     .map((item, i) => {
       const mark = item.task ? (item.checked ? '☑' : '☐') : t.ordered ? `${start + i}.` : '•';
+      // marked gives a task item's box as a token of its own: the mark above draws it.
       const body = item.tokens
-        .filter((x) => x.type !== 'space')
+        .filter((x) => x.type !== 'space' && x.type !== 'checkbox')
         .map((x) => block(x, c, width - mark.length - 1))
         .join(item.loose ? '\n\n' : '\n');
       const pad = ' '.repeat(mark.length + 1);
@@ -209,6 +210,9 @@ function inline(tokens: Token[] | undefined, c: ChalkInstance): string {
       }
       case 'br':
         out += '\n';
+        break;
+      // A loose task item's box is in its paragraph; the list's mark draws it.
+      case 'checkbox':
         break;
       case 'text':
         out += 'tokens' in token && token.tokens ? inline(token.tokens, c) : leaf(unescapeHtml((token as Tokens.Text).text));

@@ -188,6 +188,12 @@ describe('the spinner', () => {
 });
 
 describe('renderMarkdown', () => {
+  test('task lists: one box per item, on the line of its text, tight or loose', () => {
+    const options = { color: false, width: () => 60 };
+    expect(renderMarkdown('- [ ] todo\n- [x] done *now*\n', options)).toBe('☐ todo\n☑ done now\n');
+    expect(renderMarkdown('- [ ] todo\n\n- [x] done\n', options)).toBe('☐ todo\n\n☑ done\n');
+  });
+
   test('links show their address; ordered lists, quotes and rules', () => {
     const text = 'See [the docs](https://x.org/d) or <https://y.org>.\n\n3. three\n4. four\n\n> careful\n\n---\n';
     expect(renderMarkdown(text, { color: false, width: () => 20 })).toBe(
