@@ -190,9 +190,12 @@ function inline(tokens: Token[] | undefined, c: ChalkInstance): string {
       case 'em':
         out += c.italic(inline((token as Tokens.Em).tokens, c));
         break;
-      case 'del':
-        out += c.strikethrough(inline((token as Tokens.Del).tokens, c));
+      case 'del': {
+        // Struck-out text without styles would read as meant: it keeps its marks.
+        const text = inline((token as Tokens.Del).tokens, c);
+        out += c.level ? c.strikethrough(text) : `~~${text}~~`;
         break;
+      }
       case 'codespan':
         out += c.level ? c.yellow(leaf((token as Tokens.Codespan).text)) : `\`${leaf((token as Tokens.Codespan).text)}\``;
         break;

@@ -188,6 +188,11 @@ describe('the spinner', () => {
 });
 
 describe('renderMarkdown', () => {
+  test('struck-out text keeps its ~~ marks without colour, and is struck through with it', () => {
+    expect(renderMarkdown('~~rm -rf build~~ use make clean\n', { color: false, width: () => 60 })).toBe('~~rm -rf build~~ use make clean\n');
+    expect(renderMarkdown('~~old~~ new\n', { color: true, width: () => 60 })).toBe(`${ESC}[9mold${ESC}[29m new\n`);
+  });
+
   test('task lists: one box per item, on the line of its text, tight or loose', () => {
     const options = { color: false, width: () => 60 };
     expect(renderMarkdown('- [ ] todo\n- [x] done *now*\n', options)).toBe('☐ todo\n☑ done now\n');
