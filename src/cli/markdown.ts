@@ -118,7 +118,7 @@ function block(token: Token, c: ChalkInstance, width: number): string {
       const t = token as Tokens.Code;
       const lang = leaf((t.lang ?? '').split(/\s/)[0] ?? '');
       const body = c.level ? highlightCode(leaf(t.text), lang, c) : leaf(t.text);
-      const rule = c.dim(`─── ${lang}${lang ? ' ' : ''}`.padEnd(Math.min(width, 40), '─').slice(0, width));
+      const rule = c.dim((lang ? `─── ${lang} ` : '').padEnd(Math.min(width, 40), '─').slice(0, width));
       return `${rule}\n${body.split('\n').map((l) => `  ${l}`).join('\n')}\n${c.dim('─'.repeat(Math.min(width, 40)))}`;
     }
     case 'blockquote': {

@@ -193,6 +193,10 @@ describe('renderMarkdown', () => {
     expect(renderMarkdown('~~old~~ new\n', { color: true, width: () => 60 })).toBe(`${ESC}[9mold${ESC}[29m new\n`);
   });
 
+  test('a code block without a language opens with an unbroken rule', () => {
+    expect(renderMarkdown('```\nplain\n```\n', { color: false, width: () => 60 })).toBe(`${'─'.repeat(40)}\n  plain\n${'─'.repeat(40)}\n`);
+  });
+
   test('task lists: one box per item, on the line of its text, tight or loose', () => {
     const options = { color: false, width: () => 60 };
     expect(renderMarkdown('- [ ] todo\n- [x] done *now*\n', options)).toBe('☐ todo\n☑ done now\n');
