@@ -26,6 +26,7 @@ import { resolveRoute } from './route.ts';
 import { secretPolicy } from './secrets.ts';
 import { type ProjectTrust, untrustedModelChoice } from './untrusted-model.ts';
 import { cacheHome, configDirOf, stateHome } from './xdg.ts';
+import { tildePath } from '../core/display-path.ts';
 import type { ShellRules } from './command-layer.ts';
 import { type CliFlags, type Config } from './types.ts';
 
@@ -106,8 +107,8 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     files: [...files.map((f) => f.file), ...(flags.policy ? [resolve(cwd, flags.policy)] : [])],
     configDir,
     // The provider bounds raw response bytes from the model-output limit.
-    provider: provider && { ...provider, modelOutputBytes: limits.model_output_bytes, prices },
-    fallbacks: fallbacks.map((p) => ({ ...p, modelOutputBytes: limits.model_output_bytes, prices })),
+    provider: provider && { ...provider, modelOutputBytes: limits.model_output_bytes, prices, userConfigFile: tildePath(userPath) },
+    fallbacks: fallbacks.map((p) => ({ ...p, modelOutputBytes: limits.model_output_bytes, prices, userConfigFile: tildePath(userPath) })),
     prices,
     limits,
     unrestricted: flags.unrestricted === true,

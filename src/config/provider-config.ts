@@ -46,6 +46,8 @@ export interface ProviderConfig {
   structuredOutput?: boolean;
   /** The most tools one request may carry (see toolLimit); from config providers.NAME.maxTools. */
   maxTools?: number;
+  /** The user config file as messages show it (where a key goes; XDG_CONFIG_HOME moves it). */
+  userConfigFile?: string;
 }
 
 /** OpenAI's Chat Completions API refuses a request with more tools than this (a 400). */

@@ -39,7 +39,7 @@ const STANDARD_ENV: Record<ProviderConfig['type'], string> = {
 export function credentialHint(config: ProviderConfig): string {
   // --base-url with a bare model name (config/model.ts) sends OPENAI_API_KEY; no config entry is involved.
   if (config.name === 'openai-compatible') return 'OPENAI_API_KEY (the key conch sends to a --base-url server)';
-  const configKey = `providers.${config.name}.apiKey in ~/.config/conch/config.json`;
+  const configKey = `providers.${config.name}.apiKey in ${config.userConfigFile ?? '~/.config/conch/config.json'}`;
   return config.name === config.type ? `${STANDARD_ENV[config.type]} (or ${configKey})` : configKey;
 }
 

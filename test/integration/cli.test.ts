@@ -156,6 +156,13 @@ for (const p of protocols) {
       expect(harness.server.requests).toHaveLength(2);
     });
 
+    test('401 says where the key goes: the user config file where it is (XDG_CONFIG_HOME), not a fixed ~/.config', async () => {
+      harness.server.script([{ error: { status: 401, message: 'invalid key' } }]);
+      const r = await run(['go']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`apiKey in ${join(harness.dirs.configHome, 'conch', 'config.json')}) to a valid key`);
+    });
+
     test('500 forever ends as failed provider_unavailable with exit code 1', async () => {
       harness.server.script(() => ({ error: { status: 500, message: 'boom' } }));
       const r = await run(['--json', 'go']);
