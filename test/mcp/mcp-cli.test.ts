@@ -438,6 +438,12 @@ describe('conch mcp', () => {
     expect(r.stdout).not.toContain('secret-in-url');
   });
 
+  test('with no server configured it says where to add one: the user config file where it is (XDG_CONFIG_HOME)', async () => {
+    const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`No MCP servers configured: add "mcpServers" to ${join(harness.dirs.configHome, 'conch', 'config.json')}, or a .mcp.json to the workspace.\n`);
+  });
+
   test('a malformed entry is a setup error naming the file and key', async () => {
     await writeConfig(harness.dirs, { mcpServers: { bad: { command: 'x', arg: ['y'] } } });
     const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
