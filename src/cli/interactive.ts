@@ -73,9 +73,16 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   };
   let pending: Promise<StartedRun> | undefined;
   let host: StartedRun | undefined;
-  const ready = async (): Promise<StartedRun> => {
+  /** `signal`: the wait was cancelled (the notice would come after the cancel). */
+  const ready = async (signal?: AbortSignal): Promise<StartedRun> => {
     if (!host) {
-      host = await (pending ??= start(current));
+      // Plugins and MCP servers can take seconds to start: what waits for them says why.
+      const slow = setTimeout(() => signal?.aborted || stderr.write(dim('conch: starting (tools, plugins, MCP servers)…\n')), STARTING_NOTICE_MS);
+      try {
+        host = await (pending ??= start(current));
+      } finally {
+        clearTimeout(slow);
+      }
       // Warnings quote what others wrote (an MCP server's stderr, a skill's file).
       for (const warning of host.warnings.splice(0)) stderr.write(`conch: ${terminalSafe(warning)}\n`);
     }
@@ -130,13 +137,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     busy = controller;
     let h: StartedRun | undefined;
     try {
-      // Plugins and MCP servers can take seconds to start: a task that waits for them says why.
-      const slow = host ? undefined : setTimeout(() => controller.signal.aborted || stderr.write(dim('conch: starting (tools, plugins, MCP servers)…\n')), STARTING_NOTICE_MS);
-      try {
-        h = await ready();
-      } finally {
-        clearTimeout(slow);
-      }
+      h = await ready(controller.signal);
       // Cancelled while the host started: the task was never sent.
       if (controller.signal.aborted) {
         stderr.write('conch: cancelled before the task was sent\n');
@@ -222,6 +223,28 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     return endedBy ? SIGNAL_EXIT_CODES[endedBy] : EXIT_CODES.completed;
   };
 
+  // A command may wait for a host to start (/tools, /model): the prompt is closed meanwhile, so
+  // Ctrl-C is a SIGINT that must not end the session; a second one exits, as during a run.
+  const guarded = async <T>(command: () => Promise<T>): Promise<T> => {
+    const { killAllNow } = await import('../process/spawn.ts');
+    let interrupts = 0;
+    const onSigint = () => {
+      if (++interrupts === 1) stderr.write('\nconch: the command finishes first (Ctrl-C again to exit now)\n');
+      else {
+        killAllNow();
+        process.exit(EXIT_CODES.cancelled);
+      }
+    };
+    process.on('SIGINT', onSigint);
+    turnSigint = onSigint;
+    try {
+      return await command();
+    } finally {
+      process.off('SIGINT', onSigint);
+      turnSigint = undefined;
+    }
+  };
+
   stderr.write(dim(`conch · Enter sends, \\ at the end of a line continues, /help lists commands, Ctrl-D exits\n`));
   // A setup problem (no model, a bad config) ends the session as it would end a one-shot run, even
   // while the prompt waits for the first line.
@@ -248,7 +271,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       const text = input.text.trim();
       if (!text) continue;
       if (isSlashCommand(text)) {
-        const answer = await slashCommand(text, slash);
+        const answer = await guarded(() => slashCommand(text, slash));
         if (answer === 'exit') break;
         continue;
       }

@@ -25,6 +25,16 @@ const open = async (args: string[] = [], extra: Record<string, string> = {}) => 
  * meet the terminal's own line discipline (Ctrl-C there is a SIGINT). The prompt means raw mode.
  */
 const ready = (t: Terminal) => t.waitFor((s) => s.includes('/help lists commands') && s.trimEnd().endsWith('›'), 'the welcome line and the prompt');
+/** A plugin that loads only once the returned file exists: the host is not ready until the test says. */
+const gatedPlugin = async (): Promise<string> => {
+  const gate = join(harness.dirs.home, 'gate');
+  await mkdir(join(harness.dirs.configHome, 'conch', 'tools'), { recursive: true });
+  await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'gate.ts'), `import { existsSync } from 'node:fs';
+while (!existsSync(${JSON.stringify(gate)})) await new Promise((r) => setTimeout(r, 20));
+export default { name: 'gate', description: 'g', parameters: { type: 'object', properties: {} }, execute: () => 'g' };
+`);
+  return gate;
+};
 const running = async (marker: string) => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
 
 describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
@@ -107,13 +117,7 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
   }, SLOW);
 
   test('Ctrl-C while the host is still starting cancels that task, not the session; the next task runs', async () => {
-    // A plugin that takes as long to load as the test says: the host is not ready when Enter is pressed.
-    const gate = join(harness.dirs.home, 'gate');
-    await mkdir(join(harness.dirs.configHome, 'conch', 'tools'), { recursive: true });
-    await writeFile(join(harness.dirs.configHome, 'conch', 'tools', 'gate.ts'), `import { existsSync } from 'node:fs';
-while (!existsSync(${JSON.stringify(gate)})) await new Promise((r) => setTimeout(r, 20));
-export default { name: 'gate', description: 'g', parameters: { type: 'object', properties: {} }, execute: () => 'g' };
-`);
+    const gate = await gatedPlugin();
     harness.server.script([{ text: 'the next answer' }]);
     const t = await open();
     await ready(t);
@@ -130,6 +134,21 @@ export default { name: 'gate', description: 'g', parameters: { type: 'object', p
     const sent = JSON.stringify(harness.server.requests[0]!.body.messages);
     expect(sent).toContain('second');
     expect(sent).not.toContain('first');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
+  test('Ctrl-C while a command waits for the host (/tools) keeps the session; the command answers', async () => {
+    const gate = await gatedPlugin();
+    const t = await open();
+    await ready(t);
+    t.type('/tools');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('conch: starting'), 'the host still starting');
+    t.keys('C-c');
+    await t.waitFor((s) => s.includes('conch: the command finishes first'), 'the notice');
+    await writeFile(gate, '');
+    await t.waitFor((s) => /\n {2}gate +g\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the tool list and the prompt');
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);
