@@ -1,0 +1,76 @@
+// The directories a command is given (its workspace, temp dir, writable roots, caches), resolved
+// to where they really are: canonical, remembered by identity so the next command needs no
+// realpath, and held to where they first led, so a link swapped in between two commands is refused.
+import { lstatSync, realpathSync, statSync } from 'node:fs';
+import { isAbsolute } from 'node:path';
+
+/**
+ * The request cannot be sandboxed as given (a missing workspace, an unknown profile, a protected
+ * path that is a symlink, a writable root inside a protected path). The message names the path or
+ * setting and the fix; nothing was run.
+ */
+export class SandboxRequestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxRequestError';
+  }
+}
+
+/** Canonical directories found so, by identity: the same directory there again needs no realpath. */
+const canonicalDirs = new Map<string, { dev: number; ino: number }>();
+/**
+ * Where each workspace, temp dir, writable root and cache first led. A directory a command can reach
+ * the parent of (a writable root inside the workspace, a temp dir in it) can be moved away and a
+ * link put in its place: resolved afresh, the next command would mount whatever the link names
+ * (the home directory) writable. One that leads elsewhere now is refused instead.
+ */
+const firstReal = new Map<string, string>();
+
+/**
+ * A temp dir conch just made: where it leads is taken now, not at its first command. In a workspace
+ * that contains TMPDIR another conch's command could otherwise swap it for a link before then.
+ */
+export function rememberDirectory(path: string): void {
+  if (firstReal.size >= 256) firstReal.clear();
+  firstReal.set(path, realpathSync(path));
+}
+
+export function directory(path: string, what: string, fix: string, stays = true): string {
+  const real = resolveDirectory(path, what, fix);
+  if (!stays) return real;
+  const first = firstReal.get(path);
+  if (first === undefined) {
+    if (firstReal.size >= 256) firstReal.clear();
+    firstReal.set(path, real);
+  } else if (first !== real) {
+    throw new SandboxRequestError(
+      `${what} ${path} now leads to ${real}, not to ${first} as before: something put a link in its way, so conch runs no command there. Check what changed it, then start conch again.`,
+    );
+  }
+  return real;
+}
+
+function resolveDirectory(path: string, what: string, fix: string): string {
+  if (!isAbsolute(path)) throw new SandboxRequestError(`${what} "${path}" must be an absolute path; ${fix}.`);
+  const known = canonicalDirs.get(path);
+  if (known) {
+    const info = lstatSync(path, { throwIfNoEntry: false });
+    if (info?.isDirectory() && info.dev === known.dev && info.ino === known.ino) return path;
+    canonicalDirs.delete(path);
+  }
+  try {
+    const real = realpathSync(path);
+    const info = statSync(real);
+    if (!info.isDirectory()) throw new SandboxRequestError(`${what} ${path} is not a directory; ${fix}.`);
+    if (real === path) {
+      if (canonicalDirs.size >= 64) canonicalDirs.clear();
+      canonicalDirs.set(path, { dev: info.dev, ino: info.ino });
+    }
+    return real;
+  } catch (error) {
+    if (error instanceof SandboxRequestError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new SandboxRequestError(`${what} ${path} does not exist; ${fix}.`);
+    throw new SandboxRequestError(`${what} ${path} cannot be used: ${(error as Error).message}; ${fix}.`);
+  }
+}
