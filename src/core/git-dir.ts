@@ -59,6 +59,14 @@ export function gitDirAround(root: string, adding?: string): string | null {
   }
 }
 
+/** The top of the work tree `dir` lies in (the folder whose `.git` is a repository), or null. */
+export function workTreeTop(dir: string): string | null {
+  for (; ; dir = dirname(dir)) {
+    if (workTreeGit(dir)) return dir;
+    if (dirname(dir) === dir) return null;
+  }
+}
+
 function workTreeGit(root: string): boolean {
   // Followed: git takes a .git link for what it leads to.
   const git = info(join(root, '.git'), true);

@@ -15,6 +15,7 @@ import { gitDirAround } from '../core/git-dir.ts';
 import { canonicalHidden, HiddenPathError } from './hidden.ts';
 import { mountLayout } from './command-template.ts';
 import { PlaceholderScope } from './placeholders.ts';
+import { withPlaceholderExcludes } from './git-excludes.ts';
 import { probe, probeKnown, type ProbeOptions, type SandboxStatus } from './probe.ts';
 import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
 import { holdProtected } from './plan-memo.ts';
@@ -314,6 +315,8 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     // each command, so a run starting later is covered from this run's next command on (new options:
     // a new held sandbox); one already running then is not (placeholder-records.ts).
     const others = scope.othersInside(layout.hostWritable).filter((path) => !held.includes(path) && !rootHeld.includes(path));
+    // git in the sandbox ignores this run's placeholders (git-excludes.ts).
+    const env = withPlaceholderExcludes(cacheEnv, { workspace, tmpDir, placeholders: scope.files(), hidden: () => canonicalHidden(request.hidden ?? []) });
     seccomp = openSeccompFd();
     const oneShotFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
     const options = layout.options({
@@ -326,11 +329,11 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       disableUserns,
       seccompFd: 3,
       ...(oneShotFd === undefined ? {} : { infoFd: oneShotFd + 1 }),
-      env: proxy ? commandEnv(cacheEnv) : cacheEnv,
+      env: proxy ? commandEnv(env) : env,
     });
     // The run's held sandbox (held.ts), for a command of a run whose output conch takes on a fd of
     // its own; the relay's channel (an allowlist) is made per command, so that keeps its own sandbox.
-    entered = request.placeholders && oneShotFd !== undefined && !proxy && heldAvailable() ? enterHeld(request.placeholders, options, bwrap, cacheEnv) : null;
+    entered = request.placeholders && oneShotFd !== undefined && !proxy && heldAvailable() ? enterHeld(request.placeholders, options, bwrap, env) : null;
     const outputFd = entered ? 4 + entered.fds.length : oneShotFd;
     // On the command's first line, so that a syntax error anywhere is reported as before, with the
     // same line numbers (it then reaches fd 2, which conch reads as well).

@@ -201,6 +201,11 @@ export class PlaceholderScope {
     return [...this.mine];
   }
 
+  /** The empty files among them (git lists those as untracked; git-excludes.ts). */
+  files(): string[] {
+    return [...this.mine].filter((path) => entries.get(path)?.kind === 'file');
+  }
+
   /**
    * Hold every target until the scope is released: a placeholder where nothing exists, the thing
    * itself where something does. Returns the targets to mount; the rest are absent names in a
