@@ -51,7 +51,7 @@ export async function sessionsCommand(action: string | undefined, id: string | u
           return EXIT_CODES.setup_error;
         }
         const removed = store.prune({ olderThanMs: duration.ms });
-        stdout.write(`removed ${removed.length} session(s) last active more than ${options.olderThan} ago\n`);
+        stdout.write(`removed ${count(removed.length, 'session')} last active more than ${options.olderThan} ago\n`);
         return 0;
       }
       default:
@@ -104,7 +104,7 @@ function list(store: SessionStore, options: SessionsOptions): number {
   for (const r of rows) {
     // A workspace's path is its folder's name as cloned: shown, never obeyed.
     const where = options.all ? `  ${terminalSafe(r.cwd)}` : '';
-    stdout.write(`${r.id}  ${age(Date.parse(r.updated)).padStart(4)}  ${String(r.turns).padStart(3)} turn(s)  ${(r.outcome ?? '-').padEnd(14)} ${oneLine(r.task)}${where}\n`);
+    stdout.write(`${r.id}  ${age(Date.parse(r.updated)).padStart(4)}  ${String(r.turns).padStart(3)} ${r.turns === 1 ? 'turn ' : 'turns'}  ${(r.outcome ?? '-').padEnd(14)} ${oneLine(r.task)}${where}\n`);
   }
   return 0;
 }
@@ -122,7 +122,7 @@ function show(loaded: LoadedSession, json: boolean): number {
     stdout.write(`${JSON.stringify(t, null, 2)}\n`);
     return 0;
   }
-  stdout.write(`session ${t.id}  ${terminalSafe(t.cwd)}  created ${t.created}${t.parent ? `  forked from ${t.parent.id} after ${t.parent.runs} turn(s)` : ''}\n`);
+  stdout.write(`session ${t.id}  ${terminalSafe(t.cwd)}  created ${t.created}${t.parent ? `  forked from ${t.parent.id} after ${count(t.parent.runs, 'turn')}` : ''}\n`);
   for (const [i, run] of t.runs.entries()) {
     const end = run.outcome ? `${run.outcome.status}${run.outcome.code ? ` (${run.outcome.code})` : ''}` : 'interrupted';
     stdout.write(`\n── turn ${i + 1} · ${run.time} · ${terminalSafe(`${run.provider}/${run.model}`)} · ${end}\n`);
@@ -144,6 +144,10 @@ function show(loaded: LoadedSession, json: boolean): number {
     if (run.outcome?.message) stdout.write(`  (${terminalSafe(run.outcome.message)})\n`);
   }
   return 0;
+}
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
 }
 
 function age(ms: number): string {

@@ -115,6 +115,7 @@ describe('continuing and resuming', () => {
     expect(readFileSync(sessionFile(harness.dirs, parent.doc.sessionId), 'utf8')).toBe(before);
     const show = await cmd(['sessions', 'show', fork.doc.sessionId, '--json']);
     expect(JSON.parse(show.stdout).parent).toEqual({ id: parent.doc.sessionId, runs: 1 });
+    expect((await cmd(['sessions', 'show', fork.doc.sessionId])).stdout).toContain(`forked from ${parent.doc.sessionId} after 1 turn\n`);
   });
 
   test('--ephemeral stores nothing', async () => {
@@ -430,11 +431,15 @@ describe('conch sessions', () => {
   });
 
   test('list, show (text and --json), rm and prune', async () => {
-    harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'missing.txt' } }] }, { text: 'no such file' }, { text: 'second' }]);
+    harness.server.script([{ toolCalls: [{ name: 'read', arguments: { path: 'missing.txt' } }] }, { text: 'no such file' }, { text: 'second' }, { text: 'third' }]);
     const one = await jsonRun(['find missing.txt']);
-    await jsonRun(['another task']);
+    const two = await jsonRun(['another task']);
+    await jsonRun(['-c', 'and again']);
     const list = await cmd(['sessions']);
     expect(list.code).toBe(0);
+    // Singular and plural, in one column: 'turn ' is padded to the width of 'turns'.
+    expect(list.stdout).toMatch(new RegExp(`^${one.doc.sessionId} .*   1 turn   completed`, 'm'));
+    expect(list.stdout).toMatch(new RegExp(`^${two.doc.sessionId} .*   2 turns  completed`, 'm'));
     expect(list.stdout).toContain(one.doc.sessionId);
     expect(list.stdout).toContain('find missing.txt');
     const show = await cmd(['sessions', 'show', one.doc.sessionId.slice(0, 6)]);
@@ -448,7 +453,7 @@ describe('conch sessions', () => {
     expect(rm.stdout).toContain(`removed session ${one.doc.sessionId}`);
     expect(existsSync(sessionFile(harness.dirs, one.doc.sessionId))).toBe(false);
     const prune = await cmd(['sessions', 'prune', '--older-than', '30d']);
-    expect(prune.stdout).toContain('removed 0 session(s)');
+    expect(prune.stdout).toContain('removed 0 sessions last active');
     const missing = await cmd(['sessions', 'show', 'abcdef']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("no session 'abcdef'");
