@@ -60,7 +60,8 @@ export function setupEnvelope(runId: string | null, message: string) {
     code: 'config_invalid',
     message,
     output: null,
-    partial: true,
+    // `partial` marks an output that is not an answer; here there is no output at all.
+    partial: false,
     stopReason: null,
     usage: emptyUsage(),
     counts: { modelCalls: 0, toolCalls: 0, toolErrors: 0 },

@@ -32,6 +32,8 @@ test('a setup error and a usage error under --json have the same keys as a finis
     code: 'config_invalid',
     message: expect.stringContaining('no model is configured'),
     output: null,
+    // Nothing was produced: no partial output to mark.
+    partial: false,
     stopReason: null,
     usage: { inputTokens: null, outputTokens: null, cacheReadTokens: null, cacheWriteTokens: null },
     counts: { modelCalls: 0, toolCalls: 0, toolErrors: 0 },
@@ -49,7 +51,7 @@ test('a setup error and a usage error under --json have the same keys as a finis
   expect(badFlag.code).toBe(2);
   const usage = JSON.parse(badFlag.stdout);
   expect(keyPaths(usage)).toEqual(shape);
-  expect(usage).toMatchObject({ runId: null, status: 'failed', code: 'config_invalid', message: expect.stringContaining('--bogus'), exitCode: 2, provider: null });
+  expect(usage).toMatchObject({ runId: null, status: 'failed', code: 'config_invalid', message: expect.stringContaining('--bogus'), exitCode: 2, partial: false, provider: null });
 });
 
 // The watchdog ends a run whose main thread is stuck in plugin code and writes the envelope itself,
