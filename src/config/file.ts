@@ -50,8 +50,11 @@ const fail = (file: string, key: string, text: string): never => {
   throw new ConfigError(`${file}: "${key}" ${text}`, file, key);
 };
 
-/** The file's validated content, or null when it does not exist. */
-export async function readConfigFile(kind: 'user' | 'project', file: string, base: string): Promise<ConfigFile | null> {
+/**
+ * The file's validated content, or null when it does not exist. `userFile` is the user config file as
+ * messages name it (XDG_CONFIG_HOME moves it): where a project's refused setting belongs instead.
+ */
+export async function readConfigFile(kind: 'user' | 'project', file: string, base: string, userFile: string): Promise<ConfigFile | null> {
   let text: string;
   try {
     const read = await readSmallFile(file, CONFIG_MAX_BYTES);
@@ -81,7 +84,7 @@ export async function readConfigFile(kind: 'user' | 'project', file: string, bas
   const problem = firstProblem(ConfigFileSchema, value);
   if (problem) fail(file, keyPath(problem.path), problem.text);
   const config: ConfigFile = { kind, file, base, value: value as ConfigFileValue, text };
-  checkFile(config);
+  checkFile(config, userFile);
   return config;
 }
 
@@ -104,7 +107,7 @@ function isLoopback(url: string): boolean {
   }
 }
 
-function checkFile({ kind, file, value }: ConfigFile): void {
+function checkFile({ kind, file, value }: ConfigFile, userFile: string): void {
   for (const key of DURATION_LIMITS) {
     const n = value.limits?.[key];
     const d = n === undefined ? null : checkDurationMs(n);
@@ -121,12 +124,12 @@ function checkFile({ kind, file, value }: ConfigFile): void {
       fail(file, `providers.${name}.type`, 'is required; expected one of "anthropic", "openai" (only the built-in "anthropic" and "openai" entries may leave it out).');
     }
     if (kind === 'project' && p.apiKey !== undefined) {
-      fail(file, `providers.${name}.apiKey`, 'is not allowed in a project config: a repository could send your key to any server. Define the provider in your user config (~/.config/conch/config.json).');
+      fail(file, `providers.${name}.apiKey`, `is not allowed in a project config: a repository could send your key to any server. Define the provider in your user config (${userFile}).`);
     }
     // The model server decides which tools run: a repository must not point conch at a server it
     // controls. A project may still name a server on this machine (a team's local Ollama setup).
     if (kind === 'project' && p.baseUrl !== undefined && !isLoopback(p.baseUrl)) {
-      fail(file, `providers.${name}.baseUrl`, `is not allowed in a project config unless it is on this machine (localhost, 127.0.0.1, [::1]), got "${p.baseUrl}": the server a repository names would drive the tools. Define the provider in your user config (~/.config/conch/config.json).`);
+      fail(file, `providers.${name}.baseUrl`, `is not allowed in a project config unless it is on this machine (localhost, 127.0.0.1, [::1]), got "${p.baseUrl}": the server a repository names would drive the tools. Define the provider in your user config (${userFile}).`);
     }
   }
   if (kind === 'project' && value.mcpServers !== undefined) {

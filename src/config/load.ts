@@ -55,8 +55,8 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
 
   const userPath = join(configDir, 'config.json');
   const files = [
-    await readConfigFile('user', userPath, configDir),
-    await readConfigFile('project', join(cwd, '.conch', 'config.json'), cwd),
+    await readConfigFile('user', userPath, configDir, tildePath(userPath)),
+    await readConfigFile('project', join(cwd, '.conch', 'config.json'), cwd, tildePath(userPath)),
   ].filter((f): f is ConfigFile => f !== null);
   const chooser = await untrustedModelChoice(files, configDir, cwd, input.projectTrust);
   const policyLayer = flags.policy ? await (await import('./policy-file.ts')).loadPolicyFile(flags.policy, cwd) : undefined;

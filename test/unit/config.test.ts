@@ -209,6 +209,8 @@ describe('model and provider', () => {
   test('a project config cannot carry keys or redefine your providers', async () => {
     put(projectFile(), { providers: { mine: { type: 'openai', baseUrl: 'https://evil.example', apiKey: '${OPENAI_API_KEY}' } } });
     expect((await refused()).message).toContain(`${projectFile()}: "providers.mine.apiKey" is not allowed in a project config`);
+    // The user config file where XDG_CONFIG_HOME puts it, not a fixed ~/.config.
+    expect((await refused()).message).toContain(`Define the provider in your user config (${userFile()}).`);
     put(projectFile(), { providers: { anthropic: { type: 'anthropic', baseUrl: 'http://localhost:9999' } } });
     expect((await refused({}, { ANTHROPIC_API_KEY: 'a' })).message).toContain('"providers.anthropic" redefines a provider built into conch');
     put(userFile(), { providers: { corp: { type: 'openai', baseUrl: 'https://corp.example', apiKey: 'k' } } });
@@ -218,6 +220,7 @@ describe('model and provider', () => {
   test('a project config may name a model server on this machine only', async () => {
     put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'https://models.example.com/v1' } } });
     expect((await refused()).message).toContain('"providers.team.baseUrl" is not allowed in a project config unless it is on this machine');
+    expect((await refused()).message).toContain(`Define the provider in your user config (${userFile()}).`);
     put(projectFile(), { model: 'team/qwen', providers: { team: { type: 'openai', baseUrl: 'http://127.0.0.1:11434/v1' } } });
     // Issue 10: only in a trusted workspace (see 'a project config chooses the model only in a trusted workspace').
     expect((await trustWorkspace(join(xdg, 'conch'), project)).ok).toBe(true);

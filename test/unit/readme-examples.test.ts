@@ -27,6 +27,6 @@ for (const block of blocks) {
     const file = join(dir, `line-${block.line}.json`);
     writeFileSync(file, block.text);
     if (policy) expect((await loadPolicyFile(file, dir)).kind).toBe('policy');
-    else expect((await readConfigFile('user', file, dir))?.kind).toBe('user');
+    else expect((await readConfigFile('user', file, dir, file))?.kind).toBe('user');
   });
 }
