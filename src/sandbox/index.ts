@@ -218,6 +218,21 @@ export async function prepareSandboxed(request: SandboxRequest): Promise<Prepare
   }
 }
 
+/**
+ * Runs "$@" as a shell would, 127 for a program not found and 126 for one that cannot be run, but
+ * says so as conch: the wrapper's own 'sh: 1: exec: NAME: not found' names a shell the user never ran.
+ * The lookup happens inside the sandbox, which sees the filesystem the program would.
+ */
+const EXEC_ARGV = [
+  'case $1 in',
+  "*/*) if [ ! -e \"$1\" ]; then printf 'conch: %s: no such file or directory\\n' \"$1\" >&2; exit 127;",
+  "elif [ -d \"$1\" ]; then printf 'conch: %s: is a directory\\n' \"$1\" >&2; exit 126;",
+  "elif [ ! -x \"$1\" ]; then printf 'conch: %s: permission denied (not executable)\\n' \"$1\" >&2; exit 126; fi ;;",
+  "*) command -v -- \"$1\" >/dev/null 2>&1 || { printf 'conch: %s: command not found\\n' \"$1\" >&2; exit 127; } ;;",
+  'esac',
+  'exec "$@"',
+].join('\n');
+
 function prepare(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean): PreparedCommand {
   const profile = loadProfile(request.profile);
   const workspace = directory(request.workspace, 'workspace', 'run conch from an existing directory');
@@ -229,7 +244,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
   }
   // argv goes through the shell's exec as well, so a missing program is 127 exactly as in the bash tool.
   const command =
-    request.argv && request.argv.length > 0 ? ['/bin/sh', '-c', 'exec "$@"', 'sh', ...request.argv] : ['/bin/sh', '-c', request.command];
+    request.argv && request.argv.length > 0 ? ['/bin/sh', '-c', EXEC_ARGV, 'sh', ...request.argv] : ['/bin/sh', '-c', request.command];
   const protectedPatterns = patterns(request.protectedGlobs);
   const cacheDir = profile.caches === false ? undefined : request.cacheDir;
   const cacheEnv = cacheDir ? prepareCache(cacheDir) : NO_ENV;

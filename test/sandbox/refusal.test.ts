@@ -1,6 +1,6 @@
 // Fail closed: without a working sandbox, or with a request it cannot hold, nothing runs.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runProcess } from '../../src/process/spawn.ts';
@@ -143,14 +143,32 @@ describe.skipIf(!canRun)('probe and the production spawn path', () => {
     expect(existsSync(join(fx.ws, '.git', 'x'))).toBe(false);
   });
 
-  test('`conch sandbox run` with a missing program exits 127', async () => {
-    const result = await bunSnippet(
+  const sandboxRunOf = (argv: string[]) =>
+    bunSnippet(
       `import { sandboxRun } from ${JSON.stringify(join(ROOT, 'src/cli/sandbox-command.ts'))};
-       process.exitCode = await sandboxRun(['no-such-program-conch'], { network: true, profile: 'read-only', cwd: process.cwd() });`,
+       process.exitCode = await sandboxRun(${JSON.stringify(argv)}, { network: true, profile: 'read-only', cwd: process.cwd() });`,
       fx.ws,
       // A PATH with only searchable directories: an unreadable one (root's, under su) makes sh say 126.
       '/usr/local/bin:/usr/bin:/bin',
     );
+
+  test('`conch sandbox run` with a missing program exits 127 and says so as conch, not as its wrapper shell', async () => {
+    const result = await sandboxRunOf(['no-such-program-conch', 'arg']);
     expect(result.code).toBe(127);
+    expect(result.stderr).toBe('conch: no-such-program-conch: command not found\n');
+    const path = await sandboxRunOf(['./no-such-file']);
+    expect(path.code).toBe(127);
+    expect(path.stderr).toBe('conch: ./no-such-file: no such file or directory\n');
+  });
+
+  test('`conch sandbox run` with a file that is not executable, or a directory, exits 126 and says which', async () => {
+    writeFileSync(join(fx.ws, 'notes.txt'), 'echo ran > ran.txt\n', { mode: 0o644 });
+    const file = await sandboxRunOf(['./notes.txt']);
+    expect(file.code).toBe(126);
+    expect(file.stderr).toBe('conch: ./notes.txt: permission denied (not executable)\n');
+    expect(existsSync(join(fx.ws, 'ran.txt'))).toBe(false);
+    const sub = await sandboxRunOf(['./']);
+    expect(sub.code).toBe(126);
+    expect(sub.stderr).toBe('conch: ./: is a directory\n');
   });
 });
