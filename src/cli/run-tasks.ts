@@ -52,16 +52,22 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
     return setupFailure(error, out.json, randomUUID());
   }
   const { config } = planned;
+  const controller = new AbortController();
+  // Installed before stdin is read, as in run.ts: a signal as the input ends is not lost.
+  const interrupts = cancelOnSignals(controller, out.json);
+  const early = (code: number) => {
+    interrupts.remove();
+    return code;
+  };
   // Piped input goes to every task (`git diff | conch run "review the tests" "review the docs"`).
-  const input = await readPipedStdin(config.limits.stdin_bytes, config.limits.deadline_ms);
+  const input = await readPipedStdin(config.limits.stdin_bytes, config.limits.deadline_ms, controller.signal);
   if ('tooLarge' in input || 'stopped' in input) {
     const outcome = 'tooLarge' in input ? stdinTooLargeOutcome(input.maxBytes) : stdinStoppedOutcome(input.stopped, config.limits.deadline_ms);
     if (!out.json) stderr.write(`${describeOutcome(outcome)}\n`);
-    return report(tasks, tasks.map(() => ({ runId: randomUUID(), outcome, facts: null })), out.json, startedAt);
+    return early(report(tasks, tasks.map(() => ({ runId: randomUUID(), outcome, facts: null })), out.json, startedAt));
   }
-  if ('binary' in input) return setupFailure(binaryStdinError(input.bytes), out.json, randomUUID());
+  if ('binary' in input) return early(setupFailure(binaryStdinError(input.bytes), out.json, randomUUID()));
 
-  const controller = new AbortController();
   const output = new OrderedOutput({ stdout, stderr }, tasks.length);
   // Which task a question comes from: the guard is shared, the asking run is the async context.
   const asking = new AsyncLocalStorage<number>();
@@ -94,7 +100,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
       },
     });
   } catch (error) {
-    return setupFailure(error, out.json, randomUUID());
+    return early(setupFailure(error, out.json, randomUUID()));
   } finally {
     watchdog?.loading(null);
   }
@@ -107,7 +113,6 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
   for (const warning of host.warnings) stderr.write(`conch: ${terminalSafe(warning)}\n`);
   const shownWarnings = host.warnings.length;
 
-  const interrupts = cancelOnSignals(controller, out.json);
   const finished: Finished[] = new Array(tasks.length);
   const runIds: string[] = [];
   // The facts of the runs under way, so a task the watchdog ends still says where it ran.

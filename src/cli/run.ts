@@ -45,18 +45,25 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
       return setupFailure(error, out.json, runId);
     }
   }
-  // Read after the config: its limits bound stdin.
   const { config } = planned;
-  const input = await readPipedStdin(config.limits.stdin_bytes, config.limits.deadline_ms);
-  if ('tooLarge' in input) return notStarted(runId, stdinTooLargeOutcome(input.maxBytes), out.json);
-  if ('stopped' in input) return notStarted(runId, stdinStoppedOutcome(input.stopped, config.limits.deadline_ms), out.json);
-  if ('binary' in input) return setupFailure(binaryStdinError(input.bytes), out.json, runId);
-  const task = composeTask(taskArg, input.text);
-  if (!task) return setupFailure(new SetupError(noTaskMessage(out.session)), out.json, runId);
-
   const controller = new AbortController();
   const display = await terminalOptions(out.json, process.cwd());
   const human = humanSink({ stdout, stderr }, outputSchema === undefined ? display : { ...display, jsonAnswer: true });
+  // From before stdin is read to the run's end, one set of listeners: a signal that comes as the
+  // input ends, or while the host starts, cancels the run rather than being lost between two owners.
+  const interrupts = cancelOnSignals(controller, out.json, (line) => human.notice(line));
+  const early = (code: number) => {
+    interrupts.remove();
+    return code;
+  };
+  // Read after the config: its limits bound stdin.
+  const input = await readPipedStdin(config.limits.stdin_bytes, config.limits.deadline_ms, controller.signal);
+  if ('tooLarge' in input) return early(notStarted(runId, stdinTooLargeOutcome(input.maxBytes), out.json));
+  if ('stopped' in input) return early(notStarted(runId, stdinStoppedOutcome(input.stopped, config.limits.deadline_ms), out.json));
+  if ('binary' in input) return early(setupFailure(binaryStdinError(input.bytes), out.json, runId));
+  const task = composeTask(taskArg, input.text);
+  if (!task) return early(setupFailure(new SetupError(noTaskMessage(out.session)), out.json, runId));
+
   let host: StartedRun;
   let trace: Trace | undefined;
   let watchdog: Watchdog | undefined;
@@ -84,7 +91,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
       },
     });
   } catch (error) {
-    return setupFailure(error, out.json, runId);
+    return early(setupFailure(error, out.json, runId));
   } finally {
     watchdog?.loading(null);
   }
@@ -104,7 +111,6 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
   else sinks.push(human);
   if (trace) sinks.push(trace);
 
-  const interrupts = cancelOnSignals(controller, out.json, (line) => human.notice(line));
   if (watchdog) {
     watchdog.arm(config.limits.deadline_ms, interrupts.onSignal);
     sinks.push(watchdog.sink);

@@ -4,7 +4,7 @@
 import { SetupError } from '../core/errors.ts';
 import { startTimer } from '../core/duration.ts';
 import { stderr, stdinIsTTY } from '../core/stdio.ts';
-import { emptyUsage, SIGNAL_EXIT_CODES, SignalStop, stopSignal, type Outcome, type StopSignal } from '../agent/outcome.ts';
+import { emptyUsage, SignalStop, type Outcome, type StopSignal } from '../agent/outcome.ts';
 
 /** How long stdin may stay open before conch says it is waiting for it. */
 const QUIET_MS = 1000;
@@ -17,10 +17,13 @@ export type StdinInput =
 
 /**
  * '' when stdin is a terminal or unreadable; 0 = unlimited, as for the other count limits. The wait
- * is bounded like the run (deadlineMs, 0 = none) and ends on a signal: a parent that never closes the
- * pipe (Node's spawn, Popen(stdin=PIPE)) would otherwise hold conch forever, deaf to --timeout.
+ * is bounded like the run (deadlineMs, 0 = none) and ends when `cancel` aborts (the run's signal
+ * listeners, cancelOnSignals, installed before the read): a parent that never closes the pipe (Node's
+ * spawn, Popen(stdin=PIPE)) would otherwise hold conch forever, deaf to --timeout. Listeners of its
+ * own, removed once the input ended, lost the Ctrl-C that ended it (`sleep 9 | conch …`: the pipe
+ * closes as the signal comes) and the task ran on what had arrived.
  */
-export async function readPipedStdin(maxBytes: number, deadlineMs = 0): Promise<StdinInput> {
+export async function readPipedStdin(maxBytes: number, deadlineMs: number, cancel: AbortSignal): Promise<StdinInput> {
   if (stdinIsTTY()) return { text: '' };
   const notice = stderr.isTTY
     ? setTimeout(() => stderr.write('conch: reading stdin as part of the task, until it ends (run with </dev/null to leave it out)\n'), QUIET_MS)
@@ -28,9 +31,9 @@ export async function readPipedStdin(maxBytes: number, deadlineMs = 0): Promise<
   let stop: (why: 'deadline' | StopSignal) => void = () => {};
   const stopped = new Promise<StdinInput>((resolve) => (stop = (why) => resolve({ stopped: why })));
   const deadline = deadlineMs > 0 ? startTimer(deadlineMs, () => stop('deadline')) : undefined;
-  const onSignal = (name: string) => stop(stopSignal(name));
-  const signals = Object.keys(SIGNAL_EXIT_CODES) as StopSignal[];
-  for (const s of signals) process.on(s, onSignal);
+  const onAbort = () => stop(cancel.reason instanceof SignalStop ? cancel.reason.signal : 'SIGINT');
+  if (cancel.aborted) onAbort();
+  else cancel.addEventListener('abort', onAbort, { once: true });
   // Made on the first read, inside readAll's try: for a stdin that is a directory it throws (EISDIR).
   let reader: { read(): Promise<{ done: boolean; value?: Uint8Array }>; cancel(): Promise<void> } | undefined;
   const next = () => (reader ??= (Bun.stdin.stream() as ReadableStream<Uint8Array>).getReader()).read();
@@ -41,7 +44,7 @@ export async function readPipedStdin(maxBytes: number, deadlineMs = 0): Promise<
   } finally {
     clearTimeout(notice);
     deadline?.clear();
-    for (const s of signals) process.off(s, onSignal);
+    cancel.removeEventListener('abort', onAbort);
   }
 }
 

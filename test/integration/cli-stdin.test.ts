@@ -1,7 +1,7 @@
 // Piped stdin as part of the task: bounded by the stdin_bytes limit, and announced on a terminal
 // when it stays open. Through the real CLI process and the local model server.
 import { describe, expect, test } from 'bun:test';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { anthropicEnv, CONCH, conchEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
 
@@ -199,4 +199,36 @@ describe('stdin that never ends', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'cancelled', signal: 'SIGTERM', exitCode: 143 });
     expect(harness.server.requests).toHaveLength(0);
   });
+});
+
+describe('a signal after stdin ended, while the host starts', () => {
+  // The read's own listeners were gone and the run's not yet there: Ctrl-C then killed conch with no
+  // --json document (or, as the pipe closed with the same Ctrl-C, was lost and the task ran).
+  for (const args of [['go'], ['run', 'one', 'two']]) {
+    test(`conch ${args.join(' ')}: SIGINT while an MCP server starts cancels, with the --json document, and no model call`, async () => {
+      harness.server.script(() => ({ text: 'should not run' }));
+      // A server that says it started, then waits for the test's word before it exits (its start fails).
+      await writeConfig(harness.dirs, {
+        mcpServers: { slow: { command: 'sh', args: ['-c', 'touch started; while [ ! -e go ]; do sleep 0.05; done'], workspace: 'write' } },
+      });
+      const child = Bun.spawn([CONCH, ...MODEL, '--json', ...args], {
+        cwd: harness.dirs.workspace,
+        env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+        stdin: new Blob(['the diff']),
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
+      const done = Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+      const started = join(harness.dirs.workspace, 'started');
+      while (!existsSync(started)) await Bun.sleep(20);
+      child.kill('SIGINT');
+      writeFileSync(join(harness.dirs.workspace, 'go'), '');
+      const [stdout, stderr, code] = await done;
+      expect({ code, stderr }).toMatchObject({ code: 130 });
+      const doc = JSON.parse(stdout);
+      const statuses = args[0] === 'run' ? doc.tasks.map((t: { status: string }) => t.status) : [doc.status];
+      expect(statuses).toEqual(args[0] === 'run' ? ['cancelled', 'cancelled'] : ['cancelled']);
+      expect(harness.server.requests).toHaveLength(0);
+    });
+  }
 });
