@@ -47,4 +47,18 @@ describe.skipIf(!hasTmux)('several tasks on a terminal', () => {
     expect(screen).toContain('2 tasks: 2 completed');
     expect(JSON.stringify(harness.server.requests.map((r) => r.body.messages))).toContain(`${marker}-2`);
   }, SLOW);
+
+  test('Ctrl-C while the tasks think: every task cancelled, no spinner frame left on screen, exit 130', async () => {
+    harness.server.script(() => ({ text: 'too late', delayMs: 20_000 }));
+    const env = { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color' };
+    term = await openTerminal([CONCH, '--model', 'openai/test-model', 'run', 'slow one', 'slow two', 'slow three', 'slow four'], { cwd: harness.dirs.workspace, env, rows: 60 });
+    await term.waitFor((s) => s.includes('── task 1/4: slow one'), 'the first header');
+    for (let i = 0; i < 100 && harness.server.requests.length < 3; i++) await Bun.sleep(50);
+    term.keys('C-c');
+    expect(await term.exited()).toBe(130);
+    const screen = term.screen();
+    expect(screen).toContain('conch: cancelling… (Ctrl-C again to exit now)');
+    expect(screen).toContain('4 tasks: 4 cancelled');
+    expect(screen).not.toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/);
+  }, SLOW);
 });
