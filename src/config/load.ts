@@ -88,7 +88,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const stopOnDeny = flags.stopOnDeny ?? settings.stopOnDeny;
   if (flags.maxCost !== undefined) limits.cost_usd = flags.maxCost;
 
-  const { provider, fallbacks } = resolveRoute({ files, env, flags, model: settings.model, route: settings.route, useProject: !chooser, retry });
+  const { provider, fallbacks } = resolveRoute({ files, env, flags, model: settings.model, route: settings.route, useProject: !chooser, retry, userFile: tildePath(userPath) });
 
   const layers = [...files.map((f) => fileLayer(f, home)), ...(policyLayer ? [policyLayer] : []), flagsLayer];
   const policy = mergePolicy(layers, cwd);

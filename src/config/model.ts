@@ -63,8 +63,10 @@ export function resolveProvider(input: {
   baseUrl: string | undefined;
   env: Env;
   retry: RetryPolicy;
+  /** The user config file as messages name it (XDG_CONFIG_HOME moves it): where a provider is defined. */
+  userFile: string;
 }): ProviderConfig | null {
-  const { providers, model, baseUrl, env, retry } = input;
+  const { providers, model, baseUrl, env, retry, userFile } = input;
   let name: string;
   let modelId: string;
   if (model) {
@@ -80,8 +82,8 @@ export function resolveProvider(input: {
       const known = [...providers.keys()].join(', ');
       // From the interactive /model no flag can be added any more, but config is read again at each /model.
       const fix = interactive(model)
-        ? 'define it under "providers" in config.json and give /model again'
-        : 'define it under "providers" in config.json, or pass --base-url for an OpenAI-compatible server';
+        ? `define it under "providers" in ${userFile} and give /model again`
+        : `define it under "providers" in ${userFile}, or pass --base-url for an OpenAI-compatible server`;
       const why =
         slash <= 0 || !rest
           ? `must be "provider/model", e.g. "anthropic/${DEFAULT_MODELS.anthropic}" or "openai/${DEFAULT_MODELS.openai}"`
@@ -112,10 +114,10 @@ export function resolveProvider(input: {
     const label = model.file ? `${model.file}: "model"` : model.source;
     const envName = builtinKeyEnv[name];
     const how = !envName
-      ? `set "providers.${name}.apiKey" (or "baseUrl", for a keyless local server) in config.json${interactive(model) ? ' and give /model again' : ''}`
+      ? `set "providers.${name}.apiKey" (or "baseUrl", for a keyless local server) in ${userFile}${interactive(model) ? ' and give /model again' : ''}`
       : interactive(model)
-        ? `set "providers.${name}.apiKey" in config.json and give /model again, or start conch again with ${envName}=… exported`
-        : `export ${envName}=… (or set "providers.${name}.apiKey" in config.json)`;
+        ? `set "providers.${name}.apiKey" in ${userFile} and give /model again, or start conch again with ${envName}=… exported`
+        : `export ${envName}=… (or set "providers.${name}.apiKey" in ${userFile})`;
     throw new ConfigError(`${label} "${model.value}" needs an API key for ${name}, and none is set: ${how}.`, model.file, model.file ? 'model' : model.source);
   }
   return { type: entry.type, name, model: modelId, ...(url !== undefined && { baseUrl: url }), ...(apiKey !== undefined && { apiKey }), retry };

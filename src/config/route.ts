@@ -20,10 +20,12 @@ export interface RouteInput {
   /** Whether the project file's providers and model controls count (a trusted workspace). */
   useProject: boolean;
   retry: RetryPolicy;
+  /** The user config file as messages name it. */
+  userFile: string;
 }
 
 export function resolveRoute(input: RouteInput): { provider: ProviderConfig | null; fallbacks: ProviderConfig[] } {
-  const { files, env, flags, retry } = input;
+  const { files, env, flags, retry, userFile } = input;
   let { model } = input;
   let route = [...input.route];
   // A model named in the environment or on the command line replaces the configured route.
@@ -34,12 +36,12 @@ export function resolveRoute(input: RouteInput): { provider: ProviderConfig | nu
   const known = providersFrom(files, env, input.useProject);
   // The project file's output tokens, thinking and temperature count where its model would (untrusted-model.ts).
   const optionFiles = input.useProject ? files : files.filter((f) => f.kind !== 'project');
-  const resolved = resolveProvider({ providers: known, model, baseUrl, env, retry });
-  if (!resolved && route.length > 0) throw new ConfigError('--fallback-model needs a first model (--model or "model" in config.json) to fall back from.', undefined, '--fallback-model');
+  const resolved = resolveProvider({ providers: known, model, baseUrl, env, retry, userFile });
+  if (!resolved && route.length > 0) throw new ConfigError(`--fallback-model needs a first model (--model or "model" in ${userFile}) to fall back from.`, undefined, '--fallback-model');
   const fallbacks = resolved
     ? route.map((choice) => {
         if (!choice.value.includes('/')) throw new ConfigError(`${choice.source} "${choice.value}" must be "provider/model", e.g. "openai/gpt-5.4".`, choice.file, choice.file ? 'model' : choice.source);
-        return withModelOptions(resolveProvider({ providers: known, model: choice, baseUrl: undefined, env, retry })!, optionFiles, flags);
+        return withModelOptions(resolveProvider({ providers: known, model: choice, baseUrl: undefined, env, retry, userFile })!, optionFiles, flags);
       })
     : [];
   return { provider: resolved && withModelOptions(resolved, optionFiles, flags), fallbacks };

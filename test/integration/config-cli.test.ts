@@ -206,10 +206,10 @@ describe('a base URL in the environment and no model', () => {
 });
 
 describe('a built-in provider without its key', () => {
-  test('says to set providers.NAME.apiKey in config.json, and the advice works: a built-in entry needs no "type"', async () => {
+  test('says to set providers.NAME.apiKey in the user config file (where XDG_CONFIG_HOME puts it), and the advice works: a built-in entry needs no "type"', async () => {
     const r = await runConch({ dirs: harness.dirs, args: ['--model', 'openai/gpt-5.4', 'go'], env: { OPENAI_BASE_URL: '' } });
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain('(or set "providers.openai.apiKey" in config.json)');
+    expect(r.stderr).toContain(`(or set "providers.openai.apiKey" in ${join(harness.dirs.configHome, 'conch', 'config.json')})`);
     // As the message says: the key (and here a server) under the built-in's name, nothing more.
     await writeConfig(harness.dirs, { model: 'openai/gpt-5.4', providers: { openai: { apiKey: '${MY_OPENAI_KEY}', baseUrl: harness.server.openaiBaseUrl } } });
     harness.server.script([{ text: 'served' }]);

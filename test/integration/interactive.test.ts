@@ -343,11 +343,12 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     t.type('/model nosuchprovider/x');
     t.keys('Enter');
     const unknown = await t.waitFor((s) => /"nosuchprovider"[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the unknown provider');
-    expect(unknown).toContain('define it under "providers" in config.json and give /model again.');
+    const userFile = join(harness.dirs.configHome, 'conch', 'config.json');
+    expect(unknown).toContain(`define it under "providers" in ${userFile} and give /model again.`);
     t.type('/model anthropic/some-model');
     t.keys('Enter');
     const keyless = await t.waitFor((s) => /needs an API key[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the missing key');
-    expect(keyless).toContain('set "providers.anthropic.apiKey" in config.json and give /model again, or start conch again with ANTHROPIC_API_KEY=… exported.');
+    expect(keyless).toContain(`set "providers.anthropic.apiKey" in ${userFile} and give /model again, or start conch again with ANTHROPIC_API_KEY=… exported.`);
     // A flag cannot be added to a session under way: none is offered as the fix.
     expect(keyless).not.toContain('--base-url');
     t.keys('C-d');

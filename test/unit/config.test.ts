@@ -121,6 +121,11 @@ describe('errors name the file, the key and what is expected', () => {
     put(userFile(), { model: 'lokal/qwen' });
     const e = await refused();
     expect(e.message).toContain(`${userFile()}: "model" "lokal/qwen" names the unknown provider "lokal" (known: anthropic, openai)`);
+    // Where to define it: the user config file where XDG_CONFIG_HOME puts it, not a bare "config.json".
+    expect(e.message).toContain(`define it under "providers" in ${userFile()}, or pass --base-url`);
+    expect((await refused({ model: 'anthropic/x' })).message).toContain(`(or set "providers.anthropic.apiKey" in ${userFile()})`);
+    rmSync(userFile());
+    expect((await refused({ fallbackModel: ['openai/x'] })).message).toContain(`(--model or "model" in ${userFile()}) to fall back from`);
   });
   test('not JSON', async () => {
     put(userFile(), '{ "model": ');
