@@ -4,6 +4,7 @@ import type { CliFlags } from '../config/types.ts';
 import { plainDecimal, plainWhole } from '../core/numbers.ts';
 import { stdout } from '../core/stdio.ts';
 import { UsageError, type FlagSpec, type HelpFacts, type ParsedArgs } from './argv.ts';
+import { isHttpUrl } from '../core/http-url.ts';
 
 const GLOBAL: FlagSpec[] = [
   { usage: '-m, --model <provider/model>', description: 'Model to use, e.g. anthropic/claude-sonnet-5-5 or openai/gpt-5' },
@@ -237,13 +238,4 @@ export function toFlags(parsed: ParsedArgs): CliFlags {
     skill: all('skill'),
     otel: on('otel'),
   };
-}
-
-function isHttpUrl(text: string): boolean {
-  try {
-    const url = new URL(text);
-    return (url.protocol === 'http:' || url.protocol === 'https:') && url.host !== '';
-  } catch {
-    return false;
-  }
 }

@@ -14,6 +14,7 @@ import { checkDurationMs } from '../core/duration.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 import { parseJsonText } from './json-text.ts';
 import { isBuiltinProvider } from './model.ts';
+import { isHttpUrl } from '../core/http-url.ts';
 
 export type ConfigFileValue = Static<typeof ConfigFileSchema>;
 
@@ -122,6 +123,9 @@ function checkFile({ kind, file, value }: ConfigFile, userFile: string): void {
     if (!PROVIDER_NAME.test(name)) fail(file, `providers.${name}`, 'is not a valid provider name; use letters, digits, "_", "." or "-".');
     if (p.type === undefined && !isBuiltinProvider(name)) {
       fail(file, `providers.${name}.type`, 'is required; expected one of "anthropic", "openai" (only the built-in "anthropic" and "openai" entries may leave it out).');
+    }
+    if (p.baseUrl !== undefined && !isHttpUrl(p.baseUrl)) {
+      fail(file, `providers.${name}.baseUrl`, `must be an http:// or https:// URL, e.g. "http://localhost:11434/v1", got ${JSON.stringify(p.baseUrl)}.`);
     }
     if (kind === 'project' && p.apiKey !== undefined) {
       fail(file, `providers.${name}.apiKey`, `is not allowed in a project config: a repository could send your key to any server. Define the provider in your user config (${userFile}).`);

@@ -4,6 +4,7 @@
 // an OpenAI-compatible server (Ollama, vLLM, llama.cpp, OpenRouter). No key and no base URL → null.
 import type { ProviderConfig, RetryPolicy } from './provider-config.ts';
 import { ConfigError } from '../core/errors.ts';
+import { isHttpUrl } from '../core/http-url.ts';
 
 export const DEFAULT_MODELS = { anthropic: 'claude-sonnet-5-5', openai: 'gpt-5.4' } as const;
 
@@ -106,6 +107,11 @@ export function resolveProvider(input: {
 
   const entry = providers.get(name)!;
   const url = baseUrl ?? entry.baseUrl;
+  // --base-url and config files are checked where they are read; what is left is the environment's.
+  if (url !== undefined && !isHttpUrl(url)) {
+    const where = isBuiltinProvider(name) ? `${name.toUpperCase()}_BASE_URL` : `the base URL of provider "${name}"`;
+    throw new ConfigError(`${where} is ${JSON.stringify(url)}, which is no http:// or https:// URL (e.g. http://localhost:11434/v1): fix it, or unset it for the provider's own endpoint.`, undefined, where);
+  }
   const apiKey = entry.apiKey === undefined ? undefined : expandApiKey(entry.apiKey, env, { name, file: entry.apiKeyFile });
   // The provider's own endpoint without a key cannot answer; a base URL may be a keyless local server.
   if (apiKey === undefined && url === undefined) {

@@ -211,6 +211,14 @@ describe('model and provider', () => {
     const c = await load({}, { ANTHROPIC_API_KEY: 'a', ANTHROPIC_BASE_URL: 'http://127.0.0.1:9/' });
     expect(c.provider?.baseUrl).toBe('http://127.0.0.1:9/');
   });
+  test('a base URL that is no http(s) URL is a setup error naming where it was written (it was an internal "Invalid URL" mid-run)', async () => {
+    const env = await refused({}, { ANTHROPIC_API_KEY: 'a', ANTHROPIC_BASE_URL: 'localhost:8080' });
+    expect(env.message).toBe('ANTHROPIC_BASE_URL is "localhost:8080", which is no http:// or https:// URL (e.g. http://localhost:11434/v1): fix it, or unset it for the provider\'s own endpoint.');
+    // Only the provider in use: a broken OPENAI_BASE_URL does not stop an Anthropic run.
+    expect((await load({}, { ANTHROPIC_API_KEY: 'a', OPENAI_BASE_URL: 'nope' })).provider?.type).toBe('anthropic');
+    put(userFile(), { model: 'mine/m', providers: { mine: { type: 'openai', baseUrl: 'not a url' } } });
+    expect((await refused()).message).toBe(`${userFile()}: "providers.mine.baseUrl" must be an http:// or https:// URL, e.g. "http://localhost:11434/v1", got "not a url".`);
+  });
   test('a project config cannot carry keys or redefine your providers', async () => {
     put(projectFile(), { providers: { mine: { type: 'openai', baseUrl: 'https://evil.example', apiKey: '${OPENAI_API_KEY}' } } });
     expect((await refused()).message).toContain(`${projectFile()}: "providers.mine.apiKey" is not allowed in a project config`);
