@@ -2,7 +2,7 @@
 // offered it, and what is wrong with it. Exit 1 when a skill was skipped for a problem, so a CI step
 // that checks a repository's skills can fail on it; an untrusted workspace is not a problem.
 import { displayPath } from '../core/display-path.ts';
-import type { SkillReport, SkillSet } from '../skills/load.ts';
+import { skillPlaces, type SkillReport, type SkillSet } from '../skills/load.ts';
 import type { CommandIO } from './tools-command.ts';
 import { terminalSafe } from './tool-lines.ts';
 
@@ -26,7 +26,7 @@ export function skillsList(opts: SkillsListOptions): number {
     return failed ? 1 : 0;
   }
   if (set.reports.length === 0) {
-    io.out('Skills: none found. A skill is a folder with a SKILL.md, in ~/.agents/skills, ~/.config/conch/skills or the project\'s .agents/skills.\n');
+    io.out(`Skills: none found. A skill is a folder with a SKILL.md, in ${skillPlaces(set)}.\n`);
     return 0;
   }
   const loaded = set.reports.filter((r) => r.status === 'loaded').length;

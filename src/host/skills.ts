@@ -10,7 +10,7 @@ import type { Catalog } from '../tools/catalog.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import { defaultCacheDir } from '../plugins/cache-dir.ts';
 import { displayPath } from '../core/display-path.ts';
-import { loadSkills, NO_SKILLS, readSkillBody, type Skill, type SkillSet } from '../skills/load.ts';
+import { loadSkills, NO_SKILLS, readSkillBody, skillPlaces, type Skill, type SkillSet } from '../skills/load.ts';
 import { inlineSkill, renderCatalog } from '../skills/catalog.ts';
 
 export interface RunSkills {
@@ -108,7 +108,7 @@ function missingSkill(name: string, set: SkillSet, show: (file: string) => strin
     return `${name}: ${show(report.file)} was skipped: ${report.diagnostics.map((d) => d.message).join('; ')}. Fix it (see \`conch skills\`)`;
   }
   const names = set.skills.map((s) => s.name);
-  return `${name}: no skill of that name; ${names.length ? `found: ${names.join(', ')}` : 'none found in ~/.agents/skills, ~/.config/conch/skills or .agents/skills'} (see \`conch skills\`)`;
+  return `${name}: no skill of that name; ${names.length ? `found: ${names.join(', ')}` : `none found in ${skillPlaces(set)}`} (see \`conch skills\`)`;
 }
 
 /** `text` in front of a task, in its first text block (some local servers take only a string). */

@@ -1,7 +1,8 @@
 // Discover, read and validate every skill; settle precedence; say what happened in one line each.
 // Project skills are instructions from whoever wrote the repository, so they load only in a
 // workspace the user trusted (`conch trust`), the same trust as project plugins.
-import { displayPath } from '../core/display-path.ts';
+import { join } from 'node:path';
+import { displayPath, tildePath } from '../core/display-path.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
 import { SkillCache } from './cache.ts';
 import { scanRoot, skillRoots, type SkillCandidate, type SkillSource } from './discover.ts';
@@ -41,6 +42,13 @@ export interface SkillSet {
   untrusted: number;
   /** One line each for the user: overrides, skipped project skills, problems. */
   warnings: string[];
+  /** Where skills are looked for, as messages say it (XDG_CONFIG_HOME moves conch's folder). */
+  places?: string;
+}
+
+/** The folders skills come from, for "none found" messages; the defaults when a set does not say. */
+export function skillPlaces(set: SkillSet): string {
+  return set.places ?? "~/.agents/skills, ~/.config/conch/skills or the project's .agents/skills";
 }
 
 export interface LoadSkillsOptions {
@@ -57,7 +65,8 @@ export const NO_SKILLS: SkillSet = { skills: [], reports: [], untrusted: 0, warn
 
 export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
   const found = skillRoots(opts).flatMap(scanRoot);
-  if (found.length === 0) return NO_SKILLS;
+  const places = `${tildePath(join(opts.home, '.agents', 'skills'))}, ${tildePath(join(opts.configDir, 'skills'))} or the project's .agents/skills`;
+  if (found.length === 0) return { ...NO_SKILLS, places };
   const show = (path: string) => displayPath(path, opts.cwd);
 
   const project = found.filter((c) => c.root.source === 'project');
@@ -116,7 +125,7 @@ export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
     warnings.push(`${untrusted} project skill${untrusted === 1 ? '' : 's'} in .agents/skills not loaded: this workspace is not trusted (run \`conch trust\` to load them)`);
   }
   const skills = [...winners.values()].map((w) => w.skill).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  return { skills, reports, untrusted, warnings };
+  return { skills, reports, untrusted, warnings, places };
 }
 
 /** What one SKILL.md parsed to: JSON only, since it is cached as it is. */

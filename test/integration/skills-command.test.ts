@@ -22,7 +22,8 @@ describe('conch skills', () => {
   test('no skills: says where they would be, exit 0', async () => {
     const r = await conch('skills');
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('Skills: none found');
+    // conch's own folder where XDG_CONFIG_HOME puts it, not a fixed ~/.config/conch.
+    expect(r.stdout).toBe(`Skills: none found. A skill is a folder with a SKILL.md, in ~/.agents/skills, ${conchRoot(harness.dirs)} or the project's .agents/skills.\n`);
     expect(r.stderr).toBe('');
   });
 
