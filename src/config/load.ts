@@ -82,7 +82,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   Object.assign(limits, limitFlags);
   for (const name of flags.plugin ?? []) plugins.firstParty.add(name);
   if (flags.plugin?.length) named.push({ names: flags.plugin, where: () => ({ label: '--plugin', key: '--plugin' }) });
-  if (named.length) await checkPluginNames(named);
+  if (named.length) await checkPluginNames(named, tildePath(join(configDir, 'tools')));
   checkDirFlag('--tools-dir', flags.toolsDir, cwd);
   plugins.dirs.push(...(flags.toolsDir ?? []).map((d) => resolve(cwd, d)));
   const stopOnDeny = flags.stopOnDeny ?? settings.stopOnDeny;

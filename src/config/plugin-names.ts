@@ -8,7 +8,8 @@ export interface PluginNames {
   where: (i: number) => { label: string; file?: string; key: string };
 }
 
-export async function checkPluginNames(lists: PluginNames[]): Promise<void> {
+/** `toolsDir`: the user's plugin folder as messages name it (XDG_CONFIG_HOME moves it). */
+export async function checkPluginNames(lists: PluginNames[], toolsDir: string): Promise<void> {
   const { availableFirstParty } = await import('./first-party.ts');
   const available = await availableFirstParty();
   for (const { names, where } of lists) {
@@ -16,7 +17,7 @@ export async function checkPluginNames(lists: PluginNames[]): Promise<void> {
     if (i === -1) continue;
     const { label, file, key } = where(i);
     throw new ConfigError(
-      `${label}: "${names[i]}" is not a first-party plugin; available: ${available.join(', ') || '(none)'}. For your own plugin files use --tools-dir DIR or ~/.config/conch/tools/.`,
+      `${label}: "${names[i]}" is not a first-party plugin; available: ${available.join(', ') || '(none)'}. For your own plugin files use --tools-dir DIR or ${toolsDir}/.`,
       file,
       key,
     );

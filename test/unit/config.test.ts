@@ -387,6 +387,8 @@ describe('limits, env and flags', () => {
   test('an unknown first-party plugin is a setup error naming the flag or the file and the available ones', async () => {
     const flag = await refused({ plugin: ['git', 'nope'] });
     expect(flag.message).toStartWith('--plugin: "nope" is not a first-party plugin; available: git, jobs, map, vault.');
+    // The user's plugin folder where XDG_CONFIG_HOME puts it, not a fixed ~/.config/conch/tools.
+    expect(flag.message).toEndWith(`For your own plugin files use --tools-dir DIR or ${join(xdg, 'conch', 'tools')}/.`);
     expect(flag.key).toBe('--plugin');
     put(userFile(), { plugins: ['jobs', 'jbos'] });
     const file = await refused();
