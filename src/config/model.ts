@@ -124,7 +124,8 @@ export function resolveProvider(input: {
       : interactive(model)
         ? `set "providers.${name}.apiKey" in ${userFile} and give /model again, or start conch again with ${envName}=… exported`
         : `export ${envName}=… (or set "providers.${name}.apiKey" in ${userFile})`;
-    throw new ConfigError(`${label} "${model.value}" needs an API key for ${name}, and none is set: ${how}.`, model.file, model.file ? 'model' : model.source);
+    // The model is fine, its key is missing: no flag was wrong, so no pointer to --help.
+    throw new ConfigError(`${label} "${model.value}" needs an API key for ${name}, and none is set: ${how}.`, model.file, `providers.${name}.apiKey`);
   }
   return { type: entry.type, name, model: modelId, ...(url !== undefined && { baseUrl: url }), ...(apiKey !== undefined && { apiKey }), retry };
 }

@@ -225,6 +225,11 @@ describe('every flag is checked for type and repetition before use', () => {
     expect(r.stderr).toContain('OPENAI_API_KEY');
     expect(r.stderr).toContain('needs an API key');
     expect(r.stderr).not.toContain('no model is configured');
+    // No flag was wrong: --help would not help, and under --json the run's document says it.
+    expect(r.stderr).not.toContain('--help');
+    const json = await conch(['--json', '-m', 'openai/gpt-5.4', 'go'], {});
+    expect(json.code).toBe(2);
+    expect(JSON.parse(json.stdout)).toMatchObject({ runId: expect.any(String), code: 'config_invalid', message: expect.stringContaining('needs an API key') });
   });
 });
 
