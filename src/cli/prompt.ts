@@ -22,18 +22,38 @@ export interface PromptOptions {
   complete?: (before: string) => string[];
 }
 
-/** Earlier submissions, newest first (readline's order), kept across line editors. */
-const HISTORY_SIZE = 500;
+/** Earlier submissions, newest first (readline's order), kept across line editors (and sessions: history.ts). */
+const HISTORY_SIZE = 1000;
 const BRACKETED_PASTE_ON = '\x1b[?2004h';
 const BRACKETED_PASTE_OFF = '\x1b[?2004l';
 
+/** A submission as readline keeps it: its lines in reverse order, joined by \r. */
+const entryOf = (text: string) => text.split('\n').reverse().join('\r');
+
 export function createPrompt(options: PromptOptions) {
   let history: string[] = [];
+  /** The line editor open now: its history is the one to extend. */
+  let open: { history?: string[] } | null = null;
   let active: (() => void) | null = null;
   // Ctrl-C at an empty prompt ends the session only when pressed again with no key between: one
   // meant for a run that had just ended, or to clear a line already empty, must not end it.
   let exitArmed = false;
   const editor = {
+    /**
+     * Submissions of earlier sessions, oldest first: they go behind this session's (↑ reaches them
+     * after), an older copy of an entry giving way to the newer one.
+     */
+    remember(older: string[]): void {
+      const h = open?.history ?? history;
+      const seen = new Set(h);
+      for (const text of older.toReversed()) {
+        const entry = entryOf(text);
+        if (h.length >= HISTORY_SIZE) break;
+        if (!seen.has(entry)) h.push(entry);
+        seen.add(entry);
+      }
+      history = h;
+    },
     /** End the line being edited as if Ctrl-D was pressed (conch cannot go on). */
     cancel(): void {
       active?.();
@@ -55,6 +75,7 @@ export function createPrompt(options: PromptOptions) {
           return [hits.length ? hits : [`${before}\t`], before];
         };
         const rl = createInterface({ input: options.input, output: options.output, terminal: true, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true, prompt: options.prompt, ...(options.complete ? { completer } : {}) });
+        open = rl as unknown as { history?: string[] };
         const lines: string[] = [];
         /** History entries readline added for this submission's lines (it skips blank ones). */
         let entries = 0;
@@ -77,6 +98,7 @@ export function createPrompt(options: PromptOptions) {
           pasteOff();
           const kept = (rl as unknown as { history?: string[] }).history;
           if (kept) history = kept;
+          open = null;
           rl.close();
         };
         const finish = (result: Submission) => {
@@ -104,7 +126,7 @@ export function createPrompt(options: PromptOptions) {
           // it made of the lines; an older copy goes, as removeHistoryDuplicates does.
           const h = (rl as unknown as { history?: string[] }).history;
           if (lines.length > 1 && h) {
-            const entry = text.split('\n').reverse().join('\r');
+            const entry = entryOf(text);
             h.splice(0, entries, entry);
             const older = h.indexOf(entry, 1);
             if (older !== -1) h.splice(older, 1);

@@ -37,6 +37,8 @@ export interface FileSettings {
   prices: Config['prices'];
   stopOnDeny: boolean;
   sessionsKeep: number;
+  /** The prompt history is stored (config history); any file's false turns it off. */
+  history: boolean;
   plugins: { enabled: boolean; firstParty: Set<string>; dirs: string[]; allowOverride: string[]; options: Record<string, Record<string, unknown>> };
   /** First-party names the files switched on, for checkPluginNames. */
   named: PluginNames[];
@@ -54,6 +56,7 @@ export function mergeFileSettings(files: ConfigFile[], opts: { projectModelIgnor
   const prices: Config['prices'] = {};
   let stopOnDeny = false;
   let sessionsKeep = DEFAULT_SESSIONS_KEEP;
+  let history = true;
   let pluginsEnabled = opts.pluginsEnabled;
   const firstParty = new Set<string>();
   const dirs: string[] = [];
@@ -83,6 +86,9 @@ export function mergeFileSettings(files: ConfigFile[], opts: { projectModelIgnor
       if (kind === 'project') warnings.push(`${file}: "sessions.keep" ignored: only your user config decides how many sessions are kept.`);
       else sessionsKeep = value.sessions.keep;
     }
+    // Prompts may hold secrets: a project may keep them off disk, never put yours back on it.
+    if (value.history === false) history = false;
+    else if (value.history === true && kind === 'project' && !history) warnings.push(`${file}: "history": true ignored: a project config can only turn the prompt history off.`);
     const plugins = Array.isArray(value.plugins) ? { firstParty: value.plugins } : value.plugins;
     if (plugins?.enabled === false) pluginsEnabled = false;
     const names = plugins?.firstParty ?? [];
@@ -116,6 +122,7 @@ export function mergeFileSettings(files: ConfigFile[], opts: { projectModelIgnor
     prices,
     stopOnDeny,
     sessionsKeep,
+    history,
     plugins: { enabled: pluginsEnabled, firstParty, dirs, allowOverride, options: pluginOptions },
     named,
     warnings,

@@ -27,6 +27,7 @@ import { secretPolicy } from './secrets.ts';
 import { type ProjectTrust, untrustedModelChoice } from './untrusted-model.ts';
 import { cacheHome, configDirOf, stateHome } from './xdg.ts';
 import { tildePath } from '../core/display-path.ts';
+import { ConfigError } from '../core/errors.ts';
 import type { ShellRules } from './command-layer.ts';
 import { type CliFlags, type Config } from './types.ts';
 
@@ -94,7 +95,8 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const policy = mergePolicy(layers, cwd);
   checkNetAllow(files, flags.allowNet);
   const sessionsDir = join(stateHome(env, home), 'conch', 'sessions');
-  protectOwnDirs(policy, cwd, { configDir, cacheDir: join(cacheHome(env, home), 'conch'), sessionsDir });
+  const historyFile = join(stateHome(env, home), 'conch', 'history');
+  protectOwnDirs(policy, cwd, { configDir, cacheDir: join(cacheHome(env, home), 'conch'), sessionsDir, historyFile });
   // After the policy's own verdict on the roots, which names the rule.
   if (!flags.unrestricted) checkDirFlag('--allow-write', flags.allowWrite, cwd);
   const homeRun = applyHomeGuard(policy, cwd, home, flags, warnings);
@@ -129,9 +131,19 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
     mcp: { enabled: flags.mcp !== false, user: userMcp(files) },
     env: env_,
     sessions: { dir: sessionsDir, keep: settings.sessionsKeep },
+    history: { file: historyFile, enabled: historyOn(env, settings.history) },
     ...(flags.skill?.length && { invokeSkills: [...new Set(flags.skill)] }),
     warnings: [...warnings, ...policy.warnings],
   };
+}
+
+/** CONCH_HISTORY (yours, like a flag) over the config files' "history". */
+function historyOn(env: Env, files: boolean): boolean {
+  const value = env.CONCH_HISTORY;
+  if (value === undefined || value === '') return files;
+  if (/^(0|false|off|no)$/i.test(value)) return false;
+  if (/^(1|true|on|yes)$/i.test(value)) return true;
+  throw new ConfigError(`CONCH_HISTORY=${JSON.stringify(value)} is not a switch: set CONCH_HISTORY=0 to keep the prompt history off disk, or CONCH_HISTORY=1 (or unset it) to store it.`, undefined, 'CONCH_HISTORY');
 }
 
 function userMcp(files: ConfigFile[]): Config['mcp']['user'] {

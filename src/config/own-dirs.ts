@@ -1,19 +1,20 @@
 // conch's own folders inside a workspace (conch run from $HOME). Its config and plugin cache hold
 // code conch runs unsandboxed at the next start: when the workspace contains them, nothing in the
 // run may write them. The session store holds the user's conversations: the tools may neither
-// write nor read it (and the sandbox hides it from commands, see read-hidden.ts). A writable root
+// write nor read it (and the sandbox hides it from commands, see read-hidden.ts), nor the prompt
+// history, which holds what the user typed. A writable root
 // over any of them is refused.
 import { relative } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { MergedPolicy } from './layers.ts';
 
-export function protectOwnDirs(policy: MergedPolicy, cwd: string, own: { configDir: string; cacheDir: string; sessionsDir: string }): void {
-  const ownDirs = [own.configDir, own.cacheDir, own.sessionsDir];
+export function protectOwnDirs(policy: MergedPolicy, cwd: string, own: { configDir: string; cacheDir: string; sessionsDir: string; historyFile: string }): void {
+  const ownDirs = [own.configDir, own.cacheDir, own.sessionsDir, own.historyFile];
   const globs = ownDirGlobs(cwd, ownDirs);
   policy.workspace.protectedGlobs.push(...globs);
   policy.sandbox.protectedGlobs.push(...globs);
-  policy.workspace.readDeny.push(...ownDirGlobs(cwd, [own.sessionsDir]));
+  policy.workspace.readDeny.push(...ownDirGlobs(cwd, [own.sessionsDir, own.historyFile]));
   refuseOwnDirRoots(policy.workspace.writableRoots, ownDirs);
 }
 

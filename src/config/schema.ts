@@ -136,6 +136,8 @@ export const ConfigFileSchema = Type.Object(
     shell: Type.Optional(Type.Object({ enabled: Type.Optional(Bool), commands: Type.Optional(CommandsSchema) }, closed)),
     policy: Type.Optional(Type.Object({ stopOnDeny: Type.Optional(Bool) }, closed)),
     sessions: Type.Optional(Type.Object({ keep: Type.Optional(Count) }, closed)),
+    // The interactive prompt's history on file (cli/history.ts); false keeps it in memory only.
+    history: Type.Optional(Bool),
     // Checked entry by entry in mcp/config.ts, where the server shapes live (a bad one names its key).
     mcpServers: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { description: 'an object of MCP servers by name' })),
     maxOutputTokens: Type.Optional(MaxOutputTokens),

@@ -126,6 +126,11 @@ export interface Config {
   env: Record<string, string>;
   /** The session store: its directory and how many sessions are kept (0 = no cap). */
   sessions: { dir: string; keep: number };
+  /**
+   * The interactive prompt's history file, and whether submissions are stored there (config
+   * "history", CONCH_HISTORY). Tools never read it, whichever: it holds what the user typed.
+   */
+  history: { file: string; enabled: boolean };
   /** Things the user should know that are not errors (e.g. a project root narrowed away); print on stderr. */
   warnings?: string[];
 }

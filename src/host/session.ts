@@ -87,8 +87,8 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     writableRoots: config.workspace.writableRoots,
     readRoots: config.workspace.readRoots ?? undefined,
     // Wherever it lives, the session store holds other workspaces' conversations: `read` never opens
-    // it (a prompt-injected run must not read what was said in another project).
-    readDeny: [...config.workspace.readDeny, ...sessionStoreGlobs(config.sessions.dir)],
+    // it (a prompt-injected run must not read what was said in another project), nor the prompt history.
+    readDeny: [...config.workspace.readDeny, ...sessionStoreGlobs(config.sessions.dir), ...(config.history ? [canonical(config.history.file)] : [])],
     denySecretFiles: config.workspace.denySecretFiles,
     secrets: config.workspace.secrets,
     denied: config.policy.denied,

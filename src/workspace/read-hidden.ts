@@ -12,6 +12,8 @@ import { secretPathsToHide, type SecretLocation } from './secrets.ts';
 export interface ReadPolicy {
   policy: { denied?: { mode: 'read' | 'write'; root?: string }[] };
   sessions: { dir: string };
+  /** The prompt history (absent: a Config built by hand, without one). */
+  history?: { file: string };
   workspace: { readDeny: string[]; denySecretFiles?: boolean; secrets?: SecretLocation[] };
 }
 
@@ -20,6 +22,8 @@ export async function hiddenForCommands(config: ReadPolicy, workspaceRoot: strin
   for (const d of config.policy.denied ?? []) if (d.mode === 'read' && d.root) hidden.add(d.root);
   // The session store is the user's conversations: no command reads or rewrites it, wherever it is.
   hidden.add(config.sessions.dir);
+  // So is what the user typed at the interactive prompt.
+  if (config.history) hidden.add(config.history.file);
   const globs = [...config.workspace.readDeny, ...(config.workspace.denySecretFiles ? SECRET_FILE_GLOBS : [])];
   if (globs.length > 0) {
     const matches = picomatch(globs, { dot: true });

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, test } from 'bun:test';
 import { CONCH, conchEnv, openaiEnv, runConch, useHarness, writeConfig } from '../support/cli.ts';
 import { hasTmux, openTerminal, type Terminal } from '../support/tty.ts';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 const harness = useHarness();
@@ -291,6 +291,72 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     t.keys('Enter');
     await t.waitFor(() => harness.server.requests.length === 3, 'a third request');
     expect(JSON.stringify(harness.server.requests[2]!.body.messages.at(-1))).toContain('"typed"');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+});
+
+describe.skipIf(!hasTmux)('conch on a terminal: the prompt history across sessions', () => {
+  const historyFile = () => join(harness.dirs.home, '.local', 'state', 'conch', 'history');
+
+  test('↑ in a new conch brings back the last session\'s submissions, a multi-line one as one entry', async () => {
+    harness.server.script([{ text: 'first answer' }, { text: 'again' }]);
+    let t = await open();
+    await ready(t);
+    t.type('first line \\');
+    t.keys('Enter');
+    t.type('second line');
+    t.keys('Enter');
+    await t.waitFor((s) => /first answer[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer and the prompt');
+    t.type('/help');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('/model NAME'), 'the help');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+    await t.close();
+    // Stored as typed, one record each, the user's alone.
+    expect(await readFile(historyFile(), 'utf8')).toBe('"first line \\nsecond line"\n"/help"\n');
+    expect((await stat(historyFile())).mode & 0o777).toBe(0o600);
+
+    t = term = await open();
+    await ready(t);
+    t.keys('Up');
+    await t.waitFor((s) => s.trimEnd().endsWith('› /help'), 'the newest entry');
+    t.keys('Up');
+    await t.waitFor((s) => s.trimEnd().endsWith('second line'), 'the multi-line entry');
+    t.keys('Enter');
+    await t.waitFor(() => harness.server.requests.length === 2, 'the recalled task sent');
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages.at(-1))).toContain('first line \\nsecond line');
+    await t.waitFor((s) => /again[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer and the prompt');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+    // The recalled entry is stored again, as the newest.
+    expect((await readFile(historyFile(), 'utf8')).trimEnd().split('\n').at(-1)).toBe('"first line \\nsecond line"');
+  }, SLOW);
+
+  test('CONCH_HISTORY=0 stores nothing; a damaged file is read around, with one warning', async () => {
+    harness.server.script([{ text: 'kept off disk' }, { text: 'ok' }]);
+    let t = await open([], { CONCH_HISTORY: '0' });
+    await ready(t);
+    t.type('a secret task');
+    t.keys('Enter');
+    await t.waitFor((s) => /kept off disk[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+    await t.close();
+    expect(await readFile(historyFile(), 'utf8').catch(() => 'absent')).toBe('absent');
+
+    await mkdir(join(harness.dirs.home, '.local', 'state', 'conch'), { recursive: true });
+    await writeFile(historyFile(), '"older"\nnot a record\n"newer"\n');
+    t = term = await open();
+    await ready(t);
+    t.keys('Up');
+    await t.waitFor((s) => s.trimEnd().endsWith('› newer'), 'the newest good entry');
+    t.keys('Up');
+    await t.waitFor((s) => s.trimEnd().endsWith('› older'), 'the older one, past the damage');
+    t.keys('Enter');
+    const shown = await t.waitFor((s) => /\nok\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer');
+    expect(shown.split('of the prompt history is not a JSON string and was skipped')).toHaveLength(2);
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);

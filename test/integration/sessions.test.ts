@@ -383,6 +383,26 @@ describe('where sessions live', () => {
     expect(readFileSync(file, 'utf8')).toContain('4711');
   });
 
+  test('the prompt history is hidden from commands and refused to the read tool, in the workspace or not', async () => {
+    for (const state of [join(harness.dirs.workspace, '.state'), join(harness.dirs.home, 'state')]) {
+      const history = join(state, 'conch', 'history');
+      mkdirSync(join(state, 'conch'), { recursive: true });
+      await Bun.write(history, '"typed token 4711"\n');
+      harness.server.script([
+        { toolCalls: [{ name: 'bash', arguments: { command: `cat '${history}'; echo end` } }] },
+        { toolCalls: [{ name: 'read', arguments: { path: history } }] },
+        { text: 'done' },
+      ]);
+      const r = await jsonRun(['--ephemeral', 'read the history'], { env: { XDG_STATE_HOME: state } });
+      expect(r.code).toBe(0);
+      const afterBash = sent(harness.server.requests.length - 2);
+      expect(afterBash).toContain('end');
+      expect(afterBash).not.toContain('4711');
+      expect(sent(harness.server.requests.length - 1)).not.toContain('4711');
+      expect(readFileSync(history, 'utf8')).toContain('4711');
+    }
+  });
+
   test('the read tool cannot open the session store outside the workspace: another project\'s conversations', async () => {
     const state = join(harness.dirs.home, 'state-elsewhere');
     const env = { XDG_STATE_HOME: state };

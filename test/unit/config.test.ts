@@ -628,6 +628,37 @@ describe("conch's own directories inside the workspace", () => {
     expect(config.warnings?.join('\n')).toContain('"sessions.keep" ignored');
   });
 
+  test('the prompt history: in the state dir, on by default; "history": false or CONCH_HISTORY=0 turns it off; a project can only turn it off', async () => {
+    const file = join(home, '.local', 'state', 'conch', 'history');
+    expect((await load()).history).toEqual({ file, enabled: true });
+    expect((await load({}, { XDG_STATE_HOME: join(root, 'state') })).history.file).toBe(join(root, 'state', 'conch', 'history'));
+    expect((await load({}, { CONCH_HISTORY: '0' })).history.enabled).toBe(false);
+    put(userFile(), { history: false });
+    expect((await load()).history.enabled).toBe(false);
+    // The environment is yours, as a flag is: it overrides the file for one session.
+    expect((await load({}, { CONCH_HISTORY: '1' })).history.enabled).toBe(true);
+    put(projectFile(), { history: true });
+    const config = await load();
+    expect(config.history.enabled).toBe(false);
+    expect(config.warnings?.join('\n')).toContain('"history": true ignored: a project config can only turn the prompt history off');
+    put(userFile(), {});
+    put(projectFile(), { history: false });
+    expect((await load()).history.enabled).toBe(false);
+  });
+
+  test('a bad history setting names the key and the fix', async () => {
+    const e = await refused({}, { CONCH_HISTORY: 'maybe' });
+    expect(e.message).toBe('CONCH_HISTORY="maybe" is not a switch: set CONCH_HISTORY=0 to keep the prompt history off disk, or CONCH_HISTORY=1 (or unset it) to store it.');
+    put(userFile(), { history: 'no' });
+    expect((await refused()).message).toContain('"history"');
+  });
+
+  test('run from $HOME: the prompt history can be neither written nor read by the file tools', async () => {
+    const config = await loadConfig({ cwd: project, env: { HOME: project }, flags: {} });
+    expect(config.workspace.protectedGlobs).toContain('.local/state/conch/history');
+    expect(config.workspace.readDeny).toContain('.local/state/conch/history');
+  });
+
   test('a config dir elsewhere adds nothing', async () => {
     const config = await load();
     expect(config.workspace.protectedGlobs.some((g) => g.includes('conch'))).toBe(false);

@@ -1,0 +1,157 @@
+// The interactive prompt's history, kept across sessions in the state directory
+// ($XDG_STATE_HOME/conch/history): one JSON string per line, so a submission of several lines is
+// one record. Several conch processes may share the file: each record is appended whole with one
+// write to a file opened O_APPEND (they never interleave), and trimming to the newest entries
+// writes a temporary file renamed over the old one, so a reader sees the old file or the new one.
+// History is a convenience: a file that cannot be read or written never stops the prompt (one
+// warning says so), and lines that are no record are skipped.
+import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+/** Entries kept; the file is trimmed back to this many once it holds a tenth more. */
+export const HISTORY_KEEP = 1000;
+
+export interface HistoryStore {
+  /** The entries on file, oldest first (consecutive duplicates merged). */
+  readonly entries: string[];
+  /** Store one submission (empty text and a repeat of the newest entry are not stored). */
+  add(text: string): void;
+}
+
+/** Opens the history at `file`; `warn` gets at most one line for the life of the store. */
+export function openHistory(file: string, warn: (line: string) => void, keep = HISTORY_KEEP): HistoryStore {
+  let warned = false;
+  const once = (line: string) => {
+    if (!warned) warn(line);
+    warned = true;
+  };
+  const loaded = readEntries(file, once);
+  // It exists from now on, so that the sandbox hides it from commands (hidden paths must exist).
+  if (loaded.missing) {
+    try {
+      ensureDir(file);
+      closeSync(openSync(file, 'a', 0o600));
+    } catch (error) {
+      once(cannotSave(file, error));
+    }
+  }
+  const entries = loaded.entries;
+  // What this process knows is on file, to trim without reading it at every submission.
+  let onFile = loaded.records;
+  return {
+    entries,
+    add(text) {
+      if (!text.trim() || entries.at(-1) === text) return;
+      entries.push(text);
+      if (entries.length > keep) entries.splice(0, entries.length - keep);
+      try {
+        append(file, text);
+        onFile++;
+        if (onFile > keep + Math.ceil(keep / 10)) onFile = trim(file, keep);
+      } catch (error) {
+        once(cannotSave(file, error));
+      }
+    },
+  };
+}
+
+const cannotSave = (file: string, error: unknown) =>
+  `the prompt history cannot be saved to ${file} (${reason(error)}); this session's stays in memory. Fix the folder's permissions, or turn history off ("history": false in config.json, or CONCH_HISTORY=0).`;
+
+function readEntries(file: string, warn: (line: string) => void): { entries: string[]; records: number; missing?: boolean } {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    // ENOTDIR: a file where a folder would go, which creating the folder reports.
+    const missing = code === 'ENOENT' || code === 'ENOTDIR';
+    if (!missing) warn(`the prompt history ${file} cannot be read (${reason(error)}); the prompt starts without it.`);
+    return { entries: [], records: 0, missing };
+  }
+  const { entries, bad, records } = parse(text);
+  if (bad) warn(`${file}: ${bad} line${bad === 1 ? '' : 's'} of the prompt history ${bad === 1 ? 'is' : 'are'} not a JSON string and ${bad === 1 ? 'was' : 'were'} skipped.`);
+  return { entries, records };
+}
+
+/** The records of a history file, oldest first; a line that is not one is counted in `bad`. */
+export function parse(text: string): { entries: string[]; bad: number; records: number } {
+  const entries: string[] = [];
+  let bad = 0;
+  let records = 0;
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    records++;
+    let value: unknown;
+    try {
+      value = JSON.parse(line);
+    } catch {
+      value = undefined;
+    }
+    if (typeof value !== 'string') {
+      bad++;
+      continue;
+    }
+    if (value.trim() && entries.at(-1) !== value) entries.push(value);
+  }
+  return { entries, bad, records };
+}
+
+const record = (text: string) => Buffer.from(`${JSON.stringify(text)}\n`);
+
+function ensureDir(file: string): void {
+  // The state folder may hold prompts with secrets in them: the user's alone.
+  mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+}
+
+function append(file: string, text: string): void {
+  ensureDir(file);
+  const fd = openSync(file, 'a+', 0o600);
+  try {
+    const info = fstatSync(fd);
+    if ((info.mode & 0o077) !== 0) fchmodSync(fd, 0o600);
+    // A last line cut short (a process killed mid-write, an edit) must not swallow this record.
+    const last = Buffer.alloc(1);
+    const cut = info.size > 0 && readSync(fd, last, 0, 1, info.size - 1) === 1 && last[0] !== 0x0a;
+    const data = Buffer.concat([cut ? Buffer.from('\n') : Buffer.alloc(0), record(text)]);
+    // One write of the whole record: O_APPEND puts it at the end, after any other process's.
+    const written = writeSync(fd, data);
+    if (written !== data.length) throw new Error(`short write (${written} of ${data.length} bytes)`);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Rewrites the file with its newest `keep` records; returns how many it holds. */
+function trim(file: string, keep: number): number {
+  const temp = `${file}.${process.pid}.tmp`;
+  try {
+    // Another process may append while this one trims: if the file grew after it was read, it is
+    // read again, so that what the rename replaces holds no record the new file lacks.
+    for (let attempt = 0; ; attempt++) {
+      const size = statSync(file).size;
+      const text = readFileSync(file, 'utf8');
+      const lines = text.split('\n').filter((l) => l.trim());
+      const kept = lines.slice(-keep);
+      const fd = openSync(temp, 'w', 0o600);
+      try {
+        writeSync(fd, kept.length ? `${kept.join('\n')}\n` : '');
+      } finally {
+        closeSync(fd);
+      }
+      if (statSync(file).size !== size && attempt < 3) continue;
+      renameSync(temp, file);
+      return kept.length;
+    }
+  } finally {
+    rmSync(temp, { force: true });
+  }
+}
+
+function reason(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
+  if (code === 'EISDIR') return 'it is a directory';
+  if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file is where a folder on its path would be';
+  return code ?? String((error as Error).message ?? error);
+}
