@@ -16,6 +16,8 @@ export interface HistoryStore {
   readonly entries: string[];
   /** Store one submission (empty text and a repeat of the newest entry are not stored). */
   add(text: string): void;
+  /** Make the file if it is missing: the sandbox hides only paths that exist from commands. */
+  touch(): void;
 }
 
 /** Opens the history at `file`; `warn` gets at most one line for the life of the store. */
@@ -26,20 +28,19 @@ export function openHistory(file: string, warn: (line: string) => void, keep = H
     warned = true;
   };
   const loaded = readEntries(file, once);
-  // It exists from now on, so that the sandbox hides it from commands (hidden paths must exist).
-  if (loaded.missing) {
-    try {
-      ensureDir(file);
-      closeSync(openSync(file, 'a', 0o600));
-    } catch (error) {
-      once(cannotSave(file, error));
-    }
-  }
   const entries = loaded.entries;
   // What this process knows is on file, to trim without reading it at every submission.
   let onFile = loaded.records;
   return {
     entries,
+    touch() {
+      try {
+        ensureDir(file);
+        closeSync(openSync(file, 'a', 0o600));
+      } catch (error) {
+        once(cannotSave(file, error));
+      }
+    },
     add(text) {
       if (!text.trim() || entries.at(-1) === text) return;
       entries.push(text);
@@ -58,7 +59,7 @@ export function openHistory(file: string, warn: (line: string) => void, keep = H
 const cannotSave = (file: string, error: unknown) =>
   `the prompt history cannot be saved to ${file} (${reason(error)}); this session's stays in memory. Fix the folder's permissions, or turn history off ("history": false in config.json, or CONCH_HISTORY=0).`;
 
-function readEntries(file: string, warn: (line: string) => void): { entries: string[]; records: number; missing?: boolean } {
+function readEntries(file: string, warn: (line: string) => void): { entries: string[]; records: number } {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -67,7 +68,7 @@ function readEntries(file: string, warn: (line: string) => void): { entries: str
     // ENOTDIR: a file where a folder would go, which creating the folder reports.
     const missing = code === 'ENOENT' || code === 'ENOTDIR';
     if (!missing) warn(`the prompt history ${file} cannot be read (${reason(error)}); the prompt starts without it.`);
-    return { entries: [], records: 0, missing };
+    return { entries: [], records: 0 };
   }
   const { entries, bad, records } = parse(text);
   if (bad) warn(`${file}: ${bad} line${bad === 1 ? '' : 's'} of the prompt history ${bad === 1 ? 'is' : 'are'} not a JSON string and ${bad === 1 ? 'was' : 'were'} skipped.`);

@@ -8,14 +8,13 @@ import { teeSinks } from '../agent/events.ts';
 import type { Trace } from './trace.ts';
 import type { Watchdog } from './watchdog.ts';
 import type { StartedRun } from '../host/start.ts';
-import type { Config } from '../config/types.ts';
-import type { HistoryStore } from './history.ts';
 import type { HumanSink } from './render.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import type { SessionChoice } from '../sessions/open.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { colorAllowed } from './terminal.ts';
 import { createPrompt } from './prompt.ts';
+import { promptHistory } from './prompt-history.ts';
 import { isSlashCommand, slashCommand, slashCompletions, type SlashContext } from './slash.ts';
 import { terminalSafe } from './tool-lines.ts';
 
@@ -54,36 +53,18 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     watchdog.arm(null, onSignal, false);
     return watchdog;
   };
-  // The prompt history on file: read once the config says where it is (and whether it is wanted),
-  // before plugins and MCP servers start, so that ↑ reaches earlier sessions' submissions at once.
-  let historyOpened = false;
-  let historyReady: (store: HistoryStore | null) => void = () => {};
-  const stored = new Promise<HistoryStore | null>((resolve) => (historyReady = resolve));
-  /** Said once the prompt is closed (a line written now would land on it). */
-  const historyWarnings: string[] = [];
-  const openStoredHistory = async (config: Config) => {
-    if (historyOpened) return;
-    historyOpened = true;
-    await (async () => {
-      if (!config.history.enabled) return null;
-      const { openHistory } = await import('./history.ts');
-      const store = openHistory(config.history.file, (line) => historyWarnings.push(line));
-      editor.remember(store.entries);
-      return store;
-    })().then(historyReady, () => historyReady(null));
-  };
-  /** Waits for the config when the user was quicker: whether to store it is the config's to say. */
-  const remember = async (text: string) => (await stored)?.add(text);
+  // Read now, stored to once the config (read as the host starts) says so.
+  const history = promptHistory(editor);
   const start = async (next: typeof current) => {
     const [{ planStart, startRun }, { offersMcpTools }] = await Promise.all([import('../host/start.ts'), import('../host/mcp.ts')]);
     let loading = false;
     try {
       const planned = await planStart(next.flags, cwd, { session: next.session }).catch((error) => {
-        historyReady(null);
+        history.abandon();
         throw error;
       });
       // Before the session opens: the file then exists, and the sandbox hides it from commands.
-      await openStoredHistory(planned.config);
+      history.configure(planned.config.history);
       const started = await startRun(next.flags, cwd, {
         approver,
         planned,
@@ -300,8 +281,8 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       const text = input.text.trim();
       if (!text) continue;
       // Everything submitted, as a shell keeps it (a mistyped command is recalled to be fixed).
-      await remember(input.text);
-      for (const line of historyWarnings.splice(0)) stderr.write(`conch: ${terminalSafe(line)}\n`);
+      await history.add(input.text);
+      for (const line of history.warnings.splice(0)) stderr.write(`conch: ${terminalSafe(line)}\n`);
       if (isSlashCommand(text)) {
         const answer = await guarded(() => slashCommand(text, slash));
         if (answer === 'exit') break;

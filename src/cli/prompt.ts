@@ -54,6 +54,13 @@ export function createPrompt(options: PromptOptions) {
       }
       history = h;
     },
+    /** Submissions remember() was given that must go again (the history turned out to be off). */
+    forget(texts: string[]): void {
+      const h = open?.history ?? history;
+      const gone = new Set(texts.map(entryOf));
+      for (let i = h.length - 1; i >= 0; i--) if (gone.has(h[i]!)) h.splice(i, 1);
+      history = h;
+    },
     /** End the line being edited as if Ctrl-D was pressed (conch cannot go on). */
     cancel(): void {
       active?.();

@@ -25,7 +25,7 @@ import { checkPluginNames } from './plugin-names.ts';
 import { resolveRoute } from './route.ts';
 import { secretPolicy } from './secrets.ts';
 import { type ProjectTrust, untrustedModelChoice } from './untrusted-model.ts';
-import { cacheHome, configDirOf, stateHome } from './xdg.ts';
+import { cacheHome, configDirOf, historyFileOf, historyOff, stateHome } from './xdg.ts';
 import { tildePath } from '../core/display-path.ts';
 import { ConfigError } from '../core/errors.ts';
 import type { ShellRules } from './command-layer.ts';
@@ -95,7 +95,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const policy = mergePolicy(layers, cwd);
   checkNetAllow(files, flags.allowNet);
   const sessionsDir = join(stateHome(env, home), 'conch', 'sessions');
-  const historyFile = join(stateHome(env, home), 'conch', 'history');
+  const historyFile = historyFileOf(env, home);
   protectOwnDirs(policy, cwd, { configDir, cacheDir: join(cacheHome(env, home), 'conch'), sessionsDir, historyFile });
   // After the policy's own verdict on the roots, which names the rule.
   if (!flags.unrestricted) checkDirFlag('--allow-write', flags.allowWrite, cwd);
@@ -141,7 +141,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
 function historyOn(env: Env, files: boolean): boolean {
   const value = env.CONCH_HISTORY;
   if (value === undefined || value === '') return files;
-  if (/^(0|false|off|no)$/i.test(value)) return false;
+  if (historyOff(value)) return false;
   if (/^(1|true|on|yes)$/i.test(value)) return true;
   throw new ConfigError(`CONCH_HISTORY=${JSON.stringify(value)} is not a switch: set CONCH_HISTORY=0 to keep the prompt history off disk, or CONCH_HISTORY=1 (or unset it) to store it.`, undefined, 'CONCH_HISTORY');
 }

@@ -17,6 +17,14 @@ export function stateHome(env: Env, home: string): string {
   return env.XDG_STATE_HOME && isAbsolute(env.XDG_STATE_HOME) ? env.XDG_STATE_HOME : join(home, '.local', 'state');
 }
 
+/** The interactive prompt's history: $XDG_STATE_HOME/conch/history. */
+export function historyFileOf(env: Env, home: string): string {
+  return join(stateHome(env, home), 'conch', 'history');
+}
+
+/** CONCH_HISTORY=0 (or false, off, no); known before the config is read, so the prompt can read the file at once. */
+export const historyOff = (value: string | undefined) => value !== undefined && /^(0|false|off|no)$/i.test(value);
+
 export function cacheHome(env: Env, home: string): string {
   return env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(home, '.cache');
 }

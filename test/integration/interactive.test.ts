@@ -334,6 +334,27 @@ describe.skipIf(!hasTmux)('conch on a terminal: the prompt history across sessio
     expect((await readFile(historyFile(), 'utf8')).trimEnd().split('\n').at(-1)).toBe('"first line \\nsecond line"');
   }, SLOW);
 
+  test('"history": false in the config: the file is neither added to nor recalled from', async () => {
+    await writeConfig(harness.dirs, { history: false });
+    await mkdir(join(harness.dirs.home, '.local', 'state', 'conch'), { recursive: true });
+    await writeFile(historyFile(), '"stale entry"\n');
+    harness.server.script([{ text: 'answered' }]);
+    const t = await open();
+    await ready(t);
+    t.type('new task');
+    t.keys('Enter');
+    await t.waitFor((s) => /answered[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer');
+    t.keys('Up');
+    await t.waitFor((s) => s.trimEnd().endsWith('› new task'), 'this session\'s entry');
+    t.keys('Up');
+    await Bun.sleep(300);
+    expect(t.screen()).not.toContain('stale entry');
+    t.keys('C-u');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+    expect(await readFile(historyFile(), 'utf8')).toBe('"stale entry"\n');
+  }, SLOW);
+
   test('CONCH_HISTORY=0 stores nothing; a damaged file is read around, with one warning', async () => {
     harness.server.script([{ text: 'kept off disk' }, { text: 'ok' }]);
     let t = await open([], { CONCH_HISTORY: '0' });
