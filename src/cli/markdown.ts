@@ -3,26 +3,39 @@
 // with chalk. Streaming: text arrives in deltas, and a block is drawn once the next one has begun
 // (so it cannot change any more; a list once the next block can no longer be one of its items);
 // the last block waits for more text or for the end. What is drawn never depends on where the
-// deltas split (test/unit/markdown-stream.test.ts tries every split).
+// deltas split (test/unit/markdown-stream.test.ts tries every split). On a terminal (`live`) the
+// open paragraph is shown meanwhile too (markdown-live.ts); the screen still ends as it would have.
 // Paragraphs are not hard-wrapped: the terminal wraps them, and re-wraps them when it is resized.
 // Tables and rules are drawn to the width at the time they complete.
 import { Chalk, type ChalkInstance } from 'chalk';
 import { Lexer, type Token, type Tokens } from 'marked';
 import { highlightCode } from './highlight.ts';
 import { cutVisible, terminalSafe, visible } from './tool-lines.ts';
+import { eraseShown, settledSource } from './markdown-live.ts';
 
 export interface MarkdownOptions {
   /** ANSI styles; without them the layout stays and the markup characters go. */
   color: boolean;
   /** The terminal's width now (asked for every block, so a resize applies to what follows). */
   width: () => number;
+  /**
+   * On a terminal: the paragraph being written is shown as it arrives (markdown-live.ts), with the
+   * screen's size now to erase it by when the finished block draws otherwise.
+   */
+  live?: { columns: () => number; rows: () => number };
 }
 
 export interface MarkdownStream {
-  /** More text; returns what can be drawn now (whole blocks). */
+  /** More text; returns what can be drawn now (whole blocks, and with `live` the open paragraph so far). */
   push(text: string): string;
   /** The text is over: draw whatever is left. */
   end(): string;
+  /**
+   * Something else is about to be written (a warning on stderr): takes the open paragraph shown so
+   * far off the screen ('' when none is), to be shown again by the next push. When it no longer
+   * fits on the screen it stays, and the line is ended instead.
+   */
+  retract(): string;
 }
 
 /**
@@ -42,6 +55,45 @@ export function markdownStream(options: MarkdownOptions): MarkdownStream {
   let blocks = 0;
   // How long `pending` was when it was last lexed.
   let lexed = 0;
+  // What is on screen of the open paragraph (its separator first), not drawn as a block yet; once
+  // `kept`, no more is shown of it (it could not be erased, or a line was ended after it).
+  let shown = '';
+  let kept = false;
+  // A line was ended after it (retract): the cursor is no longer where it ends.
+  let moved = false;
+  const erase = (text: string) => (options.live ? eraseShown(text, Math.max(1, options.live.columns()), options.live.rows()) : null);
+  /** The drawing of finished blocks, the first of them the open paragraph partly shown. */
+  const settle = (out: string) => {
+    const before = shown;
+    const away = moved;
+    shown = '';
+    kept = moved = false;
+    if (!before || out.startsWith(before)) return out.slice(before.length);
+    if (away) return out;
+    // Drawn otherwise than shown (a setext heading, a span guessed wrong): drawn again in its place,
+    // or below it when the screen no longer holds all of it.
+    return `${erase(before) ?? '\n'}${out}`;
+  };
+  /** The open paragraph (the last block, `src` from its start), shown as far as it is settled. */
+  const showOpen = (token: Token | undefined, src: string) => {
+    if (!options.live || kept || token?.type !== 'paragraph') return '';
+    const settled = settledSource(src);
+    const tokens = settled ? new Lexer().lex(settled).filter((t) => t.type !== 'space') : [];
+    if (tokens.length !== 1 || tokens[0]!.type !== 'paragraph') return '';
+    const next = `${blocks ? '\n' : ''}${block(tokens[0]!, c, options.width())}`;
+    if (next.startsWith(shown)) {
+      const more = next.slice(shown.length);
+      shown = next;
+      return more;
+    }
+    const back = erase(shown);
+    if (back === null) {
+      kept = true;
+      return '';
+    }
+    shown = next;
+    return back + next;
+  };
   const draw = (tokens: Token[]) => {
     let out = '';
     for (const token of tokens) {
@@ -67,7 +119,11 @@ export function markdownStream(options: MarkdownOptions): MarkdownStream {
       let before = done - 1;
       while (before >= 0 && tokens[before]!.type === 'space') before--;
       if (before >= 0 && tokens[before]!.type === 'list' && /^[ \t]*(\d{1,9}|[-+*])?$/.test(source(tokens, done, pending))) done = before;
-      if (done <= 0) return '';
+      // Only a paragraph that is the first block not drawn is shown open: what was shown of it is
+      // what the next drawing of finished blocks starts with.
+      const lexedText = pending;
+      const open = (from: number) => (tokens.slice(from, last).every((t) => t.type === 'space') ? showOpen(tokens[last], source(tokens, last, lexedText)) : '');
+      if (done <= 0) return open(0);
       // What is kept is cut from the text itself: marked rewrites some raws ("- " becomes "-\n"),
       // and text rebuilt from them would lex differently. If the raws do not add up to the text's
       // start, nothing is final yet.
@@ -75,14 +131,25 @@ export function markdownStream(options: MarkdownOptions): MarkdownStream {
       if (!pending.startsWith(drawn)) return '';
       pending = pending.slice(drawn.length);
       lexed = pending.length;
-      return draw(tokens.slice(0, done));
+      const out = settle(draw(tokens.slice(0, done)));
+      return out + open(done);
     },
     end() {
       const rest = pending + (cr ? '\n' : '');
       const out = rest.trim() ? draw(new Lexer().lex(rest)) : '';
       pending = cr = '';
       lexed = 0;
-      return out;
+      return settle(out);
+    },
+    retract() {
+      if (!shown || kept) return '';
+      const back = erase(shown);
+      if (back !== null) {
+        shown = '';
+        return back;
+      }
+      kept = moved = true;
+      return '\n';
     },
   };
 }

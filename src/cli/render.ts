@@ -76,6 +76,9 @@ export function noticeSink(stderr: Streams['stderr']): EventSink {
   };
 }
 
+/** Events that draw any text held back, in full, before what they write. */
+const FINISHES_TEXT = new Set<RunEvent['type']>(['tool.started', 'model.finished', 'run.finished']);
+
 const FRAMES = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 
 export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
@@ -138,6 +141,17 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
       atLineStart = true;
     }
   };
+  /**
+   * Before a line on stderr while a paragraph is being shown as it arrives (the cursor after its
+   * last word): that paragraph goes off the screen, to come back below the line.
+   */
+  const clearLive = () => {
+    if (!md || atLineStart) return;
+    const back = md.retract();
+    if (!back) return;
+    stdout.write(back);
+    atLineStart = true;
+  };
   /** Text held back for a block to complete goes out before anything else is printed. */
   const flushText = () => {
     if (md) writeText(md.end());
@@ -153,12 +167,14 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
     hold() {
       held = true;
       clearSpinner();
+      clearLive();
     },
     release() {
       held = false;
       if (label) startSpinner(label, since);
     },
     notice(line: string) {
+      clearLive();
       // The spinner goes on drawing below the line, where run.finished clears it.
       if (spinnerShown) stderr.write('\r\x1b[2K');
       else stderr.write('\n');
@@ -166,6 +182,8 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
       stderr.write(`${line}\n`);
     },
     emit(event: RunEvent) {
+      // Every event but text writes at a line's start (those that finish the text draw it whole).
+      if (event.type !== 'text.delta' && !FINISHES_TEXT.has(event.type)) clearLive();
       if (thinkingOpen && event.type !== 'thinking.delta') {
         thinkingOpen = false;
         stderr.write('\n');
@@ -218,7 +236,8 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           if (ready) {
             stopSpinner();
             writeText(ready);
-          } else if (label !== 'writing') startSpinner('writing');
+            // A paragraph shown as it arrives ends mid-line: the spinner would draw over it.
+          } else if (label !== 'writing' && atLineStart) startSpinner('writing');
           break;
         }
         case 'tool.started':

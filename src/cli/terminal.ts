@@ -15,7 +15,10 @@ export async function terminalOptions(json: boolean, cwd: string): Promise<Human
   let markdown: HumanOptions['markdown'];
   if (streamText) {
     const { markdownStream } = await import('./markdown.ts');
-    markdown = markdownStream({ color, width: () => Math.max(20, (stdout.columns ?? 100) - 1) });
+    // The paragraph being written shows as it arrives; the screen's size bounds what can be redrawn
+    // (with cursor codes, which a dumb terminal would print as they are).
+    const live = process.env.TERM === 'dumb' ? {} : { live: { columns: () => stdout.columns ?? 100, rows: () => stdout.rows ?? 24 } };
+    markdown = markdownStream({ color, width: () => Math.max(20, (stdout.columns ?? 100) - 1), ...live });
   }
   // The spinner redraws its line with \r and an erase-line code, which a dumb terminal prints as is.
   const spinner = process.env.TERM !== 'dumb';

@@ -15,6 +15,8 @@ export interface Output {
   readonly isTTY: boolean;
   /** Terminal width, when this is a terminal. */
   readonly columns?: number;
+  /** Terminal height, when this is a terminal. */
+  readonly rows?: number;
   /** Why something written here never reached a reader (closed, EPIPE…); null while all of it did. */
   lost(): string | null;
 }
@@ -28,6 +30,10 @@ function fdOutput(fd: 1 | 2): Output {
       // A terminal is unaffected by O_NONBLOCK games, and only Bun's stream knows its width.
       if (!tty) return undefined;
       return (fd === 1 ? process.stdout : process.stderr).columns || undefined;
+    },
+    get rows() {
+      if (!tty) return undefined;
+      return (fd === 1 ? process.stdout : process.stderr).rows || undefined;
     },
     write(text) {
       lost ??= !tty && closedAtStart(fd) ? 'it was closed when conch started' : null;

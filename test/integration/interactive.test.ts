@@ -103,15 +103,47 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     await ready(t);
     t.type('write');
     t.keys('Enter');
-    await t.waitFor((s) => /\bwriting\b/.test(s), 'the spinner');
+    // The paragraph shows as it arrives, up to its last whole word.
+    await t.waitFor((s) => s.includes('a paragraph still being'), 'the paragraph so far');
     t.keys('C-c');
     const after = await t.waitFor((s) => /cancelled by the user[\s\S]*› $/.test(`${s.trimEnd()} `), 'the prompt after the cancel');
-    // What had streamed is shown; the spinner's last frame is not.
+    // What had streamed is shown, once; the spinner's last frame is not.
+    expect(after.split('a paragraph still being').length).toBe(2);
     expect(after).toContain('a paragraph still being written');
     expect(after).not.toMatch(/\bwriting\b/);
     t.type('next');
     t.keys('Enter');
     await t.waitFor((s) => /next answer[\s\S]*› $/.test(`${s.trimEnd()} `), 'the next answer');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
+  test('a long paragraph shows as it streams, wrapped by the terminal; then it and the blocks after it are drawn once, as Markdown', async () => {
+    const words = Array.from({ length: 60 }, (_, i) => `word${i}`);
+    harness.server.script([
+      // The model stops mid-paragraph and keeps its stream open: the paragraph is not complete.
+      { text: [...words.map((w) => `${w} `), 'with `code` in'], hangAfterText: true },
+      { text: ['A paragraph ', 'with **bold** ', 'words.\n\n', '```js\nconst x = 1;\n```\n\n', '- item one\n- item two\n'] },
+    ]);
+    const t = await open([], { NO_COLOR: '' });
+    await ready(t);
+    t.type('write at length');
+    t.keys('Enter');
+    const streaming = await t.waitFor((s) => s.includes('word59 with code'), 'the paragraph while the model writes');
+    expect(streaming).not.toContain('`code`');
+    // Soft-wrapped by the terminal (100 columns): no line of it is broken by conch.
+    expect(streaming.replaceAll('\n', '')).toContain(words.join(' '));
+    expect(streaming).not.toContain('word59 with code in');
+    t.keys('C-c');
+    const after = await t.waitFor((s) => /cancelled by the user[\s\S]*› $/.test(`${s.trimEnd()} `), 'the prompt after the cancel');
+    // What had come is drawn once, to its last word.
+    expect(after.split('word0 word1').length).toBe(2);
+    expect(after).toContain('word59 with code in');
+    t.type('next');
+    t.keys('Enter');
+    const next = await t.waitFor((s) => /• item two\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the second answer');
+    expect(next.split('A paragraph').length).toBe(2);
+    expect(next).toMatch(/A paragraph with bold words\.\n\n─── js ─+\n {2}const x = 1;\n─+\n\n• item one\n• item two/);
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'bun:test';
 import { markdownStream, renderMarkdown } from '../../src/cli/markdown.ts';
 import { Lexer } from 'marked';
+import { screen } from '../support/screen.ts';
 
 // A model's answer arrives in deltas split anywhere; what the terminal shows must not depend on where.
 const samples: Record<string, string> = {
@@ -58,5 +59,82 @@ describe('markdownStream: a long block', () => {
     }
     expect(lexed).toBeLessThan(20 * text.length);
     expect(out).toBe(renderMarkdown(text, options));
+  });
+});
+
+describe('markdownStream live: the open paragraph shows as it arrives, and the screen ends as the whole text draws it', () => {
+  const COLUMNS = 30;
+  const still = { color: true, width: () => COLUMNS - 1 };
+  const live = (rows = 1000) => ({ ...still, live: { columns: () => COLUMNS, rows: () => rows } });
+  const prose: Record<string, string> = {
+    'a long paragraph': `${'The quick brown fox jumps over the lazy dog again and again. '.repeat(6).trim()}\n\nDone.\n`,
+    'markup in the paragraph': 'Run `npm test` and **then** read [the guide](https://example.org) (or _not_), a & b.\n\nNext: `x` and *y*.',
+    'markup left open': 'This has **bold that never closes and `code that does` too.\n\nafter',
+    'an address and an email': 'See https://example.org/path or www.example.org, or mail me@example.org today.',
+    'a setext heading after a streamed line': 'Looks like a paragraph\n===\n\nthen text',
+    'a table after a line of text': 'Intro words\n| a | b |\n|---|---|\n| 1 | 2 |\n\nend',
+    'hard-wrapped lines, a list after': 'line one of it\nline two of it\n- a list item\n\nlast',
+    'wide characters': '日本語のテキストがここにあります。とても長い段落です。日本語のテキスト。\n\nend',
+  };
+  const cases = { ...samples, ...prose };
+  for (const [name, text] of Object.entries(cases)) {
+    test(name, () => {
+      const whole = screen(renderMarkdown(text, still), COLUMNS);
+      const run = (parts: string[], rows?: number) => {
+        const s = markdownStream(live(rows));
+        let out = '';
+        for (const p of parts) out += s.push(p);
+        return screen(out + s.end(), COLUMNS);
+      };
+      for (let i = 1; i < text.length; i++) expect({ split: i, screen: run([text.slice(0, i), text.slice(i)]) }).toEqual({ split: i, screen: whole });
+      expect(run([...text])).toBe(whole);
+    });
+  }
+
+  test('words of an open paragraph are shown before it ends; a partial word waits', () => {
+    const s = markdownStream(live());
+    expect(s.push('Hello wor')).toBe('Hello');
+    expect(s.push('ld, this ')).toBe(' world, this');
+    expect(s.push('is **bo')).toBe(' is');
+    expect(s.push('ld** text')).toBe(' \x1b[1mbold\x1b[22m');
+    expect(s.push('\n\nNext')).toBe(' text\n');
+    expect(s.end()).toBe('\nNext\n');
+  });
+
+  test('a paragraph that turns out to be a setext heading is erased and drawn as the heading', () => {
+    const s = markdownStream(live());
+    let out = '';
+    for (const ch of 'Looks like a paragraph\n===\n\nthen') out += s.push(ch);
+    expect(out.startsWith('Looks like a paragraph')).toBe(true);
+    expect(out).toContain('\r\x1b[J\x1b[1m\x1b[4mLooks like a paragraph');
+  });
+
+  test('retract takes the open paragraph off the screen; the next push shows it again', () => {
+    const s = markdownStream(live());
+    let out = s.push('Some words here and');
+    out += s.retract();
+    expect(screen(out, COLUMNS)).toBe('');
+    out += 'conch: a warning\n';
+    out += s.push(' more\n\nend');
+    out += s.end();
+    expect(screen(out, COLUMNS)).toBe('conch: a warning\nSome words here and more\n\nend');
+  });
+
+  test('taller than the screen: what cannot be erased stays, and nothing is lost', () => {
+    const text = `Heading text that is long enough to wrap over several rows of a narrow screen\n===\n\nend`;
+    const s = markdownStream(live(3));
+    let out = '';
+    for (const ch of text) out += s.push(ch);
+    out += s.end();
+    const shown = screen(out, COLUMNS);
+    // The heading is drawn in full below the lines shown before it turned out to be one.
+    expect(shown.endsWith(screen(renderMarkdown(text, still), COLUMNS))).toBe(true);
+    const s2 = markdownStream(live(3));
+    let out2 = s2.push('A paragraph long enough to take more than three rows on this screen, it goes on');
+    out2 += s2.retract();
+    out2 += 'conch: warning\n';
+    out2 += s2.push(' and ends.');
+    out2 += s2.end();
+    expect(screen(out2, COLUMNS)).toBe(screen('A paragraph long enough to take more than three rows on this screen, it goes\nconch: warning\n on and ends.', COLUMNS));
   });
 });

@@ -249,3 +249,47 @@ describe('humanSink with an output schema (jsonAnswer)', () => {
     expect(out.stdout).toBe('{"owner":"ada@example.org","tags":["a","b"]}\n');
   });
 });
+
+describe('a paragraph shown as it streams (live Markdown on a terminal)', () => {
+  const live = () => {
+    const out = { stdout: '', stderr: '', both: '' };
+    const markdown = markdownStream({ color: false, width: () => 59, live: { columns: () => 60, rows: () => 40 } });
+    const sink = humanSink(
+      { stdout: { write: (t: string) => ((out.stdout += t), (out.both += t)) }, stderr: { write: (t: string) => ((out.stderr += t), (out.both += t)), columns: 60 } },
+      { color: false, interactive: true, streamText: true, markdown, cwd: CWD },
+    );
+    let seq = 0;
+    const emit = (body: EventBody) => sink.emit({ runId: 'r', seq: seq++, time: '', ...body } as never);
+    return { out, emit, sink };
+  };
+
+  test('a warning mid-paragraph takes it off its line; it comes back whole below the warning', async () => {
+    const { screen } = await import('../support/screen.ts');
+    const { out, emit } = live();
+    emit({ type: 'model.started', turn: 1 });
+    emit({ type: 'text.delta', text: 'The first words of a long ' });
+    expect(out.stdout).toBe('The first words of a long');
+    emit({ type: 'model.warning', turn: 1, text: 'something to know' });
+    emit({ type: 'text.delta', text: 'paragraph.\n\nNext.' });
+    emit({ type: 'model.finished', turn: 1, stopReason: 'end_turn', usage: { inputTokens: 1, outputTokens: 1, cacheReadTokens: 0, cacheWriteTokens: 0 } });
+    expect(screen(out.both, 60)).toBe('conch: something to know\nThe first words of a long paragraph.\n\nNext.');
+  });
+
+  test('no spinner is drawn over a paragraph that stops mid-line; a text that ends mid-line is finished before a tool line', async () => {
+    jest.useFakeTimers();
+    try {
+      const { out, emit } = live();
+      emit({ type: 'model.started', turn: 1 });
+      emit({ type: 'text.delta', text: 'Let me look at the ' });
+      out.stderr = '';
+      emit({ type: 'text.delta', text: 'fi' });
+      jest.advanceTimersByTime(500);
+      expect(out.stderr).toBe('');
+      emit({ type: 'text.delta', text: 'les.' });
+      emit({ type: 'tool.started', callId: 'c1', name: 'bash', args: { command: 'ls' } });
+      expect(out.both).toBe('Let me look at the files.\n› bash ls\n');
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+});
