@@ -11,6 +11,7 @@ import { projectToolsDir } from './discover.ts';
 import { readFolder } from './snapshot.ts';
 import { canonical } from '../core/paths.ts';
 import { hashPaths, namedPaths, type PinnedFiles } from '../workspace/pinned-files.ts';
+import { foreignWriter } from '../workspace/foreign-writers.ts';
 
 const TRUST_FILE = 'trusted.json';
 
@@ -86,12 +87,24 @@ export async function trustedHash(configDir: string, cwd: string): Promise<{ ok:
   return found.ok ? { ok: true, workspace: found.workspace, hash: found.record.hash } : found;
 }
 
+/**
+ * Why trusting `workspace` would let another user choose what runs here, or null. Asked again at
+ * every use of a record, not only by `conch trust`: a folder trusted while it was the user's (a
+ * checkout under /tmp) may since have been removed and made again by someone else, or opened up.
+ */
+function foreignTrust(workspace: string): string | null {
+  const why = foreignWriter(workspace);
+  return why && `${why}: another user could plant the plugins, MCP servers, model and skills that \`conch trust\` lets run there. Make it and the folders above it yours alone (chmod o-w, chown), or work in a copy in a folder of your own, then run \`conch trust\` again`;
+}
+
 async function trustRecord(configDir: string, cwd: string): Promise<{ ok: true; workspace: string; record: TrustRecord } | { ok: false; workspace: string; reason: string }> {
   const workspace = canonical(cwd);
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, workspace, reason: file.message };
   const record = file.data.workspaces[workspace];
   if (!record || typeof record.hash !== 'string') return { ok: false, workspace, reason: NOT_TRUSTED_REASON };
+  const foreign = foreignTrust(workspace);
+  if (foreign) return { ok: false, workspace, reason: `workspace trust ignored: ${foreign}` };
   return { ok: true, workspace, record };
 }
 
@@ -143,17 +156,15 @@ export async function projectConfigTrust(configDir: string, cwd: string, text: s
 
 /** The .mcp.json hash trusted for `cwd`: null when the workspace is not trusted, undefined when the record predates it. */
 export async function trustedMcpHash(configDir: string, cwd: string): Promise<string | null | undefined> {
-  const workspace = await canonical(cwd);
-  const file = await readTrustFile(configDir);
-  const record = file.ok ? file.data.workspaces[workspace] : undefined;
-  if (!record || typeof record.hash !== 'string') return null;
-  return typeof record.mcp === 'string' ? record.mcp : undefined;
+  const found = await trustRecord(configDir, cwd);
+  if (!found.ok) return null;
+  return typeof found.record.mcp === 'string' ? found.record.mcp : undefined;
 }
 
 /** The hashes of the workspace files .mcp.json's servers run, as trusted for `cwd` ({} when none were recorded). */
 export async function trustedMcpFiles(configDir: string, cwd: string): Promise<PinnedFiles> {
-  const file = await readTrustFile(configDir);
-  const record = file.ok ? file.data.workspaces[await canonical(cwd)] : undefined;
+  const found = await trustRecord(configDir, cwd);
+  const record = found.ok ? found.record : undefined;
   return record?.mcpFiles && typeof record.mcpFiles === 'object' ? record.mcpFiles : {};
 }
 
@@ -198,6 +209,8 @@ async function readProjectConfig(workspace: string): Promise<string | null> {
 /** Record the canonical workspace path and the current hashes of its .conch/tools folder, .mcp.json (and the workspace files its servers run) and .conch/config.json. */
 export async function trustWorkspace(configDir: string, cwd: string): Promise<TrustResult> {
   const workspace = canonical(cwd);
+  const foreign = foreignTrust(workspace);
+  if (foreign) return { ok: false, message: `cannot trust ${workspace}: ${foreign}.` };
   const file = await readTrustFile(configDir);
   if (!file.ok) return { ok: false, message: file.message };
   let hash: string;

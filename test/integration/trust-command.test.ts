@@ -1,7 +1,7 @@
 // `conch trust` says everything the trust unlocks in this workspace, not only the plugins folder:
 // the project's .mcp.json servers and its .conch/config.json model follow the same trust.
 import { describe, expect, test } from 'bun:test';
-import { writeFile } from 'node:fs/promises';
+import { chmod, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runConch, useHarness } from '../support/cli.ts';
 
@@ -34,6 +34,16 @@ describe('conch trust', () => {
     const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
     expect(r.code).toBe(0);
     expect(r.stdout).not.toContain('.mcp.json');
+  });
+
+  test('refuses a workspace every user can write (exit 2, no stack), naming it and the fix', async () => {
+    await chmod(harness.dirs.workspace, 0o1777);
+    const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('is writable by every user (mode 1777): another user could plant the plugins, MCP servers, model and skills');
+    expect(r.stderr).toContain('chmod o-w');
+    expect(r.stderr).not.toContain('    at ');
   });
 
   test('the help says what it trusts', async () => {

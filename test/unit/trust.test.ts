@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdir, mkdtemp, readFile, realpath, rm, symlink, truncate, writeFile } from 'node:fs/promises';
+import { chmod, chown, mkdir, mkdtemp, readFile, realpath, rm, symlink, truncate, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { readFolder } from '../../src/plugins/snapshot.ts';
-import { hashFolder, isTrusted, projectConfigTrust, trustFilePath, trustState, trustWorkspace } from '../../src/plugins/trust.ts';
+import { hashFolder, isTrusted, projectConfigTrust, trustedMcpHash, trustFilePath, trustState, trustWorkspace, workspaceTrusted } from '../../src/plugins/trust.ts';
 
 let root: string;
 beforeAll(async () => {
@@ -173,5 +173,60 @@ describe('trust', () => {
     expect(state).toMatchObject({ state: 'untrusted', reason: expect.stringContaining(`${trustFilePath(ws.configDir)} is not a valid trust file`) });
     expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: false, message: expect.stringContaining('delete it') });
     expect(await readFile(trustFilePath(ws.configDir), 'utf8')).toBe('{ not json');
+  });
+});
+
+const PLANT = 'another user could plant the plugins, MCP servers, model and skills';
+
+describe('a folder another user could write is not trusted', () => {
+
+  test('a world-writable workspace (sticky or not) is refused, naming it and the fix; nothing is recorded', async () => {
+    for (const mode of [0o777, 0o1777]) {
+      const ws = await workspace({ 'tool.ts': 'export default 1;' });
+      await chmod(ws.cwd, mode);
+      const result = await trustWorkspace(ws.configDir, ws.cwd);
+      expect(result.ok).toBe(false);
+      const message = (result as { message: string }).message;
+      expect(message).toContain(`cannot trust ${ws.cwd}: ${ws.cwd} is writable by every user (mode ${mode.toString(8).padStart(4, '0')})`);
+      expect(message).toContain(PLANT);
+      expect(message).toContain('chmod o-w');
+      expect(await readFile(trustFilePath(ws.configDir), 'utf8').catch(() => null)).toBeNull();
+    }
+  });
+
+  test('below a folder anyone can rename entries in (world-writable, no sticky bit) is refused; below a sticky one (as /tmp) is not', async () => {
+    const ws = await workspace({ 'tool.ts': 'x' });
+    const parent = join(ws.cwd, '..');
+    await chmod(parent, 0o777);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: false, message: expect.stringContaining('a folder above it, is writable by every user without the sticky bit (mode 0777)') });
+    await chmod(parent, 0o1777);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: true });
+    expect(await isTrusted(ws.configDir, ws.cwd)).toBe(true);
+  });
+
+  test('a folder trusted before and opened up since is not trusted any more, saying why', async () => {
+    const ws = await workspace({ 'tool.ts': 'x' });
+    const text = '{"model":"openai/x"}';
+    await writeFile(join(ws.cwd, '.conch', 'config.json'), text);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: true });
+    await writeFile(join(ws.cwd, '.mcp.json'), '{"mcpServers":{}}');
+    expect(await isTrusted(ws.configDir, ws.cwd)).toBe(true);
+    await chmod(ws.cwd, 0o777);
+    const state = await trustState(ws.configDir, ws.cwd);
+    expect(state).toMatchObject({ state: 'untrusted', reason: expect.stringContaining(`workspace trust ignored: ${ws.cwd} is writable by every user`) });
+    expect(await workspaceTrusted(ws.configDir, ws.cwd)).toBe(false);
+    expect(await projectConfigTrust(ws.configDir, ws.cwd, text)).toBe('untrusted');
+    expect(await trustedMcpHash(ws.configDir, ws.cwd)).toBeNull();
+    await chmod(ws.cwd, 0o755);
+    expect(await isTrusted(ws.configDir, ws.cwd)).toBe(true);
+  });
+
+  test.skipIf(process.getuid?.() !== 0)('a folder owned by another user is refused (as root: owned by uid 1001)', async () => {
+    const ws = await workspace({ 'tool.ts': 'x' });
+    await chown(ws.cwd, 1001, 1001);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: false, message: expect.stringContaining(`${ws.cwd} is owned by another user (uid 1001)`) });
+    await chown(ws.cwd, 0, 0);
+    await chown(join(ws.cwd, '..'), 1001, 1001);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: false, message: expect.stringContaining('is owned by another user (uid 1001)') });
   });
 });

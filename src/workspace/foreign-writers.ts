@@ -1,0 +1,35 @@
+// Whether someone other than this user could change what is in a folder, or put another folder in
+// its place. `conch trust` lets a folder's plugins, MCP servers, model and skills run: a folder that
+// another user can write (a world-writable one such as /tmp/x, one they own, or one below a folder
+// they can rename entries in) would let them plant exactly that, and conch would obey it.
+import { statSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+const STICKY = 0o1000;
+const OTHERS_WRITE = 0o002;
+
+/**
+ * Why another user could change `dir` (canonical) or what it holds, or null when only this user
+ * (and root) can. The folder itself must be owned by this user or root and not writable by others;
+ * each folder above it must be owned so too and writable by others only with the sticky bit (as
+ * /tmp is: nobody can rename or remove an entry there that is not theirs). Without user ids
+ * (Windows) there is nothing to compare: null.
+ */
+export function foreignWriter(dir: string): string | null {
+  const uid = process.getuid?.();
+  if (uid === undefined) return null;
+  for (let path = dir; ; path = dirname(path)) {
+    let info;
+    try {
+      info = statSync(path);
+    } catch (error) {
+      return `${path} cannot be examined (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}), so who may write it is unknown`;
+    }
+    const mode = (info.mode & 0o7777).toString(8).padStart(4, '0');
+    if (info.uid !== uid && info.uid !== 0) return `${path} is owned by another user (uid ${info.uid})`;
+    const othersWrite = (info.mode & OTHERS_WRITE) !== 0;
+    if (othersWrite && path === dir) return `${path} is writable by every user (mode ${mode})`;
+    if (othersWrite && (info.mode & STICKY) === 0) return `${path}, a folder above it, is writable by every user without the sticky bit (mode ${mode})`;
+    if (dirname(path) === path) return null;
+  }
+}
