@@ -91,6 +91,7 @@ export async function sandboxCommand(action: string | undefined, command: string
       cwd: process.cwd(),
       writableRoots: config.sandbox.writableRoots,
       protectedGlobs: config.sandbox.protectedGlobs,
+      ...(config.sandbox.rootProtectedGlobs ? { rootProtectedGlobs: config.sandbox.rootProtectedGlobs } : {}),
       hidden: await hiddenForCommands(config, await realpath(process.cwd())),
       taskEnv: config.env,
       ...(config.sandbox.cacheDir ? { cacheDir: config.sandbox.cacheDir } : {}),

@@ -51,6 +51,8 @@ export interface SandboxRunOptions {
   writableRoots?: string[];
   /** The config's extra protected globs (added to the defaults). */
   protectedGlobs?: string[];
+  /** Each writable root's own protected globs, as the bash tool gets them. */
+  rootProtectedGlobs?: Record<string, string[]>;
   /** Read-denied paths to hide from the command (absolute), as the bash tool gets them. */
   hidden?: string[];
   /** CONCH_TASK_* variables, as the bash tool passes them. */
@@ -104,6 +106,7 @@ export async function sandboxRun(argv: string[], opts: SandboxRunOptions): Promi
         network: opts.network,
         writableRoots: opts.writableRoots ?? [],
         protectedGlobs: opts.protectedGlobs ?? [],
+        ...(opts.rootProtectedGlobs ? { rootProtectedGlobs: opts.rootProtectedGlobs } : {}),
         ...(opts.hidden ? { hidden: opts.hidden } : {}),
         ...(opts.cacheDir ? { cacheDir: opts.cacheDir } : {}),
         ...(opts.netAllow ? { netAllow: opts.netAllow } : {}),

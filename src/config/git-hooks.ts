@@ -1,38 +1,111 @@
-// The hooks folder of the workspace's repository, when it lies in the workspace. git runs hooks from
-// .git/hooks (protected with .git) unless core.hooksPath names another folder, and husky and its
-// kind set it to a tracked one (.husky/_, .githooks): a command could write a pre-commit hook there
-// that the user's next `git commit` runs unsandboxed. That folder is protected like .git. Only git
-// knows where its hooks are (the repository's config, the user's, includes): it is asked, once per
-// start, only where a repository may be.
+// What git runs or obeys from outside .git, for the repository of the workspace and of each writable
+// root, when it lies where the run can write. git runs hooks from .git/hooks (protected with .git)
+// unless core.hooksPath names another folder, and husky and its kind set it to a tracked one
+// (.husky/_, .githooks): a command could write a pre-commit hook there that the user's next
+// `git commit` runs unsandboxed. Likewise a config file the repository's config includes
+// (`include.path = ../.gitconfig`, shared settings kept in the tree): core.fsmonitor or an alias
+// written there runs at the user's next git command. Those folders and files are protected like
+// .git, in the workspace and in every --allow-write root (each root's own list: its globs are
+// relative to it). Only git knows where they are (the repository's config, the user's, includes):
+// it is asked, once per start, only where a repository may be.
 import { existsSync } from 'node:fs';
-import { basename, dirname, join, relative, resolve } from 'node:path';
+import { homedir } from 'node:os';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import type { MergedPolicy } from './layers.ts';
 
-/** Where git runs hooks from for `cwd`, absolute; null outside a repository or without git. */
-export function gitHooksDir(cwd: string, env: Record<string, string | undefined>): string | null {
-  if (!insideRepository(cwd)) return null;
-  const git = Bun.which('git', { PATH: env.PATH ?? '' });
-  if (!git) return null;
-  // rev-parse reads configuration only: it runs no hook, pager or fsmonitor.
-  const answer = Bun.spawnSync([git, '--no-pager', 'rev-parse', '--git-path', 'hooks'], { cwd, env: { ...env, GIT_TERMINAL_PROMPT: '0' }, stdin: 'ignore', stdout: 'pipe', stderr: 'ignore' });
-  const path = answer.exitCode === 0 ? answer.stdout.toString().replace(/\n$/, '') : '';
-  return path ? resolve(cwd, path) : null;
+type Env = Record<string, string | undefined>;
+
+function git(cwd: string, env: Env, args: string[]): string | null {
+  const program = Bun.which('git', { PATH: env.PATH ?? '' });
+  if (!program) return null;
+  // rev-parse and config read configuration only: they run no hook, pager or fsmonitor.
+  const answer = Bun.spawnSync([program, '--no-pager', ...args], { cwd, env: { ...env, GIT_TERMINAL_PROMPT: '0' }, stdin: 'ignore', stdout: 'pipe', stderr: 'ignore' });
+  return answer.exitCode === 0 ? answer.stdout.toString() : null;
 }
 
-/** Protect the hooks folder when the run could write it: inside the workspace, outside its .git. */
-export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Record<string, string | undefined>): void {
-  const hooks = gitHooksDir(cwd, env);
-  if (!hooks) return;
-  const root = canonical(cwd);
+/** Where git runs hooks from for `cwd` (absolute) and its work tree's top (null in a bare repository); null outside a repository or without git. */
+function repository(cwd: string, env: Env): { hooks: string; top: string | null } | null {
+  if (!insideRepository(cwd)) return null;
+  const both = git(cwd, env, ['rev-parse', '--git-path', 'hooks', '--show-toplevel'])?.split('\n');
+  if (both?.[0] && both[1]) return { hooks: resolve(cwd, both[0]), top: both[1] };
+  // A bare repository has no top: --show-toplevel fails, and with it the whole answer.
+  const hooks = git(cwd, env, ['rev-parse', '--git-path', 'hooks'])?.replace(/\n$/, '');
+  return hooks ? { hooks: resolve(cwd, hooks), top: null } : null;
+}
+
+/** Where git runs hooks from for `cwd`, absolute; null outside a repository or without git. */
+export function gitHooksDir(cwd: string, env: Env): string | null {
+  return repository(cwd, env)?.hooks ?? null;
+}
+
+/**
+ * The files the configuration of the repository whose work tree's top is `top` includes
+ * (include.path, includeIf.*.path), absolute, whether or not they exist yet. A relative one is taken
+ * from the file that names it, as git does; git names the repository's own config relative to the
+ * top, where it is asked from.
+ */
+export function gitIncludedFiles(top: string, env: Env): string[] {
+  const text = git(top, env, ['config', '--show-origin', '-z', '--get-regexp', '^include(if\\..*)?\\.path$']);
+  if (!text) return [];
+  const home = env.HOME || homedir();
+  const out: string[] = [];
+  // -z: "file:ORIGIN\0KEY\nVALUE\0" for each entry.
+  const fields = text.split('\0');
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const origin = fields[i]!.startsWith('file:') ? fields[i]!.slice(5) : null;
+    const value = fields[i + 1]!.split('\n').slice(1).join('\n');
+    if (!value) continue;
+    if (value === '~' || value.startsWith('~/')) out.push(join(home, value.slice(1)));
+    else if (isAbsolute(value)) out.push(value);
+    // From a blob or the command line there is no file to be relative to; git ignores those too.
+    else if (origin) out.push(resolve(top, dirname(origin), value));
+  }
+  return out;
+}
+
+/** What to hold for one repository: its hooks folder (with husky's parent of `_`) and its included config files. */
+function heldPaths(cwd: string, env: Env): { path: string; dir: boolean }[] {
+  const repo = repository(cwd, env);
+  if (!repo) return [];
   // canonical() resolves what exists of it: a folder not made yet would still run the hooks written there.
-  const dir = canonical(hooks);
-  if (dir === root || !isWithin(dir, root) || isWithin(dir, join(root, '.git'))) return;
+  const dir = canonical(repo.hooks);
+  const held = [{ path: dir, dir: true }];
   // husky 9 points git at .husky/_, whose stubs run the scripts beside it (.husky/pre-commit).
-  const held = basename(dir) === '_' && dirname(dir) !== root ? dirname(dir) : dir;
-  const rel = relative(root, held);
-  for (const globs of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {
-    for (const glob of [rel, `${rel}/**`]) if (!globs.includes(glob)) globs.push(glob);
+  if (basename(dir) === '_') held.push({ path: dirname(dir), dir: true });
+  // A bare repository is all git dir, which commands and the file tools leave alone as a whole.
+  if (repo.top) for (const file of gitIncludedFiles(repo.top, env)) held.push({ path: canonical(file), dir: false });
+  return held;
+}
+
+/**
+ * Protect the hooks folders and included config files of the workspace's repository and of each
+ * writable root's, in whichever of those trees they lie (outside its .git, which is protected anyway).
+ * A tree's top itself is not held: that is a folder the user chose to let the run write.
+ */
+export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): void {
+  const root = canonical(cwd);
+  const roots = policy.workspace.writableRoots.map(canonical);
+  const held = [root, ...roots].flatMap((tree) => heldPaths(tree, env));
+  for (const tree of [root, ...roots]) {
+    const globs: string[] = [];
+    for (const { path, dir } of held) {
+      if (path === tree || !isWithin(path, tree) || isWithin(path, join(tree, '.git'))) continue;
+      const rel = relative(tree, path);
+      globs.push(rel, ...(dir ? [`${rel}/**`] : []));
+    }
+    if (globs.length === 0) continue;
+    if (tree === root) {
+      for (const list of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {
+        for (const glob of globs) if (!list.includes(glob)) list.push(glob);
+      }
+      continue;
+    }
+    for (const settings of [policy.workspace, policy.sandbox]) {
+      const byRoot = (settings.rootProtectedGlobs ??= {});
+      const list = (byRoot[tree] ??= []);
+      for (const glob of globs) if (!list.includes(glob)) list.push(glob);
+    }
   }
 }
 

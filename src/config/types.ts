@@ -96,6 +96,8 @@ export interface Config {
   workspace: {
     protectedGlobs: string[];
     writableRoots: string[];
+    /** Extra protected globs of a writable root, relative to it, by the root (canonical): what its repository's git runs from outside .git (config/git-hooks.ts). */
+    rootProtectedGlobs?: Record<string, string[]>;
     readRoots: string[] | null;
     readDeny: string[];
     denySecretFiles: boolean;

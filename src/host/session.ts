@@ -85,6 +85,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     unrestricted: config.unrestricted,
     protectedGlobs: config.workspace.protectedGlobs,
     writableRoots: config.workspace.writableRoots,
+    ...(config.workspace.rootProtectedGlobs && { rootProtectedGlobs: config.workspace.rootProtectedGlobs }),
     readRoots: config.workspace.readRoots ?? undefined,
     // Wherever it lives, the session store holds other workspaces' conversations: `read` never opens
     // it (a prompt-injected run must not read what was said in another project), nor the prompt history.

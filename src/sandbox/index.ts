@@ -55,6 +55,12 @@ export interface SandboxSettings {
   /** Extra protected globs, workspace-relative; added to the defaults, never replacing them. */
   protectedGlobs: string[];
   /**
+   * Extra protected globs of a writable root, relative to it, by the root as in writableRoots: what
+   * git runs from outside the .git of a repository there (its core.hooksPath folder). Added to the
+   * defaults every root gets, never replacing them.
+   */
+  rootProtectedGlobs?: Record<string, string[]>;
+  /**
    * Absolute paths a command must not read (read-denied roots, existing matches of read-deny
    * globs). Each one that exists when the command starts is hidden: a directory shows empty, a
    * file reads as empty, both read-only (symlinks are followed: their target is hidden). Concrete
@@ -173,12 +179,12 @@ export class SandboxUnavailableError extends Error {
 /**
  * A writable root is a tree of its own (a sibling repository): its .git, .conch, .env … are held
  * read-only as the workspace's are, and an absent one gets a placeholder there as in the workspace,
- * or a command could create DIR/.git/hooks or DIR/.env. The defaults only: configured globs are
- * workspace-relative.
+ * or a command could create DIR/.git/hooks or DIR/.env. The defaults and the root's own globs
+ * (request.rootProtectedGlobs): configured globs are workspace-relative.
  */
-function rootPlan(root: string): ProtectedPlan {
+function rootPlan(root: string, globs: string[] = []): ProtectedPlan {
   try {
-    return planProtected(root, defaultPatterns(loadProtectedDefaults()));
+    return planProtected(root, patterns(globs));
   } catch (error) {
     if (error instanceof ProtectedPathError) throw new ProtectedPathError(`in the writable root ${root}: ${error.message}`);
     throw error;
@@ -266,6 +272,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       writableRoots: [...writableRoots, ...cacheRoots],
       protected: protectedPatterns,
       rootProtected: defaultPatterns(loadProtectedDefaults()),
+      rootExtra: Object.fromEntries(writableRoots.map((root, index) => [root, (rootGlobs(index) ?? []).map(patternFromGlob)])),
       // Decided per command, as bubblewrap's plan is: a root may become one between two commands.
       gitDirRoots: [workspace, ...writableRoots].filter((root) => gitDirAround(root) !== null),
       hidden: canonicalHidden(request.hidden ?? []),
@@ -276,7 +283,8 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     return { argv: seatbeltArgv(text, withEnv), extraFds: [], release: async () => {} };
   }
 
-  const rootPlans = writableRoots.map(rootPlan);
+  const rootGlobs = (index: number) => request.rootProtectedGlobs?.[request.writableRoots[index]!] ?? request.rootProtectedGlobs?.[writableRoots[index]!];
+  const rootPlans = writableRoots.map((root, index) => rootPlan(root, rootGlobs(index)));
   const checkClash = (plan: ProtectedPlan) => {
     for (const [index, root] of writableRoots.entries()) {
       // A root its own plan holds whole (it is a git dir) is mounted read-only, not refused.

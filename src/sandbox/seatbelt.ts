@@ -24,6 +24,8 @@ export interface SeatbeltInput {
   protected: ProtectedPattern[];
   /** Patterns protected in each writable root too, relative to it (the defaults: its .git, .env …). */
   rootProtected?: ProtectedPattern[];
+  /** A writable root's own patterns besides rootProtected, by the root (its repository's hooks folder). */
+  rootExtra?: Record<string, ProtectedPattern[]>;
   /** The workspace and writable roots that are git dirs or lie inside one (core/git-dir.ts): read-only as a whole. */
   gitDirRoots?: string[];
   /** Absolute canonical paths whose contents commands may not read (SandboxSettings.hidden). */
@@ -205,7 +207,7 @@ export function renderSeatbeltProfile(input: SeatbeltInput): string {
   const own = ownFilters(input);
   const protectedRules = [
     ...protectedFilters(input.workspace, input.protected),
-    ...input.writableRoots.flatMap((root) => protectedFilters(root, input.rootProtected ?? [])),
+    ...input.writableRoots.flatMap((root) => protectedFilters(root, [...(input.rootProtected ?? []), ...(input.rootExtra?.[root] ?? [])])),
     ...(input.gitDirRoots ?? []).map((root) => `(subpath ${sbString(root)})`),
     ...own.denied,
   ];

@@ -32,6 +32,8 @@ export interface WorkspaceOptions {
   protectedGlobs?: string[];
   /** Extra writable roots outside the workspace (absolute). */
   writableRoots?: string[];
+  /** Extra protected globs of a writable root, relative to it, by the root (its repository's hooks folder); added to the defaults it gets. */
+  rootProtectedGlobs?: Record<string, string[]>;
   /** When set, reads are confined to these roots (absolute or workspace-relative). */
   readRoots?: string[];
   /** Globs whose matches may not be read. */
@@ -130,8 +132,8 @@ function unresolvable(given: string, error: unknown): unknown {
 
 export class Workspace implements WorkspaceAccess {
   private readonly protectedRules: GlobRule[];
-  /** The defaults, for paths in a writable root outside the workspace (its own .git, .env …). */
-  private readonly rootProtectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...NESTED_GIT_GLOBS]);
+  /** The defaults, for paths in a writable root outside the workspace (its own .git, .env …), and each root's own globs. */
+  private readonly rootProtectedRules: Map<string, GlobRule[]>;
   private readonly readDenyRules: GlobRule[];
   private readonly policyDenials: { mode: 'read' | 'write'; rule: string; root?: string; test?: (path: string) => boolean }[];
 
@@ -141,7 +143,9 @@ export class Workspace implements WorkspaceAccess {
     private readonly writableRoots: string[],
     private readonly readRoots: string[] | null,
     private readonly ownDirs: string[],
+    rootGlobs: Map<string, string[]>,
   ) {
+    this.rootProtectedRules = new Map(writableRoots.map((r) => [r, compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...NESTED_GIT_GLOBS, ...(rootGlobs.get(r) ?? [])])]));
     this.protectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...NESTED_GIT_GLOBS, ...(options.protectedGlobs ?? [])]);
     this.readDenyRules = compileGlobs([...(options.readDeny ?? []), ...(options.denySecretFiles ? SECRET_FILE_GLOBS : [])]);
     this.policyDenials = (options.denied ?? []).map((d) => ({
@@ -157,7 +161,12 @@ export class Workspace implements WorkspaceAccess {
     const writable = await Promise.all((options.writableRoots ?? []).map((r) => canonicalize(resolve(root, r))));
     const readRoots = options.readRoots ? await Promise.all(options.readRoots.map((r) => canonicalize(resolve(root, r)))) : null;
     const ownDirs = await Promise.all((options.ownDirs ?? []).map((d) => canonicalize(d)));
-    return new Workspace(root, options, writable, readRoots, ownDirs);
+    const rootGlobs = new Map<string, string[]>();
+    for (const [given, globs] of Object.entries(options.rootProtectedGlobs ?? {})) {
+      const real = await canonicalize(resolve(root, given));
+      rootGlobs.set(real, [...(rootGlobs.get(real) ?? []), ...globs]);
+    }
+    return new Workspace(root, options, writable, readRoots, ownDirs, rootGlobs);
   }
 
   get unrestricted(): boolean {
@@ -212,7 +221,7 @@ export class Workspace implements WorkspaceAccess {
     for (const root of this.writableRoots) {
       if (!isWithin(absolutePath, root) || absolutePath === root) continue;
       const rel = relative(root, absolutePath).split(sep).join('/');
-      const hit = this.rootProtectedRules.find((r) => r.test(rel));
+      const hit = this.rootProtectedRules.get(root)?.find((r) => r.test(rel));
       if (hit) return hit.glob;
     }
     return null;

@@ -76,4 +76,60 @@ describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', (
     expect(JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content)).not.toContain('made rc=0');
     expect(existsSync(join(ws, '.githooks', 'pre-commit'))).toBe(false);
   });
+
+  test("an --allow-write root's repository keeps its hooks folder too: neither write nor a command adds a hook there", async () => {
+    const sibling = join(harness.dirs.home, 'sibling');
+    const pwned = join(harness.dirs.home, 'PWNED');
+    await mkdir(sibling);
+    for (const args of [['init', '-q'], ['config', 'user.email', 'u@example.com'], ['config', 'user.name', 'u'], ['config', 'core.hooksPath', '.githooks']]) hostGit(sibling, ...args);
+    const hook = `#!/bin/sh\ntouch ${pwned}\n`;
+    harness.server.script([
+      {
+        toolCalls: [
+          { name: 'write', arguments: { path: join(sibling, '.githooks', 'post-commit'), content: hook } },
+          { name: 'bash', arguments: { command: `mkdir -p ${sibling}/.githooks; printf '${hook}' > ${sibling}/.githooks/pre-commit && chmod +x ${sibling}/.githooks/pre-commit; echo "hook rc=$?"; echo ok > ${sibling}/file; echo "file rc=$?"` } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--allow-write', sibling, 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain("denied by policy rule 'workspace.protected'");
+    expect(results).not.toContain('hook rc=0');
+    // The rest of the root stays writable.
+    expect(results).toContain('file rc=0');
+    expect(existsSync(join(sibling, '.githooks', 'pre-commit'))).toBe(false);
+    expect(existsSync(join(sibling, '.githooks', 'post-commit'))).toBe(false);
+    expect(hostGit(sibling, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
+    expect(existsSync(pwned)).toBe(false);
+  });
+
+  test('a config file the repository includes from the work tree (include.path) cannot be written: core.fsmonitor there would run at the next git status', async () => {
+    const ws = harness.dirs.workspace;
+    const pwned = join(harness.dirs.home, 'PWNED');
+    hostGit(ws, 'init', '-q');
+    hostGit(ws, 'config', 'include.path', '../.gitconfig');
+    hostGit(ws, 'config', 'includeIf.gitdir:/.path', '../config/git/shared.cfg');
+    const evil = `[core]\n\tfsmonitor = touch ${pwned}; false\n`;
+    harness.server.script([
+      {
+        toolCalls: [
+          { name: 'write', arguments: { path: '.gitconfig', content: evil } },
+          { name: 'bash', arguments: { command: `printf '${evil}' > .gitconfig; echo "include rc=$?"; mkdir -p config/git; printf '${evil}' > config/git/shared.cfg; echo "includeIf rc=$?"` } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain("denied by policy rule 'workspace.protected'");
+    expect(results).not.toContain('include rc=0');
+    expect(results).not.toContain('includeIf rc=0');
+    expect(existsSync(join(ws, '.gitconfig'))).toBe(false);
+    expect(existsSync(join(ws, 'config', 'git', 'shared.cfg'))).toBe(false);
+    hostGit(ws, 'status');
+    expect(existsSync(pwned)).toBe(false);
+  });
 });
