@@ -76,6 +76,30 @@ describe('secret locations and the read tool', () => {
     }
   });
 
+  test('tokens other tools keep in the home (coding agents, Copilot, Vault, Terraform, Postgres, RubyGems, rclone) and shell histories are refused', async () => {
+    const files: Record<string, string> = {
+      claude: '.claude/.credentials.json',
+      codex: '.codex/auth.json',
+      'github-copilot': '.config/github-copilot/apps.json',
+      'vault-token': '.vault-token',
+      terraform: '.terraform.d/credentials.tfrc.json',
+      pgpass: '.pgpass',
+      'gem-credentials': '.gem/credentials',
+      rclone: '.config/rclone/rclone.conf',
+      'bash-history': '.bash_history',
+      'zsh-history': '.zsh_history',
+    };
+    for (const rel of Object.values(files)) {
+      mkdirSync(join(home, rel, '..'), { recursive: true });
+      writeFileSync(join(home, rel), 'TOKEN\n');
+    }
+    const ws = await workspace(await load());
+    for (const [name, rel] of Object.entries(files)) expect((await refusal(ws, join(home, rel))).rule).toBe(`read.secret:${name}`);
+    // Their folders' other files stay readable (a coding agent's settings, say).
+    writeFileSync(join(home, '.claude', 'settings.json'), '{}');
+    expect(await ws.resolve(join(home, '.claude', 'settings.json'), 'read')).toBe(join(home, '.claude', 'settings.json'));
+  });
+
   test('a symlink in the workspace to a secret is refused too', async () => {
     const { symlinkSync } = await import('node:fs');
     symlinkSync(join(home, '.aws', 'credentials'), join(fx.ws, 'creds'));
@@ -126,6 +150,17 @@ describe.skipIf(!canRun)('secret locations and shell commands (real bwrap)', () 
     const config = await load();
     const result = await sandboxed(fx, c, { hidden: await hiddenForCommands(config, fx.ws) });
     expect(result.stdout).toBe('[0]\nKNOWN-HOSTS\nPLAIN\n');
+  });
+
+  test("coding agents' tokens and shell histories read as empty inside the sandbox", async () => {
+    for (const rel of ['.claude/.credentials.json', '.codex/auth.json', '.bash_history']) {
+      mkdirSync(join(home, rel, '..'), { recursive: true });
+      writeFileSync(join(home, rel), 'AGENT-TOKEN\n');
+    }
+    const c = `cat "$H/.claude/.credentials.json" "$H/.codex/auth.json" "$H/.bash_history"; echo done`.replaceAll('$H', home);
+    expect((await sandboxed(fx, c)).stdout).toContain('AGENT-TOKEN');
+    const result = await sandboxed(fx, c, { hidden: await hiddenForCommands(await load(), fx.ws) });
+    expect(result.stdout).toBe('done\n');
   });
 
   test("conch's config folder reads as empty but its skills/ (a skill's SKILL.md and scripts) do not; the note names the folder", async () => {
