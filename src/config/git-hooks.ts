@@ -8,7 +8,7 @@
 // .git, in the workspace and in every --allow-write root (each root's own list: its globs are
 // relative to it). Only git knows where they are (the repository's config, the user's, includes):
 // it is asked, once per start, only where a repository may be.
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
@@ -78,15 +78,42 @@ function heldPaths(cwd: string, env: Env): { path: string; dir: boolean }[] {
   return held;
 }
 
+/** .gitmodules bounds: far above any real one. */
+const GITMODULES_MAX_BYTES = 1024 * 1024;
+
+/**
+ * The submodules checked out in `tree` (absolute), from its .gitmodules: each is a repository of its
+ * own, whose hooks folder (husky in a package) lies in the tree. Other nested repositories are not
+ * looked for (that would walk the tree at every start); workspace/nested-git.ts checks their .git.
+ */
+function submodules(tree: string): string[] {
+  let text: string;
+  try {
+    const buffer = readFileSync(join(tree, '.gitmodules'));
+    if (buffer.length > GITMODULES_MAX_BYTES) return [];
+    text = buffer.toString('utf8');
+  } catch {
+    return []; // none, or not a readable file: no submodules to hold
+  }
+  const out: string[] = [];
+  for (const match of text.matchAll(/^\s*path\s*=\s*(.+?)\s*$/gim)) {
+    const path = resolve(tree, match[1]!.replace(/^"(.*)"$/, '$1'));
+    if (isWithin(path, tree) && path !== tree && existsSync(join(path, '.git'))) out.push(path);
+  }
+  return out;
+}
+
 /**
  * Protect the hooks folders and included config files of the workspace's repository and of each
- * writable root's, in whichever of those trees they lie (outside its .git, which is protected anyway).
- * A tree's top itself is not held: that is a folder the user chose to let the run write.
+ * writable root's (and of their submodules), in whichever of those trees they lie (outside its
+ * .git, which is protected anyway). A tree's top itself is not held: that is a folder the user chose
+ * to let the run write.
  */
 export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): void {
   const root = canonical(cwd);
   const roots = policy.workspace.writableRoots.map(canonical);
-  const held = [root, ...roots].flatMap((tree) => heldPaths(tree, env));
+  const repos = [root, ...roots].flatMap((tree) => [tree, ...submodules(tree)]);
+  const held = [...new Set(repos)].flatMap((repo) => heldPaths(repo, env));
   for (const tree of [root, ...roots]) {
     const globs: string[] = [];
     for (const { path, dir } of held) {

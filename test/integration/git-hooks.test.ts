@@ -132,4 +132,34 @@ describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', (
     hostGit(ws, 'status');
     expect(existsSync(pwned)).toBe(false);
   });
+
+  test("a submodule's hooks folder (husky in a package checked out as a submodule) is protected too", async () => {
+    const ws = harness.dirs.workspace;
+    const upstream = join(harness.dirs.home, 'lib');
+    const pwned = join(harness.dirs.home, 'PWNED');
+    const ident = ['-c', 'user.email=u@example.com', '-c', 'user.name=u'];
+    hostGit(harness.dirs.home, 'init', '-q', upstream);
+    hostGit(upstream, ...ident, 'commit', '-q', '--allow-empty', '-m', 'lib');
+    hostGit(ws, 'init', '-q');
+    expect(hostGit(ws, '-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', upstream, 'vendor/lib').code).toBe(0);
+    hostGit(join(ws, 'vendor', 'lib'), 'config', 'core.hooksPath', '.husky');
+    const hook = `#!/bin/sh\ntouch ${pwned}\n`;
+    harness.server.script([
+      {
+        toolCalls: [
+          { name: 'write', arguments: { path: 'vendor/lib/.husky/post-commit', content: hook } },
+          { name: 'bash', arguments: { command: `mkdir -p vendor/lib/.husky; printf '${hook}' > vendor/lib/.husky/pre-commit && chmod +x vendor/lib/.husky/pre-commit; echo "hook rc=$?"` } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain("denied by policy rule 'workspace.protected'");
+    expect(results).not.toContain('hook rc=0');
+    expect(existsSync(join(ws, 'vendor', 'lib', '.husky', 'pre-commit'))).toBe(false);
+    expect(hostGit(join(ws, 'vendor', 'lib'), ...ident, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
+    expect(existsSync(pwned)).toBe(false);
+  });
 });
