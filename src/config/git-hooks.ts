@@ -78,8 +78,9 @@ function heldPaths(cwd: string, env: Env): { path: string; dir: boolean }[] {
   return held;
 }
 
-/** .gitmodules bounds: far above any real one. */
+/** .gitmodules bounds: far above any real one. Each submodule costs a git process at start. */
 const GITMODULES_MAX_BYTES = 1024 * 1024;
+const MAX_SUBMODULES = 64;
 
 /**
  * The submodules checked out in `tree` (absolute), from its .gitmodules: each is a repository of its
@@ -99,6 +100,7 @@ function submodules(tree: string): string[] {
   for (const match of text.matchAll(/^\s*path\s*=\s*(.+?)\s*$/gim)) {
     const path = resolve(tree, match[1]!.replace(/^"(.*)"$/, '$1'));
     if (isWithin(path, tree) && path !== tree && existsSync(join(path, '.git'))) out.push(path);
+    if (out.length === MAX_SUBMODULES) break;
   }
   return out;
 }
