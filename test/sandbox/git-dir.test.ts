@@ -122,6 +122,33 @@ describe.skipIf(!canRun || GIT === null)('sandboxed commands', () => {
     });
   }
 
+  // Root or not (root keeps no capability in the sandbox's user namespace), a real repository's git dir
+  // is read-only as a whole, and what a command may put beside it changes nothing for host git.
+  test('in a real repository a command can plant nothing in .git (HEAD, objects, refs, packed-refs), and a git dir beside it is ignored by host git', async () => {
+    rmSync(join(fx.ws, '.git'), { recursive: true });
+    expect(hostGit(fx.ws, 'init', '-q').code).toBe(0);
+    expect(hostGit(fx.ws, '-c', 'user.name=t', '-c', 'user.email=t@t', 'commit', '-q', '--allow-empty', '-m', 'first').code).toBe(0);
+    const before = snapshot(join(fx.ws, '.git'));
+    const marker = join(fx.root, 'PWNED');
+    const plant = [
+      'echo 0000000000000000000000000000000000000000 > .git/HEAD',
+      'mkdir -p .git/objects/ab && echo x > .git/objects/ab/cd',
+      'echo 0000000000000000000000000000000000000000 > .git/refs/heads/evil',
+      'echo x >> .git/packed-refs',
+      'mount -o remount,rw .git',
+      'umount .git',
+    ].map((c) => `${c} 2>/dev/null && echo PLANTED`);
+    const beside = gitDirFiles(marker).map(([rel, text]) => `mkdir -p "$(dirname ${rel})" && printf '%s' '${text}' > ${rel}`);
+    const result = await sandboxed(fx, [...plant, ...beside].join('; '));
+    expect(result.stdout).not.toContain('PLANTED');
+    expect(snapshot(join(fx.ws, '.git'))).toBe(before);
+    // git looks for .git before it takes the directory itself for one: the config beside it is not read.
+    expect(readFileSync(join(fx.ws, 'config'), 'utf8')).toContain('fsmonitor');
+    expect(hostGit(fx.ws, 'rev-parse', '--absolute-git-dir').stdout.trim()).toBe(join(fx.ws, '.git'));
+    hostGit(fx.ws, 'status');
+    expect(existsSync(marker)).toBe(false);
+  });
+
   test('git works in an ordinary repository and sees no HEAD placeholder', async () => {
     rmSync(join(fx.ws, '.git'), { recursive: true });
     expect(hostGit(fx.ws, 'init', '-q').code).toBe(0);
