@@ -7,17 +7,21 @@ import { dirname } from 'node:path';
 
 const STICKY = 0o1000;
 const OTHERS_WRITE = 0o002;
+const GROUP_WRITE = 0o020;
 
 /**
  * Why another user could change `dir` (canonical) or what it holds, or null when only this user
  * (and root) can. The folder itself must be owned by this user or root and not writable by others;
  * each folder above it must be owned so too and writable by others only with the sticky bit (as
- * /tmp is: nobody can rename or remove an entry there that is not theirs). Without user ids
- * (Windows) there is nothing to compare: null.
+ * /tmp is: nobody can rename or remove an entry there that is not theirs). Writable by its group
+ * counts as by others unless the group is this user's own (a private group, as umask 002 setups
+ * give every folder): a shared group's members are other users. Without user ids (Windows) there
+ * is nothing to compare: null.
  */
 export function foreignWriter(dir: string): string | null {
   const uid = process.getuid?.();
   if (uid === undefined) return null;
+  const gid = process.getgid?.();
   for (let path = dir; ; path = dirname(path)) {
     let info;
     try {
@@ -30,6 +34,9 @@ export function foreignWriter(dir: string): string | null {
     const othersWrite = (info.mode & OTHERS_WRITE) !== 0;
     if (othersWrite && path === dir) return `${path} is writable by every user (mode ${mode})`;
     if (othersWrite && (info.mode & STICKY) === 0) return `${path}, a folder above it, is writable by every user without the sticky bit (mode ${mode})`;
+    const groupWrite = (info.mode & GROUP_WRITE) !== 0 && info.gid !== gid && info.gid !== 0;
+    if (groupWrite && path === dir) return `${path} is writable by the members of group ${info.gid} (mode ${mode})`;
+    if (groupWrite && (info.mode & STICKY) === 0) return `${path}, a folder above it, is writable by the members of group ${info.gid} without the sticky bit (mode ${mode})`;
     if (dirname(path) === path) return null;
   }
 }

@@ -221,6 +221,26 @@ describe('a folder another user could write is not trusted', () => {
     expect(await isTrusted(ws.configDir, ws.cwd)).toBe(true);
   });
 
+  test('a folder writable by its group is trusted when the group is the user\'s own (umask 002)', async () => {
+    const ws = await workspace({ 'tool.ts': 'x' });
+    await chmod(ws.cwd, 0o775);
+    await chmod(join(ws.cwd, '..'), 0o775);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: true });
+  });
+
+  test.skipIf(process.getuid?.() !== 0)('a folder writable by a shared group, or below one, is refused (as root: group 1001)', async () => {
+    const ws = await workspace({ 'tool.ts': 'x' });
+    await chown(ws.cwd, 0, 1001);
+    await chmod(ws.cwd, 0o775);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: false, message: expect.stringContaining(`${ws.cwd} is writable by the members of group 1001 (mode 0775)`) });
+    await chmod(ws.cwd, 0o755);
+    await chown(join(ws.cwd, '..'), 0, 1001);
+    await chmod(join(ws.cwd, '..'), 0o770);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: false, message: expect.stringContaining('a folder above it, is writable by the members of group 1001 without the sticky bit (mode 0770)') });
+    await chmod(join(ws.cwd, '..'), 0o1770);
+    expect(await trustWorkspace(ws.configDir, ws.cwd)).toMatchObject({ ok: true });
+  });
+
   test.skipIf(process.getuid?.() !== 0)('a folder owned by another user is refused (as root: owned by uid 1001)', async () => {
     const ws = await workspace({ 'tool.ts': 'x' });
     await chown(ws.cwd, 1001, 1001);
