@@ -1,6 +1,9 @@
 // The directories a command is given (its workspace, temp dir, writable roots, caches), resolved
 // to where they really are: canonical, remembered by identity so the next command needs no
 // realpath, and held to where they first led, so a link swapped in between two commands is refused.
+// The workspace and the writable roots are held to the very directory they were, too: one moved
+// away and replaced by another (in a writable root above it) would take its .git along to a place
+// no protection covers.
 import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 
@@ -33,6 +36,36 @@ const firstReal = new Map<string, string>();
 export function rememberDirectory(path: string): void {
   if (firstReal.size >= 256) firstReal.clear();
   firstReal.set(path, realpathSync(path));
+}
+
+/** The directory each workspace and writable root was at its first command, by session (its placeholder scope). */
+const firstIdentity = new WeakMap<object, Map<string, string>>();
+const unscoped = new Map<string, string>();
+
+/**
+ * `real` (the canonical directory of `path`) is the directory it was at the session's first command, by
+ * device and inode: a command that can write a folder above it (a writable root around the
+ * workspace) can move it away, .git and all, and make a new one at the same path; the protections
+ * would then hold the new one, and the moved repository, its hooks included, would lie writable in
+ * the root. `run`: the session's placeholder scope, so a long-lived host (conch acp) that later opens a
+ * session in a directory made again meanwhile (a fresh clone) is not refused.
+ */
+export function sameDirectory(path: string, real: string, what: string, run: object | undefined): void {
+  const info = statSync(real, { throwIfNoEntry: false });
+  if (!info) return; // gone meanwhile: the mount fails and says so
+  const known = run ? (firstIdentity.get(run) ?? firstIdentity.set(run, new Map()).get(run)!) : unscoped;
+  const id = `${info.dev}:${info.ino}`;
+  const first = known.get(path);
+  if (first === undefined) {
+    if (known.size >= 256) known.clear();
+    known.set(path, id);
+  } else if (first !== id) {
+    throw new SandboxRequestError(
+      `${what} ${path} is no longer the directory it was at this session's first command: something moved it away and made another in its place, ` +
+        'so its .git and other protected names may now lie unprotected where it went (a writable root above it). conch runs no command there. ' +
+        'Find where it went, check its .git (hooks, config) and put it back, then start conch again.',
+    );
+  }
 }
 
 export function directory(path: string, what: string, fix: string, stays = true): string {

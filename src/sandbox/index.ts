@@ -10,7 +10,7 @@ import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
 import { RELAY_ENV, RELAY_PORT, relayArgv } from './relay.ts';
 import { isWithin } from '../core/paths.ts';
-import { directory, SandboxRequestError } from './directories.ts';
+import { directory, sameDirectory, SandboxRequestError } from './directories.ts';
 import { gitDirAround } from '../core/git-dir.ts';
 import { canonicalHidden, HiddenPathError } from './hidden.ts';
 import { mountLayout } from './command-template.ts';
@@ -242,11 +242,13 @@ const EXEC_ARGV = [
 function prepare(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean): PreparedCommand {
   const profile = loadProfile(request.profile);
   const workspace = directory(request.workspace, 'workspace', 'run conch from an existing directory');
+  sameDirectory(request.workspace, workspace, 'workspace', request.placeholders);
   const tmpDir = directory(request.tmpDir, 'temp dir', 'create it before running commands');
   const cwd = request.cwd === request.workspace ? workspace : directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace', false);
   const writableRoots: string[] = [];
   for (const root of request.writableRoots) {
     writableRoots.push(directory(root, 'writable root', "create it, or remove it from --allow-write or the config's write.writableRoots"));
+    sameDirectory(root, writableRoots.at(-1)!, 'writable root', request.placeholders);
   }
   // argv goes through the shell's exec as well, so a missing program is 127 exactly as in the bash tool.
   const command =

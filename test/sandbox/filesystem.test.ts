@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
-import { rememberDirectory } from '../../src/sandbox/index.ts';
+import { PlaceholderScope, rememberDirectory } from '../../src/sandbox/index.ts';
 import { canRun, fixture, isRoot, randomName, sandboxed, snapshotAll, type Fixture } from './harness.ts';
 
 let fx: Fixture;
@@ -186,6 +186,45 @@ describe.skipIf(!canRun)('the workspace, the temp dir and writable roots', () =>
     const next = sandboxed(fx, 'echo PWNED > vendor/lib/.bashrc', { writableRoots: [root] });
     await expect(next).rejects.toThrow(/writable root .*vendor\/lib now leads to .*home, not to .*vendor\/lib as before/);
     expect(existsSync(join(target, '.bashrc'))).toBe(false);
+  });
+
+  // A writable root above the workspace (--allow-write ~/src for ~/src/org/proj) lets a command move a
+  // folder between them, and the workspace with it, .git and all, then make a new one at its path:
+  // the next command protected the new one while the real .git lay writable where it went (under
+  // node_modules, which the nested-repository check does not walk).
+  test('a workspace moved away (with the folder above it, in a writable root) and made again is refused, and its .git stays as it was', async () => {
+    const top = join(fx.root, 'src');
+    const ws = join(top, 'org', 'proj');
+    mkdirSync(join(ws, '.git', 'hooks'), { recursive: true });
+    writeFileSync(join(ws, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+    const options = { workspace: ws, cwd: ws, writableRoots: [top], placeholders: new PlaceholderScope() };
+    const gone = join(top, 'node_modules', 'org');
+    try {
+      const moved = await sandboxed(fx, `mkdir -p ${top}/node_modules && mv ${top}/org ${gone} && mkdir -p ${ws} && echo MOVED`, options);
+      expect(moved.stdout).toBe('MOVED\n');
+      const next = sandboxed(fx, `echo evil > ${gone}/proj/.git/hooks/pre-commit`, options);
+      await expect(next).rejects.toThrow(/workspace .*org\/proj is no longer the directory it was at this session's first command: something moved it away/);
+      expect(existsSync(join(gone, 'proj', '.git', 'hooks', 'pre-commit'))).toBe(false);
+      // Another session (a fresh clone there, in a long-lived host) starts from the directory as it is.
+      expect((await sandboxed(fx, 'echo ok', { ...options, placeholders: new PlaceholderScope() })).stdout).toBe('ok\n');
+    } finally {
+      options.placeholders.close();
+    }
+  });
+
+  test('a writable root moved away (with the folder above it, in the workspace) and made again is refused', async () => {
+    const root = join(fx.ws, 'vendor', 'lib');
+    mkdirSync(join(root, '.git', 'hooks'), { recursive: true });
+    writeFileSync(join(root, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+    const options = { writableRoots: [root], placeholders: new PlaceholderScope() };
+    try {
+      expect((await sandboxed(fx, 'mkdir -p node_modules && mv vendor node_modules/vendor && mkdir -p vendor/lib && echo MOVED', options)).stdout).toBe('MOVED\n');
+      const next = sandboxed(fx, 'echo evil > node_modules/vendor/lib/.git/hooks/pre-commit', options);
+      await expect(next).rejects.toThrow(/writable root .*vendor\/lib is no longer the directory it was/);
+      expect(existsSync(join(fx.ws, 'node_modules', 'vendor', 'lib', '.git', 'hooks', 'pre-commit'))).toBe(false);
+    } finally {
+      options.placeholders.close();
+    }
   });
 
   test("a run's temp dir swapped for a link before its first command (by another conch's command, TMPDIR in the workspace) is refused", async () => {
