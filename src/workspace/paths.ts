@@ -1,7 +1,7 @@
 // The workspace policy: where write/edit may touch, what read may see, and how paths are shown.
 // Every decision is made on canonical paths (symlinks resolved through the nearest existing
 // ancestor), so a link or a symlinked directory cannot smuggle a write out of the workspace.
-import { lstat, readlink, realpath } from 'node:fs/promises';
+import { lstat, readlink, realpath, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import picomatch from 'picomatch';
@@ -144,6 +144,8 @@ export class Workspace implements WorkspaceAccess {
     private readonly readRoots: string[] | null,
     private readonly ownDirs: string[],
     rootGlobs: Map<string, string[]>,
+    /** device:inode of the workspace and each writable root when opened (see checkTrees). */
+    private readonly identities: Map<string, string>,
   ) {
     this.rootProtectedRules = new Map(writableRoots.map((r) => [r, compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...NESTED_GIT_GLOBS, ...(rootGlobs.get(r) ?? [])])]));
     this.protectedRules = compileGlobs([...DEFAULT_PROTECTED_GLOBS, ...NESTED_GIT_GLOBS, ...(options.protectedGlobs ?? [])]);
@@ -166,7 +168,12 @@ export class Workspace implements WorkspaceAccess {
       const real = await canonicalize(resolve(root, given));
       rootGlobs.set(real, [...(rootGlobs.get(real) ?? []), ...globs]);
     }
-    return new Workspace(root, options, writable, readRoots, ownDirs, rootGlobs);
+    const identities = new Map<string, string>();
+    for (const tree of [root, ...writable]) {
+      const info = await stat(tree).catch(() => null);
+      if (info) identities.set(tree, `${info.dev}:${info.ino}`);
+    }
+    return new Workspace(root, options, writable, readRoots, ownDirs, rootGlobs, identities);
   }
 
   get unrestricted(): boolean {
@@ -191,6 +198,7 @@ export class Workspace implements WorkspaceAccess {
     this.checkPolicyDenials(mode, lexical, canonical);
     if (mode === 'read') this.checkRead(path, lexical, canonical);
     else if (!this.options.unrestricted) {
+      await this.checkTrees();
       this.checkWrite(path, lexical, canonical);
       await this.checkGitDir(lexical, canonical);
     }
@@ -272,6 +280,25 @@ export class Workspace implements WorkspaceAccess {
         'workspace.protected',
         `'${this.display(isWithin(lexical, this.root) ? lexical : canonical)}' is protected (matches '${glob}'); ` +
           `conch does not modify protected paths (.git, .conch, .env files, keys, shell start-up files, git's config and skills in a home directory, and what the config protects). Leave it as it is; only the user can lift this (conch --unrestricted).`,
+      );
+    }
+  }
+
+  /**
+   * The workspace and the writable roots are still the directories they were when opened. A command
+   * in a writable root above one can move it away (with a folder between them) and make another at
+   * its path: its .git is then held by nothing, and names the policy protects only by their place
+   * (a hooks folder) lie writable where it went.
+   */
+  private async checkTrees(): Promise<void> {
+    for (const [tree, id] of this.identities) {
+      const info = await stat(tree).catch(() => null);
+      if (info && `${info.dev}:${info.ino}` === id) continue;
+      const which = tree === this.root ? 'the workspace' : `the writable root ${tree}`;
+      throw new PolicyError(
+        'workspace.moved',
+        `${which} is no longer the directory it was when the run started: something moved it away${info ? ' and made another in its place' : ''}, so what protects it may now lie elsewhere. ` +
+          'conch writes nothing more in this session; tell the user, who should find where it went, check its .git (hooks, config) and put it back.',
       );
     }
   }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
-import { mkdir, mkdtemp, realpath, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, realpath, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PolicyError } from '../../src/core/errors.ts';
@@ -276,5 +276,36 @@ describe('read policy', () => {
   test('~ means the home directory', async () => {
     const ws = await open();
     expect(ws.absolute('~/x.txt')).toBe(join(homedir(), 'x.txt'));
+  });
+});
+
+describe('a workspace or writable root moved away and made again', () => {
+  test('write and edit refuse every path from then on (rule workspace.moved); read still works', async () => {
+    const top = join(base, 'moved-top');
+    const ws = join(top, 'org', 'proj');
+    const extra = join(base, 'moved-extra', 'lib');
+    await mkdir(ws, { recursive: true });
+    await mkdir(extra, { recursive: true });
+    const workspace = await Workspace.open({ root: ws, unrestricted: false, writableRoots: [extra] });
+    expect(await workspace.resolve('a.txt', 'write')).toBe(join(ws, 'a.txt'));
+
+    await rename(join(top, 'org'), join(top, 'gone'));
+    await mkdir(ws, { recursive: true });
+    const error = await workspace.resolve('a.txt', 'write').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PolicyError);
+    expect((error as PolicyError).rule).toBe('workspace.moved');
+    expect((error as Error).message).toContain('the workspace is no longer the directory it was when the run started: something moved it away and made another in its place');
+    expect(await workspace.resolve('a.txt', 'read')).toBe(join(ws, 'a.txt'));
+
+    const other = await Workspace.open({ root: ws, unrestricted: false, writableRoots: [extra] });
+    expect(await other.resolve(join(extra, 'x'), 'write')).toBe(join(extra, 'x'));
+    await rename(extra, `${extra}-gone`);
+    await mkdir(extra);
+    await expect(other.resolve('a.txt', 'write')).rejects.toThrow(`the writable root ${extra} is no longer the directory it was`);
+    // --unrestricted writes wherever it is told.
+    const free = await Workspace.open({ root: ws, unrestricted: true });
+    await rename(ws, `${ws}-gone`);
+    await mkdir(ws);
+    expect(await free.resolve('a.txt', 'write')).toBe(join(ws, 'a.txt'));
   });
 });
