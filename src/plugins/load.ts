@@ -276,14 +276,15 @@ let output: typeof PluginOutput;
 
 function asPluginCode(tool: Tool, candidate: PluginCandidate): Tool {
   const execute = tool.execute;
-  const { pluginLabel, runAsPlugin } = output;
+  const { pluginLabel, pluginSignal, runAsPlugin } = output;
   const label = pluginLabel(candidate.path);
   const file = { path: candidate.path, ran: candidate.snapshot?.file };
   return {
     ...tool,
     execute: async (args, ctx) => {
+      const own = { ...ctx, signal: pluginSignal(label, ctx.signal), runSignal: pluginSignal(label, ctx.runSignal) };
       try {
-        return await runAsPlugin(label, () => execute.call(tool, args, ctx));
+        return await runAsPlugin(label, () => execute.call(tool, args, own));
       } catch (error) {
         if (!(error instanceof PolicyError) && !ctx.signal.aborted) {
           const { reportThrown } = await import('./throw-site.ts');

@@ -16,11 +16,34 @@ import { loadLibc } from '../process/libc.ts';
 
 const current = new AsyncLocalStorage<string>();
 let installed = false;
+/** Plugins whose last process.stdout.write left a line open: a line written in pieces gets one prefix. */
+const midLine = new Set<string>();
 
 /** Run `work` (and everything it schedules) as the plugin `name`. */
 export function runAsPlugin<T>(name: string, work: () => T): T {
   install();
   return current.run(name, work);
+}
+
+const derived = new WeakMap<AbortSignal, Map<string, AbortSignal>>();
+
+/**
+ * `signal` as plugin `name` sees it. An abort listener runs inside conch's abort() call, outside the
+ * plugin's context, so what it logged reached conch's stdout (a --json document with a line in
+ * front); this signal is aborted as the plugin. One per signal and plugin, so a signal kept as a key
+ * (the jobs plugin's runSignal) stays the same object across calls.
+ */
+export function pluginSignal(name: string, signal: AbortSignal): AbortSignal {
+  let byName = derived.get(signal);
+  if (!byName) derived.set(signal, (byName = new Map()));
+  let own = byName.get(name);
+  if (own) return own;
+  const controller = new AbortController();
+  own = controller.signal;
+  byName.set(name, own);
+  if (signal.aborted) controller.abort(signal.reason);
+  else signal.addEventListener('abort', () => current.run(name, () => controller.abort(signal.reason)), { once: true });
+  return own;
 }
 
 /** A plugin's name for people: its file name, or its folder's for `name/index.ts`. */
@@ -47,7 +70,9 @@ export function install(): void {
       if (name === undefined) return original.apply(console, args);
       let text = formatWithOptions({ colors: false }, ...args);
       if (method === 'trace') text = `Trace: ${text}\n${(new Error().stack ?? '').split('\n').slice(2).join('\n')}`;
-      toStderr(text.replace(/^/gm, `[${name}] `));
+      // A console line after an unfinished stdout write starts a line of its own.
+      const open = midLine.delete(name) ? '\n' : '';
+      toStderr(open + text.replace(/^/gm, `[${name}] `));
     }) as never;
   }
 }
@@ -59,8 +84,6 @@ function redirectStdoutWrites(): void {
   const out = process.stdout;
   if (libc && flags >= 0) process.once('exit', () => libc.setStatusFlags(1, flags));
   const original = out.write as (...args: unknown[]) => boolean;
-  // Whether the plugin's last write left a line open: a line written in pieces gets one prefix.
-  const midLine = new Set<string>();
   out.write = function (this: typeof out, chunk: unknown, ...rest: unknown[]): boolean {
     const name = current.getStore();
     if (name === undefined) return original.apply(this, [chunk, ...rest]);

@@ -251,6 +251,30 @@ describe('plugins through the CLI', () => {
     expect(flags & 0o4000).toBe(0);
   });
 
+  test("what a plugin logs when its signal fires goes to stderr under its name, and a console line after a half-written one starts its own", async () => {
+    await plugin('waiter.ts', `
+      import { defineTool, Type } from 'conch';
+      export default defineTool({
+        name: 'waiter',
+        description: 'waits for its signal',
+        parameters: Type.Object({}),
+        async execute(_args, ctx) {
+          process.stdout.write('half a line');
+          console.error('then a console line');
+          return await new Promise((resolve) => {
+            ctx.signal.addEventListener('abort', () => { console.log('stopping:', String(ctx.signal.reason)); resolve('stopped'); });
+          });
+        },
+      });`);
+    harness.server.script([{ toolCalls: [{ name: 'waiter', arguments: {} }] }, { text: 'the answer' }]);
+    const json = await run(['--json', '--limit', 'tool_timeout_ms=300', 'go']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ status: 'completed', output: 'the answer' });
+    expect(json.stderr).toContain('[waiter] half a line\n[waiter] then a console line\n');
+    expect(json.stderr).toContain('[waiter] stopping: Error: tool deadline of 300 ms passed\n');
+    expect(resultOf(1)).toContain('stopped');
+  });
+
   test('an image result reaches the model as an image; a result whose blocks are misspelt is a tool error naming the fix', async () => {
     const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
     await plugin('shots.ts', `

@@ -43,7 +43,7 @@ async function fixture(files: Record<string, string>): Promise<{ configDir: stri
   return { configDir, cwd, base };
 }
 
-const ctx = { cwd: '/', signal: new AbortController().signal, callId: 't1' } as unknown as ToolContext;
+const ctx = { cwd: '/', signal: new AbortController().signal, runSignal: new AbortController().signal, callId: 't1' } as unknown as ToolContext;
 
 function byFile(reports: PluginReport[], suffix: string): PluginReport {
   const found = reports.find((r) => r.path.endsWith(suffix));

@@ -20,7 +20,7 @@ afterAll(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-const ctx = { cwd: '/', signal: new AbortController().signal, callId: 't1' } as unknown as ToolContext;
+const ctx = { cwd: '/', signal: new AbortController().signal, runSignal: new AbortController().signal, callId: 't1' } as unknown as ToolContext;
 
 interface Case {
   base: string;
