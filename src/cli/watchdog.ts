@@ -66,8 +66,10 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number |
   let output = '';
   let usage = emptyUsage();
   const counts = { modelCalls: 0, toolCalls: 0, toolErrors: 0 };
+  const answeredBy: string[] = [];
+  const thinking = { chars: 0, tokens: null };
   const post = () => {
-    const partial: Outcome = { status: 'timed_out', output, stopReason: null, usage, counts, durationMs: Date.now() - startedAt };
+    const partial: Outcome = { status: 'timed_out', output, stopReason: null, usage, counts, thinking, answeredBy, durationMs: Date.now() - startedAt };
     send({ type: 'envelope', doc: envelope(runId, partial, facts, EXIT_CODES.timed_out) });
   };
   post();
@@ -85,8 +87,12 @@ export function startWatchdog(runId: string, json: boolean, deadlineMs: number |
         case 'text.delta':
           output += event.text;
           return;
+        case 'thinking.delta':
+          thinking.chars += event.text.length;
+          return;
         case 'model.finished':
           usage = counts.modelCalls === 1 ? event.usage : addUsage(usage, event.usage);
+          if (event.model) answeredBy.push(event.model);
           return;
         case 'tool.started':
           counts.toolCalls++;

@@ -77,11 +77,15 @@ describe('the watchdog', () => {
   test('a spinning plugin cannot outlast --timeout: timed_out, exit 124, one JSON document, its command killed', async () => {
     const m = marker();
     await spinningPlugin(m);
+    // The document says what happened before the main thread stopped, as a run's own does.
+    harness.server.script([{ thinking: { text: 'spin it' }, toolCalls: [{ name: 'spin', arguments: {} }] }, { text: 'unreachable' }]);
     await withTmp(async (tmp) => {
       const r = await run(['--json', '--timeout', '2s', 'go'], tmp);
       expect(r.code).toBe(124);
       const doc = JSON.parse(r.stdout);
-      expect(doc).toMatchObject({ status: 'timed_out', exitCode: 124, partial: true, counts: { toolCalls: 1 } });
+      expect(doc).toMatchObject({ status: 'timed_out', exitCode: 124, partial: true, counts: { modelCalls: 1, toolCalls: 1 } });
+      expect(doc.answeredBy).toEqual(['anthropic/test-model']);
+      expect(doc.thinking.chars).toBe('spin it'.length);
       expect(doc.message).toContain('watchdog');
       expect(r.stderr).toContain('the run deadline passed');
       expect(await alive(m)).toBe(false);
