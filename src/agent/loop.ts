@@ -249,7 +249,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       }
       // Never start a tool whose result no model call is left to read.
       if (limits.model_calls > 0 && counts.modelCalls >= limits.model_calls) {
-        throw new Stop('limit_exceeded', `the model-call limit of ${limits.model_calls} was reached with ${response.toolCalls.length} tool call(s) pending (limit model_calls; flag --max-turns)`, { limit: 'model_calls' });
+        throw new Stop('limit_exceeded', `the model-call limit of ${limits.model_calls} was reached with ${response.toolCalls.length} tool ${response.toolCalls.length === 1 ? 'call' : 'calls'} pending (limit model_calls; flag --max-turns)`, { limit: 'model_calls' });
       }
       const results: ToolResultMessage[] = [];
       spec.conversation.push({ role: 'tool', results });

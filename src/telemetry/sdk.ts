@@ -43,7 +43,7 @@ function noting(exporter: SpanExporter, problems: Set<string>, endpoint: string)
     export(spans: ReadableSpan[], done) {
       exporter.export(spans, (result) => {
         // ExportResultCode.SUCCESS is 0 (from @opentelemetry/core, which conch does not import itself).
-        if (result.code !== 0) problems.add(`${spans.length} span(s) could not be exported to ${endpoint}: ${result.error?.message ?? 'the collector refused them'}`);
+        if (result.code !== 0) problems.add(`${spans.length} ${spans.length === 1 ? 'span' : 'spans'} could not be exported to ${endpoint}: ${result.error?.message ?? 'the collector refused them'}`);
         done(result);
       });
     },

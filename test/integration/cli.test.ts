@@ -180,6 +180,7 @@ for (const p of protocols) {
       const env = JSON.parse(r.stdout);
       expect(env.status).toBe('limit_exceeded');
       expect(env.limit).toBe('model_calls');
+      expect(env.message).toBe('the model-call limit of 1 was reached with 1 tool call pending (limit model_calls; flag --max-turns)');
       expect(existsSync(join(harness.dirs.workspace, 'never.txt'))).toBe(false);
     });
 
