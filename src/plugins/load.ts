@@ -1,7 +1,7 @@
 // Plugin loading: find the files, import them in isolation, check every definition, settle name
 // collisions. A broken plugin is a report with its path and the reason; it never stops the others.
 import { realpath } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { basename, join, relative } from 'node:path';
 import type { PluginSettings } from '../config/types.ts';
 import type { PluginFactory, PluginSetup, Tool } from '../tools/define.ts';
 import { checkToolDefinition } from '../tools/catalog.ts';
@@ -220,7 +220,10 @@ function settle(
   const exported = outcome.module.default;
   if (exported === undefined) {
     const named = Object.keys(outcome.module).filter((k) => k !== 'default' && k !== '__esModule');
-    const hint = named.length ? ` (found named exports ${named.join(', ')}; conch reads only the default export)` : '';
+    // Named exports alone are most often a helper the user's plugins import, put beside them.
+    const hint = named.length
+      ? ` (found named exports ${named.join(', ')}; conch reads only the default export; a helper that plugins import belongs in a subfolder, such as lib/${basename(path)}, which conch does not load as a tool)`
+      : '';
     return failed(`no default export: use \`export default defineTool({...})\` or \`export default [tool1, tool2]\`${hint}`);
   }
   const definitions = Array.isArray(exported) ? exported : [exported];

@@ -129,6 +129,7 @@ export default (setup: PluginSetup) => [defineTool({
     expect(byFile(reports, 'throws.ts').reason).toMatch(/^threw while loading at line 2: .*no API key configured/);
     expect(byFile(reports, 'nodefault.ts').reason).toContain('no default export');
     expect(byFile(reports, 'nodefault.ts').reason).toContain('found named exports tool');
+    expect(byFile(reports, 'nodefault.ts').reason).toContain('a helper that plugins import belongs in a subfolder, such as lib/nodefault.ts, which conch does not load as a tool');
     expect(byFile(reports, 'badname.ts').reason).toContain('invalid name "Bad-Name"');
     // As written in the file: not the name the transpiled import got (_conch.Type.Strin).
     expect(byFile(reports, 'typo.ts').reason).toMatch(/^threw while loading at line 2: Type\.Strin is not a function/);
