@@ -5,6 +5,7 @@ import { readCheckedSmallFile, readSmallFile, type SmallFile } from '../workspac
 import { repositoryChain } from '../workspace/repository-chain.ts';
 import { canonical, isWithin } from '../core/paths.ts';
 import { join, basename, relative } from 'node:path';
+import { tildePath } from '../core/display-path.ts';
 
 export const AGENTS_MD_MAX_BYTES = 32 * 1024;
 /** The project's AGENTS.md files together, from the repository root down to the workspace. */
@@ -68,7 +69,7 @@ export async function loadGuidance(
 ): Promise<{ label: string; text: string }[]> {
   const found: { label: string; text: string }[] = [];
   const user = await guidanceFrom(() => readSmallFile(join(configDir, 'AGENTS.md'), AGENTS_MD_MAX_BYTES), AGENTS_MD_MAX_BYTES);
-  if (user !== null) found.push({ label: '~/.config/conch/AGENTS.md', text: user });
+  if (user !== null) found.push({ label: tildePath(join(configDir, 'AGENTS.md')), text: user });
 
   const chain = repositoryChain(workspaceRoot, canonical(home));
   const top = chain[0]!;

@@ -104,7 +104,8 @@ describe('the repository chain', () => {
     await writeFile(join(config, 'AGENTS.md'), 'User: tabs.\n');
     await writeFile(join(repo, 'packages', 'AGENTS.md'), 'Packages: one per folder.\n');
     expect(await chain(api)).toEqual([
-      { label: '~/.config/conch/AGENTS.md', text: 'User: tabs.\n' },
+      // Where the config folder is (XDG_CONFIG_HOME), not where it usually is.
+      { label: join(config, 'AGENTS.md'), text: 'User: tabs.\n' },
       { label: '../../AGENTS.md', text: 'Root: run npm test.\n' },
       { label: '../AGENTS.md', text: 'Packages: one per folder.\n' },
       { label: 'AGENTS.md', text: 'API: never touch the schema.\n' },
