@@ -45,8 +45,11 @@ export function batchDocument(tasks: TaskEnvelope[], durationMs: number) {
 /** The stderr line after the tasks: "3 tasks: 2 completed, 1 failed". */
 export function summaryLine(outcomes: Ended[]): string {
   const parts = STATUSES.flatMap((status) => {
-    const n = outcomes.filter((o) => o.status === status).length;
-    return n ? [`${n} ${status}`] : [];
+    const which = outcomes.flatMap((o, i) => (o.status === status ? [i + 1] : []));
+    if (which.length === 0) return [];
+    // The tasks that did not complete by number, as their `── task N/M` headers show them.
+    const named = status === 'completed' || which.length === outcomes.length ? '' : ` (${which.length === 1 ? 'task' : 'tasks'} ${which.join(', ')})`;
+    return [`${which.length} ${status}${named}`];
   });
   return `${outcomes.length} ${outcomes.length === 1 ? 'task' : 'tasks'}: ${parts.join(', ')}`;
 }

@@ -38,7 +38,7 @@ describe('conch run with several tasks', () => {
     const r = await run(['run', 'task alpha', 'task beta', 'task gamma']);
     expect(r.stdout).toBe('── task 1/3: task alpha\nanswer alpha\n\n── task 2/3: task beta\n\n── task 3/3: task gamma\nanswer gamma\n');
     expect(r.stderr).toContain('conch: failed (provider_rejected)');
-    expect(r.stderr).toContain('conch: 3 tasks: 2 completed, 1 failed\n');
+    expect(r.stderr).toContain('conch: 3 tasks: 2 completed, 1 failed (task 2)\n');
     expect(r.code).toBe(1);
   });
 

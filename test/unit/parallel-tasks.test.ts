@@ -45,7 +45,10 @@ test('summary counts every status and says them in one line', () => {
   expect(batchSummary(ended('completed', 'failed', 'completed'), 12)).toEqual({
     tasks: 3, completed: 2, failed: 1, cancelled: 0, timed_out: 0, limit_exceeded: 0, policy_denied: 0, exitCode: 1, durationMs: 12,
   });
-  expect(summaryLine(ended('completed', 'failed', 'completed'))).toBe('3 tasks: 2 completed, 1 failed');
+  expect(summaryLine(ended('completed', 'failed', 'completed'))).toBe('3 tasks: 2 completed, 1 failed (task 2)');
+  expect(summaryLine(ended('timed_out', 'completed', 'failed', 'timed_out'))).toBe('4 tasks: 1 completed, 1 failed (task 3), 2 timed_out (tasks 1, 4)');
+  // All alike: nothing to tell apart.
+  expect(summaryLine(ended('failed', 'failed'))).toBe('2 tasks: 2 failed');
   expect(summaryLine(ended('completed'))).toBe('1 task: 1 completed');
 });
 
