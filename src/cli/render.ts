@@ -205,7 +205,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           for (const line of startNotices(event, options.interactive)) stderr.write(`${line}\n`);
           break;
         case 'context.elided':
-          stderr.write(`conch: ${event.results} earlier tool result(s) (${event.bytes} bytes) elided to stay within context_bytes; the model is told\n`);
+          stderr.write(`conch: ${event.results} earlier tool ${event.results === 1 ? 'result' : 'results'} (${event.bytes} bytes) elided to stay within context_bytes; the model is told\n`);
           break;
         case 'model.started':
           turnHasText = false;

@@ -293,3 +293,11 @@ describe('a paragraph shown as it streams (live Markdown on a terminal)', () => 
     }
   });
 });
+
+test('an elision notice counts its results in words that agree with the number', () => {
+  const { out, emit } = capture({ color: false });
+  emit({ type: 'context.elided', results: 1, bytes: 900 } as EventBody);
+  emit({ type: 'context.elided', results: 3, bytes: 2700 } as EventBody);
+  expect(out.stderr).toContain('conch: 1 earlier tool result (900 bytes) elided');
+  expect(out.stderr).toContain('conch: 3 earlier tool results (2700 bytes) elided');
+});
