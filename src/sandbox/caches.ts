@@ -2,7 +2,7 @@
 // directory per user, kept across runs, outside any workspace, with the toolchains' standard
 // variables pointing into it. Made on first use, mode 0700, and checked to be this user's own
 // directory (not a link someone planted), since the sandbox mounts it writable.
-import { lstatSync, mkdirSync, readFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, unlinkSync } from 'node:fs';
 import { isAbsolute, join } from 'node:path';
 import { PROFILES_DIR, SandboxProfileError } from './profiles.ts';
 import { mkdirFailure } from '../core/errors.ts';
@@ -48,9 +48,31 @@ export function prepareCache(dir: string): Record<string, string> {
     if (!info.isDirectory() || info.uid !== uid) {
       throw new SandboxProfileError(`the sandbox cache ${dir} is not a directory of your own; remove it (conch makes it again).`);
     }
-    for (const sub of new Set(Object.values(vars))) mkdirSync(join(dir, sub), { recursive: true, mode: 0o700 });
+    for (const sub of new Set(Object.values(vars))) makeInside(dir, sub);
   }
   const env = Object.freeze(Object.fromEntries(Object.entries(vars).map(([name, sub]) => [name, join(dir, sub)])));
   ready.set(dir, env);
   return env;
+}
+
+/**
+ * `sub` (a/b/c) made under `dir` one folder at a time, never through a link: commands write the
+ * cache, so one could leave a link where a folder was, and conch, unsandboxed, would make the rest
+ * of the path wherever it leads. What is there instead of a folder is not conch's: it goes.
+ */
+function makeInside(dir: string, sub: string): void {
+  let path = dir;
+  for (const name of sub.split('/')) {
+    path = join(path, name);
+    const info = lstatSync(path, { throwIfNoEntry: false });
+    if (info?.isDirectory()) continue;
+    try {
+      if (info) unlinkSync(path);
+      mkdirSync(path, { mode: 0o700 });
+    } catch (error) {
+      // Another conch starting at the same moment made it first.
+      if ((error as NodeJS.ErrnoException).code === 'EEXIST' && lstatSync(path).isDirectory()) continue;
+      throw new SandboxProfileError(`cannot make the toolchain cache folder ${path} (${mkdirFailure(error)}): remove it (conch makes it again).`);
+    }
+  }
 }
