@@ -148,7 +148,8 @@ export async function trustCommand(configDir: string, cwd: string, io: CommandIO
       lines.push(`    ${visibleCommand(server.name)}: ${visibleCommand(server.runs)}${given}`);
     }
   }
-  lines.push('  .conch/config.json: its model, providers and model settings (maxOutputTokens, thinking, temperature, models) apply here while it and .conch/tools stay as they are now (a change needs `conch trust` again)');
+  if (result.config) lines.push('  .conch/config.json: its model, providers and model settings (maxOutputTokens, thinking, temperature, models) apply here while it and .conch/tools stay as they are now (a change needs `conch trust` again)');
+  else lines.push('  .conch/config.json is absent; the model and providers of one added later apply only after `conch trust` again');
   io.out(`${terminalSafe(lines.join('\n'))}\n`);
   return 0;
 }

@@ -38,7 +38,16 @@ export type TrustState =
   | { state: 'changed'; workspace: string; reason: string };
 
 export type TrustResult =
-  | { ok: true; workspace: string; hash: string; files: string[]; /** The .mcp.json trusted as it is now (null: there was none). */ mcp: string | null }
+  | {
+      ok: true;
+      workspace: string;
+      hash: string;
+      files: string[];
+      /** The .mcp.json trusted as it is now (null: there was none). */
+      mcp: string | null;
+      /** Whether there was a .conch/config.json to trust. */
+      config: boolean;
+    }
   | { ok: false; message: string };
 
 export function trustFilePath(configDir: string): string {
@@ -235,5 +244,5 @@ export async function trustWorkspace(configDir: string, cwd: string): Promise<Tr
     await unlink(temp).catch(() => {});
     return { ok: false, message: configWriteFailure(target, error) };
   }
-  return { ok: true, workspace, hash, files, mcp };
+  return { ok: true, workspace, hash, files, mcp, config: config !== null };
 }

@@ -1,7 +1,7 @@
 // `conch trust` says everything the trust unlocks in this workspace, not only the plugins folder:
 // the project's .mcp.json servers and its .conch/config.json model follow the same trust.
 import { describe, expect, test } from 'bun:test';
-import { chmod, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runConch, useHarness } from '../support/cli.ts';
 
@@ -10,6 +10,8 @@ const harness = useHarness();
 describe('conch trust', () => {
   test('names the .mcp.json servers and the project config it lets in', async () => {
     await writeFile(join(harness.dirs.workspace, '.mcp.json'), JSON.stringify({ mcpServers: { docs: { command: 'docs-mcp' } } }));
+    await mkdir(join(harness.dirs.workspace, '.conch'), { recursive: true });
+    await writeFile(join(harness.dirs.workspace, '.conch', 'config.json'), '{}\n');
     const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('.mcp.json: its MCP servers start here while the file stays as it is now');
@@ -34,6 +36,13 @@ describe('conch trust', () => {
     const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
     expect(r.code).toBe(0);
     expect(r.stdout).not.toContain('.mcp.json');
+  });
+
+  test('without a .conch/config.json says it is absent, not what its settings would do', async () => {
+    const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('  .conch/config.json is absent; the model and providers of one added later apply only after `conch trust` again\n');
+    expect(r.stdout).not.toContain('apply here while it');
   });
 
   test('refuses a workspace every user can write (exit 2, no stack), naming it and the fix', async () => {
