@@ -51,6 +51,9 @@ export interface RunSpec {
 
 const encoder = new TextEncoder();
 
+/** How many times one call that cannot run (the same tool name and arguments) may come before the run ends as model_stuck. */
+export const STUCK_REPEATS = 5;
+
 class Stop extends Error {
   constructor(readonly status: OutcomeStatus, message: string, readonly extra: Partial<Outcome> = {}) {
     super(message);
@@ -84,6 +87,8 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
   const thinking = { chars: 0, tokens: null as number | null };
   const meter = new CostMeter();
   const answeredBy: string[] = [];
+  // Calls that could not run (an unknown tool, arguments its schema refuses), by name and arguments.
+  const refusedCalls = new Map<string, number>();
 
   const { journal } = spec;
   emit({
@@ -293,8 +298,15 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
     const tool = spec.catalog.get(call.name);
     emit({ type: 'tool.started', callId: call.id, name: call.name, args: validation.ok ? validation.args : call.arguments });
     let outcome;
+    let stuck: string | null = null;
     if (!validation.ok || !tool) {
-      const text = validation.ok ? `unknown tool '${call.name}'` : validation.message;
+      const reason = validation.ok ? `unknown tool '${call.name}'` : validation.message;
+      // The catalog does not change during a run: the same call fails the same way every time.
+      const key = `${call.name}\0${call.arguments}`;
+      const times = (refusedCalls.get(key) ?? 0) + 1;
+      refusedCalls.set(key, times);
+      if (times >= STUCK_REPEATS) stuck = `the model made the same call that cannot run ${times} times (${reason.split('\n')[0]}); it is not getting anywhere (a model too small for tool use?)`;
+      const text = times > 1 ? `${reason}\nThis exact call has now failed ${times} times with this error; making it again fails again: change the arguments or do something else.` : reason;
       outcome = { result: { content: [{ type: 'text' as const, text }], isError: true }, isError: true, truncated: false, abandoned: false };
     } else {
       outcome = await dispatchCall(tool, validation.args, call.id, wrapContext(call), limits, controller.signal, runEnd.signal);
@@ -312,6 +324,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       ...('policyRule' in outcome && outcome.policyRule ? { policyRule: outcome.policyRule } : {}),
     });
     const message: ToolResultMessage = { callId: call.id, name: call.name, content: outcome.result.content, isError: outcome.isError };
+    if (stuck) throw new Stop('failed', stuck, { code: 'model_stuck' });
     if ('cleanupError' in outcome && outcome.cleanupError) {
       throw new Stop('failed', `'${call.name}' could not prove its processes were cleaned up: ${outcome.cleanupError}`, { code: 'tool_cleanup' });
     }

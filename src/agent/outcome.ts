@@ -18,6 +18,7 @@ export const FAILURE_CODES = [
   'config_invalid',
   'tool_cleanup',
   'output_invalid',
+  'model_stuck',
   'internal',
 ] as const;
 export type FailureCode = (typeof FAILURE_CODES)[number];

@@ -2,7 +2,7 @@
 // whose behaviour the assertions depend on (order, hangs, policy refusals, huge results).
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { Type } from 'typebox';
-import { runTask, type RunSpec } from '../../src/agent/loop.ts';
+import { runTask, STUCK_REPEATS, type RunSpec } from '../../src/agent/loop.ts';
 import { DEFAULT_LIMITS, type Limits } from '../../src/core/limits.ts';
 import type { RunEvent } from '../../src/agent/events.ts';
 import { Catalog, checkToolDefinition } from '../../src/tools/catalog.ts';
@@ -202,6 +202,28 @@ describe('runTask', () => {
     const { outcome } = await run(catalogOf(leaky));
     expect(outcome.status).toBe('failed');
     expect(outcome.code).toBe('tool_cleanup');
+  });
+
+  test('a model that keeps making the same call that cannot run is told so, then the run ends failed model_stuck', async () => {
+    server.requests.length = 0;
+    server.script(Array.from({ length: 20 }, () => ({ toolCalls: [{ name: 'nosuch', arguments: { x: 1 } }] })));
+    const { outcome, events } = await run(catalogOf(echo));
+    expect(outcome.status).toBe('failed');
+    expect(outcome.code).toBe('model_stuck');
+    expect(outcome.message).toContain("the model made the same call that cannot run 5 times (unknown tool 'nosuch'");
+    expect(outcome.counts.modelCalls).toBe(STUCK_REPEATS);
+    expect(events.filter((e) => e.type === 'tool.finished')).toHaveLength(STUCK_REPEATS);
+    // From the second on, the result says the call fails every time.
+    const second = JSON.stringify(server.requests[2]!.body.messages.at(-1));
+    expect(second).toContain('This exact call has now failed 2 times with this error');
+    expect(JSON.stringify(server.requests[1]!.body.messages.at(-1))).not.toContain('This exact call');
+  });
+
+  test('calls that cannot run but differ (new arguments each time) are not a loop', async () => {
+    server.script([...Array.from({ length: STUCK_REPEATS + 2 }, (_, i) => ({ toolCalls: [{ name: 'echo', arguments: { text: i } }] })), { text: 'gave up' }]);
+    const { outcome } = await run(catalogOf(echo));
+    expect(outcome.status).toBe('completed');
+    expect(outcome.counts.toolErrors).toBe(STUCK_REPEATS + 2);
   });
 
   test('model output over its limit ends limit_exceeded model_output_bytes', async () => {
