@@ -80,7 +80,11 @@ export function parse(text: string): { entries: string[]; bad: number; records: 
   const entries: string[] = [];
   let bad = 0;
   let records = 0;
-  for (const line of text.split('\n')) {
+  const lines = text.split('\n');
+  // A last line without its newline is another process's append still being written (a reader can
+  // see part of a write): not a record yet, and no damage.
+  lines.pop();
+  for (const line of lines) {
     if (!line.trim()) continue;
     records++;
     let value: unknown;
@@ -132,8 +136,10 @@ function trim(file: string, keep: number): number {
     for (let attempt = 0; ; attempt++) {
       const size = statSync(file).size;
       const text = readFileSync(file, 'utf8');
-      const lines = text.split('\n').filter((l) => l.trim());
-      const kept = lines.slice(-keep);
+      const lines = text.split('\n');
+      // As in parse(): a last line without its newline is an append under way, not a record to keep.
+      lines.pop();
+      const kept = lines.filter((l) => l.trim()).slice(-keep);
       const fd = openSync(temp, 'w', 0o600);
       try {
         writeSync(fd, kept.length ? `${kept.join('\n')}\n` : '');
