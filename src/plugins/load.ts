@@ -289,7 +289,7 @@ function asPluginCode(tool: Tool, candidate: PluginCandidate): Tool {
       try {
         return await runAsPlugin(label, () => execute.call(tool, args, own));
       } catch (error) {
-        if (!(error instanceof PolicyError) && !ctx.signal.aborted) {
+        if (!(error instanceof PolicyError) && !ctx.signal?.aborted) {
           const { reportThrown } = await import('./throw-site.ts');
           await reportThrown(tool.name, file, error);
         }

@@ -34,6 +34,8 @@ const derived = new WeakMap<AbortSignal, Map<string, AbortSignal>>();
  * (the jobs plugin's runSignal) stays the same object across calls.
  */
 export function pluginSignal(name: string, signal: AbortSignal): AbortSignal {
+  // A context made by hand (a test, a host of the plugin's own) may have none to derive from.
+  if (!(signal instanceof AbortSignal)) return signal;
   let byName = derived.get(signal);
   if (!byName) derived.set(signal, (byName = new Map()));
   let own = byName.get(name);
