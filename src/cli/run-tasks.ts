@@ -14,7 +14,7 @@ import { offersMcpTools } from '../host/mcp.ts';
 import type { Approver } from '../policy/command-rules.ts';
 import { batchDocument, batchExitCode, summaryLine, type TaskEnvelope } from './batch.ts';
 import { envelope, envelopeSink, type KnownFacts } from './envelope.ts';
-import { cancelOnSignals } from './interrupts.ts';
+import { cancelOnSignals, unlessStopped } from './interrupts.ts';
 import { OrderedOutput, type Section } from './ordered-output.ts';
 import { describeOutcome, humanSink, noticeSink, terminalSafe } from './render.ts';
 import { configFacts, stdinTooLargeOutcome, type RunOutput } from './run.ts';
@@ -88,7 +88,7 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
         output.resume();
       }
     });
-    host = await startHost(flags, cwd, {
+    const started = await unlessStopped(startHost(flags, cwd, {
       approver,
       planned,
       beforePluginImport: async (loadTimeoutMs) => {
@@ -98,7 +98,10 @@ export async function runTasksCli(source: string[] | string, flags: CliFlags, ou
         watchdog.document(batchDocument(taskEnvelopes(tasks, [], [], tasks.map(() => configFacts(config))), 0));
         watchdog.loading(loadTimeoutMs);
       },
-    });
+    }), controller.signal);
+    // Stopped while plugins loaded or MCP servers started: no task began.
+    if (started === 'stopped') return early(report(tasks, tasks.map(() => notStarted(controller.signal.reason)), out.json, startedAt));
+    host = started;
   } catch (error) {
     return early(setupFailure(error, out.json, randomUUID()));
   } finally {

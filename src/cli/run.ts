@@ -9,7 +9,7 @@ import { describeOutcome, humanSink, noticeSink, terminalSafe } from './render.t
 import { terminalOptions } from './terminal.ts';
 import { stderr, stdout } from '../core/stdio.ts';
 import { binaryStdinError, composeTask, readPipedStdin, stdinStoppedOutcome } from './stdin.ts';
-import { cancelOnSignals } from './interrupts.ts';
+import { cancelOnSignals, stoppedBeforeStart, unlessStopped } from './interrupts.ts';
 import { envelope, envelopeSink, type KnownFacts } from './envelope.ts';
 import { traceFromFlags, type Trace } from './trace.ts';
 import { secretValues } from '../config/secret-values.ts';
@@ -79,7 +79,7 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
         human.release();
       }
     });
-    host = await startRun(flags, process.cwd(), {
+    const started = await unlessStopped(startRun(flags, process.cwd(), {
       approver,
       planned,
       // Plugin code can block the main thread; from its first line on, a watchdog thread keeps the
@@ -89,7 +89,9 @@ export async function runCli(taskArg: string, flags: CliFlags, out: RunOutput): 
         watchdog ??= startWatchdog(runId, out.json, config.limits.deadline_ms, 'the run', configFacts(config));
         watchdog.loading(loadTimeoutMs);
       },
-    });
+    }), controller.signal);
+    if (started === 'stopped') return early(notStarted(runId, stoppedBeforeStart(controller.signal.reason, 'while conch started (plugins, MCP servers)'), out.json));
+    host = started;
   } catch (error) {
     return early(setupFailure(error, out.json, runId));
   } finally {

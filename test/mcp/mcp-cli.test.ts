@@ -472,6 +472,30 @@ describe('MCP server network and shutdown', () => {
     expect(harness.server.requests.length).toBe(0);
   });
 
+  for (const args of [['go'], ['run', 'one', 'two']]) {
+    test(`Ctrl-C while a server is still starting ends ${args[0] === 'run' ? 'a batch' : 'the run'} at once, cancelled (130), with its --json document`, async () => {
+      const marker = `mcp-slowstart-${randomUUID()}`;
+      await writeConfig(harness.dirs, { mcpServers: { slow: { command: '/bin/sh', args: ['-c', `sleep 60 # ${marker}`], startupTimeoutMs: 60_000 } } });
+      const child = Bun.spawn([CONCH, '--model', 'anthropic/test-model', '--unrestricted', '--json', ...args], {
+        cwd: harness.dirs.workspace,
+        env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
+        stdin: 'ignore',
+        stdout: 'pipe',
+        stderr: 'pipe',
+      });
+      expect(await eventually(async () => (await processesWith(marker)).length > 0)).toBe(true);
+      child.kill('SIGINT');
+      const [code, stdout] = await Promise.all([child.exited, new Response(child.stdout).text()]);
+      expect(code).toBe(130);
+      const doc = JSON.parse(stdout);
+      const envelopes = args[0] === 'run' ? doc.tasks : [doc];
+      expect(envelopes).toHaveLength(args[0] === 'run' ? 2 : 1);
+      for (const e of envelopes) expect(e).toMatchObject({ status: 'cancelled', signal: 'SIGINT' });
+      if (args[0] !== 'run') expect(doc.message).toBe('cancelled by the user, while conch started (plugins, MCP servers)');
+      expect(await processesWith(marker)).toEqual([]);
+    });
+  }
+
   test('network follows the run: --no-network cuts a server off, "network": true in its entry grants it', async () => {
     await writeConfig(harness.dirs, {
       mcpServers: { off: { command: BUN, args: [WRITER] }, on: { command: BUN, args: [WRITER], network: true } },
