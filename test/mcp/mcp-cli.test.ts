@@ -454,11 +454,11 @@ describe('conch mcp', () => {
 });
 
 describe('MCP server network and shutdown', () => {
-  test('Ctrl-C while a server is still starting leaves no process (unrestricted: no bwrap to fall back on)', async () => {
+  /** conch started with `args` and one MCP server that takes a minute to start, once that server runs. */
+  async function startingSlowServer(args: string[]) {
     const marker = `mcp-slowstart-${randomUUID()}`;
     await writeConfig(harness.dirs, { mcpServers: { slow: { command: '/bin/sh', args: ['-c', `sleep 60 # ${marker}`], startupTimeoutMs: 60_000 } } });
-    harness.server.script([{ text: 'done' }]);
-    const child = Bun.spawn([CONCH, '--model', 'anthropic/test-model', '--unrestricted', 'go'], {
+    const child = Bun.spawn([CONCH, '--model', 'anthropic/test-model', '--unrestricted', ...args], {
       cwd: harness.dirs.workspace,
       env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
       stdin: 'ignore',
@@ -466,6 +466,12 @@ describe('MCP server network and shutdown', () => {
       stderr: 'pipe',
     });
     expect(await eventually(async () => (await processesWith(marker)).length > 0)).toBe(true);
+    return { child, marker };
+  }
+
+  test('Ctrl-C while a server is still starting leaves no process (unrestricted: no bwrap to fall back on)', async () => {
+    harness.server.script([{ text: 'done' }]);
+    const { child, marker } = await startingSlowServer(['go']);
     child.kill('SIGINT');
     await child.exited;
     expect(await processesWith(marker)).toEqual([]);
@@ -474,16 +480,7 @@ describe('MCP server network and shutdown', () => {
 
   for (const args of [['go'], ['run', 'one', 'two']]) {
     test(`Ctrl-C while a server is still starting ends ${args[0] === 'run' ? 'a batch' : 'the run'} at once, cancelled (130), with its --json document`, async () => {
-      const marker = `mcp-slowstart-${randomUUID()}`;
-      await writeConfig(harness.dirs, { mcpServers: { slow: { command: '/bin/sh', args: ['-c', `sleep 60 # ${marker}`], startupTimeoutMs: 60_000 } } });
-      const child = Bun.spawn([CONCH, '--model', 'anthropic/test-model', '--unrestricted', '--json', ...args], {
-        cwd: harness.dirs.workspace,
-        env: conchEnv(harness.dirs, anthropicEnv(harness.server.anthropicBaseUrl)),
-        stdin: 'ignore',
-        stdout: 'pipe',
-        stderr: 'pipe',
-      });
-      expect(await eventually(async () => (await processesWith(marker)).length > 0)).toBe(true);
+      const { child, marker } = await startingSlowServer(['--json', ...args]);
       child.kill('SIGINT');
       const [code, stdout] = await Promise.all([child.exited, new Response(child.stdout).text()]);
       expect(code).toBe(130);
