@@ -3,7 +3,7 @@
 // workspace: denied roots, and the workspace's top-level entries that a read-deny glob matches, are
 // hidden (empty) inside the sandbox, and so are the credential locations (secrets.ts). Deeper glob matches are not hidden for commands (documented).
 import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import picomatch from 'picomatch';
 import { SECRET_FILE_GLOBS } from './paths.ts';
 import { secretPathsToHide, type SecretLocation } from './secrets.ts';
@@ -22,8 +22,10 @@ export async function hiddenForCommands(config: ReadPolicy, workspaceRoot: strin
   for (const d of config.policy.denied ?? []) if (d.mode === 'read' && d.root) hidden.add(d.root);
   // The session store is the user's conversations: no command reads or rewrites it, wherever it is.
   hidden.add(config.sessions.dir);
-  // So is what the user typed at the interactive prompt.
-  if (config.history) hidden.add(config.history.file);
+  // So is what the user typed at the interactive prompt. Its folder too: trimming renames a new
+  // file over the old one, and a rename on the host detaches the mount that covered the old one
+  // from a sandbox already running (another conch process trims while this one's command waits).
+  if (config.history) hidden.add(dirname(config.history.file)).add(config.history.file);
   const globs = [...config.workspace.readDeny, ...(config.workspace.denySecretFiles ? SECRET_FILE_GLOBS : [])];
   if (globs.length > 0) {
     const matches = picomatch(globs, { dot: true });

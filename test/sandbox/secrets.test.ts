@@ -2,7 +2,8 @@
 // them naming the rule, a sandboxed command (real bwrap) sees them empty and is told so, config
 // can add (read.deny ~/…) and take out (read.allowSecret, user config only) but never silently.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { openHistory } from '../../src/cli/history.ts';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/load.ts';
 import { ConfigError, PolicyError } from '../../src/core/errors.ts';
@@ -161,6 +162,28 @@ describe.skipIf(!canRun)('secret locations and shell commands (real bwrap)', () 
     expect((await sandboxed(fx, c)).stdout).toContain('AGENT-TOKEN');
     const result = await sandboxed(fx, c, { hidden: await hiddenForCommands(await load(), fx.ws) });
     expect(result.stdout).toBe('done\n');
+  });
+
+  test('the prompt history stays hidden from a running command while another conch trims it (a rename over the file)', async () => {
+    const config = await load({ XDG_STATE_HOME: join(home, 'state') });
+    const file = config.history!.file;
+    // A history one record short of its trim (keep 1: the third record trims), as a second conch process of the user's holds it.
+    const other = openHistory(file, () => {}, 1);
+    other.add('export TOKEN=PROMPT-SECRET-1');
+    other.add('export TOKEN=PROMPT-SECRET-2');
+    const before = statSync(file).ino;
+    const ready = join(fx.ws, 'ready');
+    const go = join(fx.ws, 'go');
+    const c = `: > ${ready}; while [ ! -e ${go} ]; do sleep 0.05; done; cat "${file}"; echo "[done]"`;
+    const running = sandboxed(fx, c, { hidden: await hiddenForCommands(config, fx.ws) });
+    while (!existsSync(ready)) await Bun.sleep(20);
+    // The second record trims: a new file renamed over the one the sandbox covered.
+    other.add('export TOKEN=PROMPT-SECRET-3');
+    expect(statSync(file).ino).not.toBe(before);
+    expect(readFileSync(file, 'utf8')).toBe('"export TOKEN=PROMPT-SECRET-3"\n');
+    writeFileSync(go, '');
+    const result = await running;
+    expect(result.stdout).toBe('[done]\n');
   });
 
   test("conch's config folder reads as empty but its skills/ (a skill's SKILL.md and scripts) do not; the note names the folder", async () => {
