@@ -6,7 +6,7 @@
 // one anchored pattern per placeholder: git in the sandbox ignores exactly those paths, and all it
 // ignored before. Nothing of the user's repository or config is written, so the user's own git,
 // outside the sandbox, still lists them while a run holds them.
-import { closeSync, fstatSync, openSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { workTreeTop } from '../core/git-dir.ts';
 import { isWithin } from '../core/paths.ts';
@@ -21,7 +21,7 @@ const MAX_EXCLUDES_BYTES = 1024 * 1024;
  */
 export function withPlaceholderExcludes(
   base: Readonly<Record<string, string>>,
-  input: { workspace: string; tmpDir: string; placeholders: string[]; hidden: () => string[] },
+  input: { workspace: string; tmpDir: string; placeholders: string[]; unseen: () => string[] },
 ): Readonly<Record<string, string>> {
   if (input.placeholders.length === 0) return base;
   const top = workTreeTop(input.workspace);
@@ -31,7 +31,7 @@ export function withPlaceholderExcludes(
     .sort()
     .map((path) => `/${escapePattern(relative(top, path))}`);
   if (patterns.length === 0) return base;
-  const text = `${userExcludes(input.hidden)}\n# conch: its sandbox's placeholders for protected names (empty, read-only)\n${patterns.join('\n')}\n`;
+  const text = `${userExcludes(input.unseen)}\n# conch: its sandbox's placeholders for protected names (empty, read-only)\n${patterns.join('\n')}\n`;
   const file = join(input.tmpDir, `conch-git-excludes-${Bun.hash(text).toString(16)}`);
   let byFile = made.get(base);
   if (!byFile) made.set(base, (byFile = new Map()));
@@ -60,9 +60,13 @@ let globalExcludes: string | undefined;
 /**
  * What the user's own global excludes file says, as git in the sandbox would have read it (their
  * core.excludesFile, else ~/.config/git/ignore); empty when there is none, when it is too large, or
- * when it lies in a location hidden from commands. Read once per process.
+ * when it is no file a command could read itself. The path may lead through a folder commands write
+ * (a dotfiles --allow-write root): a link there to conch's /proc/PID/environ (its API keys), to the
+ * host's /tmp or a hidden path would copy that into the sandbox's /tmp, and a FIFO would hang conch.
+ * `unseen`: the paths where a command sees something else than the host (hidden, /proc, /tmp…).
+ * Read once per process.
  */
-function userExcludes(hidden: () => string[]): string {
+function userExcludes(unseen: () => string[]): string {
   if (globalExcludes !== undefined) return globalExcludes;
   globalExcludes = '';
   const home = process.env.HOME;
@@ -74,8 +78,9 @@ function userExcludes(hidden: () => string[]): string {
   } catch {
     return globalExcludes;
   }
-  if (hidden().some((h) => isWithin(real, h))) return globalExcludes;
-  globalExcludes = readBounded(real);
+  const visible = (file: string) => !unseen().some((h) => isWithin(file, h));
+  if (!visible(real)) return globalExcludes;
+  globalExcludes = readBounded(real, visible);
   return globalExcludes;
 }
 
@@ -95,16 +100,22 @@ function configuredExcludes(home: string): string | null {
   return value === '' ? null : value.startsWith('/') ? value : join(home, value);
 }
 
-function readBounded(path: string): string {
+function readBounded(path: string, visible: (file: string) => boolean): string {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    // Non-blocking: a FIFO would otherwise wait for a writer; no link followed at the last step.
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
   } catch {
     return '';
   }
   try {
     const info = fstatSync(fd);
-    return info.isFile() && info.size <= MAX_EXCLUDES_BYTES ? readFileSync(fd, 'utf8') : '';
+    if (!info.isFile() || info.size > MAX_EXCLUDES_BYTES) return '';
+    // What was opened, not what the path named a moment before: a command may swap a folder on
+    // the way for a link between the check and the open.
+    if (!visible(realpathSync(`/proc/self/fd/${fd}`))) return '';
+    const text = readFileSync(fd, 'utf8');
+    return text.length <= MAX_EXCLUDES_BYTES ? text : '';
   } catch {
     return '';
   } finally {

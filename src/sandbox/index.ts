@@ -17,7 +17,7 @@ import { mountLayout } from './command-template.ts';
 import { PlaceholderScope } from './placeholders.ts';
 import { withPlaceholderExcludes } from './git-excludes.ts';
 import { probe, probeKnown, type ProbeOptions, type SandboxStatus } from './probe.ts';
-import { loadProfile, loadProtectedDefaults, SandboxProfileError } from './profiles.ts';
+import { loadProfile, loadProtectedDefaults, SandboxProfileError, type SandboxProfile } from './profiles.ts';
 import { holdProtected } from './plan-memo.ts';
 import { enterHeld, heldAvailable, type Entered } from './held.ts';
 import { defaultPatterns, patternFromGlob, planProtected, ProtectedPathError, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
@@ -239,6 +239,13 @@ const EXEC_ARGV = [
   'exec "$@"',
 ].join('\n');
 
+/** The profile's fixed paths where a command sees something else than the host's (/proc, /dev, /tmp). */
+function replacedInside(profile: SandboxProfile): string[] {
+  return profile.bwrap.mounts
+    .filter((m) => !m.path.startsWith('{') && (m.type === 'dev' || m.type === 'proc' || m.type === 'tmpfs' || (m.source !== undefined && m.source !== m.path)))
+    .map((m) => m.path);
+}
+
 function prepare(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean): PreparedCommand {
   const profile = loadProfile(request.profile);
   const workspace = directory(request.workspace, 'workspace', 'run conch from an existing directory');
@@ -301,13 +308,14 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     }
   };
 
+  const hostHidden = hostTemp(workspace, request.cwd, [...writableRoots, ...cacheRoots, ...(request.readOnlyPaths ?? [])]);
   const layout = mountLayout(profile, {
     workspace,
     tmpDir,
     writableRoots,
     cacheRoots,
     readOnlyPaths: request.readOnlyPaths ?? [],
-    hidden: [...(request.hidden ?? []), ...hostTemp(workspace, request.cwd, [...writableRoots, ...cacheRoots, ...(request.readOnlyPaths ?? [])])],
+    hidden: [...(request.hidden ?? []), ...hostHidden],
     own,
   });
   const { needed } = layout;
@@ -341,7 +349,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     // a new held sandbox); one already running then is not (placeholder-records.ts).
     const others = scope.othersInside(layout.hostWritable).filter((path) => !held.includes(path) && !rootHeld.includes(path));
     // git in the sandbox ignores this run's placeholders (git-excludes.ts).
-    const env = withPlaceholderExcludes(cacheEnv, { workspace, tmpDir, placeholders: scope.files(), hidden: () => canonicalHidden(request.hidden ?? []) });
+    const env = withPlaceholderExcludes(cacheEnv, { workspace, tmpDir, placeholders: scope.files(), unseen: () => canonicalHidden([...(request.hidden ?? []), ...hostHidden, ...replacedInside(profile)]) });
     seccomp = openSeccompFd();
     const oneShotFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
     const options = layout.options({

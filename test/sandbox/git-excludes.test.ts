@@ -2,7 +2,7 @@
 // as untracked, and lists everything else exactly as before: a real untracked .env, the user's own
 // global excludes applied.
 import { describe, expect, test } from 'bun:test';
-import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { PlaceholderScope } from '../../src/sandbox/index.ts';
@@ -90,12 +90,64 @@ describe.skipIf(!canRun || !GIT)('git status inside the sandbox', () => {
 });
 
 describe.skipIf(!canRun || !GIT)("the user's own global excludes", () => {
-  // A conch of its own: the user's excludes are read once per process, from its HOME.
-  function status(home: string, ws: string) {
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_STATE_HOME: join(home, 'state'), XDG_CACHE_HOME: join(home, 'cache') };
-    const result = Bun.spawnSync([CONCH, 'sandbox', 'run', '--', 'git', 'status', '--porcelain'], { cwd: ws, env, stdout: 'pipe', stderr: 'pipe' });
+  // A conch of its own: the user's excludes are read once per process, from its HOME (under
+  // /var/tmp: the host's /tmp is not what commands see, so nothing there is copied in).
+  function status(home: string, ws: string, argv = ['git', 'status', '--porcelain'], extra: Record<string, string> = {}) {
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), XDG_STATE_HOME: join(home, 'state'), XDG_CACHE_HOME: join(home, 'cache'), ...extra };
+    // The timeout only ends a conch that hangs (the test then fails on its status), it measures nothing.
+    const result = Bun.spawnSync([CONCH, 'sandbox', 'run', '--', ...argv], { cwd: ws, env, stdout: 'pipe', stderr: 'pipe', timeout: 20_000 });
     return { code: result.exitCode, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
   }
+
+  // Where the excludes file lies in a folder commands can write (a dotfiles --allow-write root, the
+  // home as workspace), a command chooses what the next conch copies into its sandbox's /tmp.
+  function withHome(body: (home: string, fx: Fixture) => void) {
+    const fx = repo();
+    const home = realpathSync(mkdtempSync('/var/tmp/conch-home-'));
+    mkdirSync(join(home, '.config', 'git'), { recursive: true });
+    try {
+      body(home, fx);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+      fx.cleanup();
+    }
+  }
+
+  test("an excludes link to conch's own /proc entries (its environment, with the API keys) is not copied in", () => {
+    withHome((home, fx) => {
+      symlinkSync('/proc/self/environ', join(home, '.config', 'git', 'ignore'));
+      const key = { ANTHROPIC_API_KEY: 'sk-ant-LEAKED-KEY' };
+      const env = status(home, fx.ws, ['sh', '-c', 'env; cat /tmp/conch-git-excludes-*'], key);
+      expect(env.code).toBe(0);
+      expect(env.stdout).toContain('conch: its sandbox'); // the file is there, and read
+      expect(env.stdout).not.toContain('LEAKED-KEY');
+      expect(status(home, fx.ws, undefined, key).stdout).toBe('?? .env\n');
+    });
+  });
+
+  test('an excludes file that is a FIFO does not stall conch', () => {
+    withHome((home, fx) => {
+      expect(Bun.spawnSync(['mkfifo', join(home, '.config', 'git', 'ignore')]).exitCode).toBe(0);
+      const after = status(home, fx.ws);
+      expect(after.code).toBe(0);
+      expect(lines(after.stdout)).toEqual(['?? .env']);
+    });
+  });
+
+  test("an excludes file in the host's /tmp (which commands do not see) is not copied in", () => {
+    withHome((home, fx) => {
+      const secret = realpathSync(mkdtempSync('/tmp/conch-other-'));
+      try {
+        writeFileSync(join(secret, 'ticket'), 'HOST-TMP-SECRET\n');
+        symlinkSync(join(secret, 'ticket'), join(home, '.config', 'git', 'ignore'));
+        const seen = status(home, fx.ws, ['sh', '-c', `cat ${secret}/ticket; cat /tmp/conch-git-excludes-*`]);
+        expect(seen.stdout).toContain('conch: its sandbox');
+        expect(seen.stdout).not.toContain('HOST-TMP-SECRET');
+      } finally {
+        rmSync(secret, { recursive: true, force: true });
+      }
+    });
+  });
 
   for (const [name, configure] of [
     ['~/.config/git/ignore', (home: string) => writeFileSync(join(home, '.config', 'git', 'ignore'), '*.log\n')],
@@ -106,7 +158,7 @@ describe.skipIf(!canRun || !GIT)("the user's own global excludes", () => {
   ] as const) {
     test(`still apply, from ${name}`, () => {
       const fx = repo();
-      const home = realpathSync(mkdtempSync(join(tmpdir(), 'conch-home-')));
+      const home = realpathSync(mkdtempSync('/var/tmp/conch-home-'));
       mkdirSync(join(home, '.config', 'git'), { recursive: true });
       writeFileSync(join(fx.ws, 'build.log'), 'x\n');
       try {
