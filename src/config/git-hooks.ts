@@ -8,7 +8,7 @@
 // .git, in the workspace and in every --allow-write root (each root's own list: its globs are
 // relative to it). Only git knows where they are (the repository's config, the user's, includes):
 // it is asked, once per start, only where a repository may be.
-import { existsSync, readFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
@@ -88,14 +88,8 @@ const MAX_SUBMODULES = 64;
  * looked for (that would walk the tree at every start); workspace/nested-git.ts checks their .git.
  */
 function submodules(tree: string): string[] {
-  let text: string;
-  try {
-    const buffer = readFileSync(join(tree, '.gitmodules'));
-    if (buffer.length > GITMODULES_MAX_BYTES) return [];
-    text = buffer.toString('utf8');
-  } catch {
-    return []; // none, or not a readable file: no submodules to hold
-  }
+  const text = readGitmodules(join(tree, '.gitmodules'));
+  if (text === null) return [];
   const out: string[] = [];
   for (const match of text.matchAll(/^\s*path\s*=\s*(.+?)\s*$/gim)) {
     const path = resolve(tree, match[1]!.replace(/^"(.*)"$/, '$1'));
@@ -103,6 +97,30 @@ function submodules(tree: string): string[] {
     if (out.length === MAX_SUBMODULES) break;
   }
   return out;
+}
+
+/**
+ * The text of a .gitmodules that is a regular file of bounded size; null otherwise. Commands write
+ * the tree: a FIFO left there would hang every start (open waits for a writer), a link to /dev/zero
+ * would be read without end. git refuses to check out a .gitmodules that is a link.
+ */
+function readGitmodules(path: string): string | null {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
+  } catch {
+    return null; // none, a link, or not readable: no submodules to hold
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile() || info.size > GITMODULES_MAX_BYTES) return null;
+    const text = readFileSync(fd, 'utf8');
+    return text.length <= GITMODULES_MAX_BYTES ? text : null;
+  } catch {
+    return null;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /**

@@ -162,4 +162,22 @@ describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', (
     expect(hostGit(join(ws, 'vendor', 'lib'), ...ident, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
     expect(existsSync(pwned)).toBe(false);
   });
+  test('a .gitmodules that is no regular file (a FIFO a command left) does not stall the next start', async () => {
+    const ws = harness.dirs.workspace;
+    hostGit(ws, 'init', '-q');
+    expect(Bun.spawnSync(['mkfifo', join(ws, '.gitmodules')]).exitCode).toBe(0);
+    harness.server.script([{ text: 'done' }]);
+    // The timer only ends a conch that hangs (the test then fails on its status); it measures nothing.
+    let guard: ReturnType<typeof setTimeout> | undefined;
+    const r = await runConch({
+      dirs: harness.dirs,
+      args: ['--model', 'anthropic/test-model', 'go'],
+      env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' },
+      onSpawn: (child) => (guard = setTimeout(() => child.kill('SIGKILL'), 20_000)),
+    });
+    clearTimeout(guard);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('done');
+  });
 });
