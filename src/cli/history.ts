@@ -5,7 +5,7 @@
 // writes a temporary file renamed over the old one, so a reader sees the old file or the new one.
 // History is a convenience: a file that cannot be read or written never stops the prompt (one
 // warning says so), and lines that are no record are skipped.
-import { closeSync, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 
 /** Entries kept; the file is trimmed back to this many once it holds a tenth more. */
@@ -36,7 +36,7 @@ export function openHistory(file: string, warn: (line: string) => void, keep = H
     touch() {
       try {
         ensureDir(file);
-        closeSync(openSync(file, 'a', 0o600));
+        closeSync(openOwn(file, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT));
       } catch (error) {
         once(cannotSave(file, error));
       }
@@ -62,7 +62,12 @@ const cannotSave = (file: string, error: unknown) =>
 function readEntries(file: string, warn: (line: string) => void): { entries: string[]; records: number } {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    const fd = openOwn(file, constants.O_RDONLY);
+    try {
+      text = readFileSync(fd, 'utf8');
+    } finally {
+      closeSync(fd);
+    }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // ENOTDIR: a file where a folder would go, which creating the folder reports.
@@ -111,7 +116,7 @@ function ensureDir(file: string): void {
 
 function append(file: string, text: string): void {
   ensureDir(file);
-  const fd = openSync(file, 'a+', 0o600);
+  const fd = openOwn(file, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT);
   try {
     const info = fstatSync(fd);
     if ((info.mode & 0o077) !== 0) fchmodSync(fd, 0o600);
@@ -135,12 +140,20 @@ function trim(file: string, keep: number): number {
     // read again, so that what the rename replaces holds no record the new file lacks.
     for (let attempt = 0; ; attempt++) {
       const size = statSync(file).size;
-      const text = readFileSync(file, 'utf8');
+      const source = openOwn(file, constants.O_RDONLY);
+      let text: string;
+      try {
+        text = readFileSync(source, 'utf8');
+      } finally {
+        closeSync(source);
+      }
       const lines = text.split('\n');
       // As in parse(): a last line without its newline is an append under way, not a record to keep.
       lines.pop();
       const kept = lines.filter((l) => l.trim()).slice(-keep);
-      const fd = openSync(temp, 'w', 0o600);
+      // wx after removing what is there: never written through a link left at the name.
+      rmSync(temp, { force: true });
+      const fd = openSync(temp, 'wx', 0o600);
       try {
         writeSync(fd, kept.length ? `${kept.join('\n')}\n` : '');
       } finally {
@@ -155,8 +168,25 @@ function trim(file: string, keep: number): number {
   }
 }
 
+/**
+ * The history file opened never through a link and only as a regular file of this user's: what the
+ * user typed (secrets among it) is not appended to whatever a link at the name leads to, and a FIFO
+ * there does not hang the prompt. The folder is the user's own; this holds where it is not
+ * (XDG_STATE_HOME on a shared disk) as well.
+ */
+function openOwn(file: string, flags: number): number {
+  const fd = openSync(file, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  const info = fstatSync(fd);
+  const uid = process.getuid?.() ?? info.uid;
+  if (info.isFile() && info.uid === uid) return fd;
+  closeSync(fd);
+  throw Object.assign(new Error(info.isFile() ? 'it is not yours' : 'it is not a regular file'), { code: info.isFile() ? 'NOTOWN' : 'NOTFILE' });
+}
+
 function reason(error: unknown): string {
   const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ELOOP') return 'it is a link; remove it';
+  if (code === 'NOTOWN' || code === 'NOTFILE') return `${(error as Error).message}; remove it`;
   if (code === 'EACCES' || code === 'EPERM') return 'permission denied';
   if (code === 'EISDIR') return 'it is a directory';
   if (code === 'ENOTDIR' || code === 'EEXIST') return 'a file is where a folder on its path would be';

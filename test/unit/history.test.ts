@@ -1,7 +1,7 @@
 // The interactive prompt's history file (src/cli/history.ts): records survive, several processes
 // can append at once, and a damaged file never stops the prompt.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openHistory, parse } from '../../src/cli/history.ts';
@@ -86,6 +86,29 @@ describe('the prompt history on file', () => {
     expect(h.entries).toEqual(['one', 'two']);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`the prompt history ${file} cannot be read (permission denied)`);
+  });
+
+  test('a link at the history file (or at its trim file) is neither read nor written through', () => {
+    mkdirSync(join(root, 'state', 'conch'), { recursive: true });
+    const target = join(root, 'bashrc');
+    writeFileSync(target, '"planted"\n');
+    chmodSync(target, 0o644);
+    symlinkSync(target, file);
+    const h = openHistory(file, warn, 1);
+    expect(h.entries).toEqual([]);
+    h.touch();
+    h.add('export TOKEN=one');
+    expect(readFileSync(target, 'utf8')).toBe('"planted"\n');
+    expect(statSync(target).mode & 0o777).toBe(0o644);
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toContain(`the prompt history ${file} cannot be read (it is a link`);
+    // The trim writes a file beside it, by a name known in advance.
+    rmSync(file);
+    const trimmed = openHistory(file, warn, 1);
+    symlinkSync(target, `${file}.${process.pid}.tmp`);
+    for (const text of ['a', 'b', 'c']) trimmed.add(text);
+    expect(readFileSync(target, 'utf8')).toBe('"planted"\n');
+    expect(readFileSync(file, 'utf8')).toBe('"c"\n');
   });
 
   test('a folder that cannot be made: entries stay in memory, one warning says how to turn history off', () => {
