@@ -87,7 +87,8 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
   const thinking = { chars: 0, tokens: null as number | null };
   const meter = new CostMeter();
   const answeredBy: string[] = [];
-  // Calls that could not run (an unknown tool, arguments its schema refuses), by name and arguments.
+  // Calls that could not run (an unknown tool, arguments its schema refuses), by name and arguments,
+  // since the last call that ran: a model that runs something in between is not stuck.
   const refusedCalls = new Map<string, number>();
 
   const { journal } = spec;
@@ -309,6 +310,7 @@ export async function runTask(spec: RunSpec, provider: Provider, sink: EventSink
       const text = times > 1 ? `${reason}\nThis exact call has now failed ${times} times with this error; making it again fails again: change the arguments or do something else.` : reason;
       outcome = { result: { content: [{ type: 'text' as const, text }], isError: true }, isError: true, truncated: false, abandoned: false };
     } else {
+      refusedCalls.clear();
       outcome = await dispatchCall(tool, validation.args, call.id, wrapContext(call), limits, controller.signal, runEnd.signal);
     }
     if (outcome.isError) counts.toolErrors++;

@@ -219,6 +219,14 @@ describe('runTask', () => {
     expect(JSON.stringify(server.requests[1]!.body.messages.at(-1))).not.toContain('This exact call');
   });
 
+  test('the same call that cannot run, with calls that ran between, is not a loop', async () => {
+    const bad = { toolCalls: [{ name: 'nosuch', arguments: { x: 1 } }] };
+    const good = { toolCalls: [{ name: 'echo', arguments: { text: 'ok' } }] };
+    server.script([...Array.from({ length: STUCK_REPEATS + 1 }, () => [bad, bad, good]).flat(), { text: 'done' }]);
+    const { outcome } = await run(catalogOf(echo));
+    expect(outcome.status).toBe('completed');
+  });
+
   test('calls that cannot run but differ (new arguments each time) are not a loop', async () => {
     server.script([...Array.from({ length: STUCK_REPEATS + 2 }, (_, i) => ({ toolCalls: [{ name: 'echo', arguments: { text: i } }] })), { text: 'gave up' }]);
     const { outcome } = await run(catalogOf(echo));
