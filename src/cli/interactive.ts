@@ -17,6 +17,7 @@ import { createPrompt } from './prompt.ts';
 import { promptHistory } from './prompt-history.ts';
 import { isSlashCommand, slashCommand, slashCompletions, type SlashContext } from './slash.ts';
 import { terminalSafe } from './tool-lines.ts';
+import { typeAhead } from './typeahead.ts';
 
 export interface InteractiveOptions {
   firstTask?: string;
@@ -34,6 +35,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   const bold = (t: string) => (color ? `\x1b[1m${t}\x1b[0m` : t);
   const dim = (t: string) => (color ? `\x1b[2m${t}\x1b[0m` : t);
   const editor = createPrompt({ input: process.stdin, output: process.stderr, prompt: `${bold('›')} `, continuation: `${dim('…')} `, complete: slashCompletions });
+  const typed = typeAhead(process.stdin);
   let trace: Trace | undefined;
 
   // `ask` rules are answered on the terminal, by whichever run is under way.
@@ -145,6 +147,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     process.on('SIGINT', onSigint);
     turnSigint = onSigint;
     busy = controller;
+    typed.hide();
     let h: StartedRun | undefined;
     try {
       h = await ready(controller.signal);
@@ -163,9 +166,12 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       const tty = ttyApprover(process.stdin, process.stderr, controller.signal);
       ask = async (command, rule) => {
         sink.hold();
+        // The answer is typed on this line, and must be seen.
+        typed.echo();
         try {
           return await tty(command, rule);
         } finally {
+          typed.hide();
           sink.release();
         }
       };
@@ -176,6 +182,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       turnSigint = undefined;
       busy = undefined;
       ask = undefined;
+      typed.echo();
     }
     // The watchdog ended the turn already (the main thread was stuck until now): it exits the process.
     if (watchdog && !watchdog.finishing()) await new Promise(() => {});

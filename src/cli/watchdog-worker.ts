@@ -5,6 +5,7 @@
 import { cc } from 'bun:ffi';
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { isatty } from 'node:tty';
 import { exitCodeFor, type StopSignal } from '../agent/outcome.ts';
 import { endUnfinished, type BatchDocument } from './batch.ts';
 import { PACKAGE_ROOT } from '../core/package-root.ts';
@@ -163,6 +164,13 @@ function end(status: 'timed_out' | 'cancelled', why: string, signal?: StopSignal
     ? endUnfinished(doc as unknown as BatchDocument, { status, message, durationMs, ...(signal ? { signal } : {}) })
     : { ...doc, status, message, partial: true, ...(signal ? { signal } : {}), durationMs, exitCode };
   if (json) stdout.write(`${JSON.stringify(final)}\n`);
+  // Interactive mode turns the terminal's echo off during a run (typeahead.ts); the exit below runs
+  // no exit handlers, so the shell after conch would not echo what is typed.
+  try {
+    if (isatty(0)) Bun.spawnSync(['stty', 'echo'], { stdin: 'inherit', stdout: 'ignore', stderr: 'ignore' });
+  } catch {
+    // no stty: typeahead.ts could not turn the echo off either
+  }
   if (native) native.exitNow(exitCode);
   process.kill(process.pid, 'SIGKILL');
 }

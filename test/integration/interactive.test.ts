@@ -118,6 +118,32 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(await t.exited()).toBe(0);
   }, SLOW);
 
+  test('keys typed while a run is under way are not echoed into its output; the next prompt shows them as its line', async () => {
+    harness.server.script([
+      { toolCalls: [{ name: 'bash', arguments: { command: 'while [ ! -e go ]; do sleep 0.05; done; echo released' } }] },
+      { text: 'The command ended.' },
+      { text: 'second answer' },
+    ]);
+    const t = await open([], { NO_COLOR: '' });
+    await ready(t);
+    t.type('wait for it');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('while [ ! -e go ]'), 'the command running');
+    // Echoed, they would be on screen before the command ends (the terminal echoes as keys come).
+    t.type('typed ahead');
+    await writeFile(join(harness.dirs.workspace, 'go'), '');
+    const after = await t.waitFor((s) => /The command ended\.[\s\S]*› typed ahead$/.test(s.trimEnd()), 'the prompt holding what was typed');
+    expect(after.split('typed ahead').length).toBe(2);
+    t.keys('Enter');
+    await t.waitFor((s) => /second answer[\s\S]*› $/.test(`${s.trimEnd()} `), 'the next answer');
+    expect(JSON.stringify(harness.server.requests[2]!.body.messages)).toContain('typed ahead');
+    // The terminal echoes again for the shell after conch.
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+    t.type('echo-check');
+    await t.waitFor((s) => s.includes('echo-check'), 'typed keys echoed after conch exited');
+  }, SLOW);
+
   test('a long paragraph shows as it streams, wrapped by the terminal; then it and the blocks after it are drawn once, as Markdown', async () => {
     const words = Array.from({ length: 60 }, (_, i) => `word${i}`);
     harness.server.script([
@@ -503,6 +529,8 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     t.keys('Enter');
     await t.waitFor((s) => s.includes('Run it? [y]es'), 'the question');
     t.type('y');
+    // The terminal's echo is off while a run is under way, but not for the answer typed here.
+    await t.waitFor((s) => /for this run: y$/m.test(s), 'the answer echoed at the question');
     t.keys('Enter');
     await t.waitFor((s) => /ran it\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer after the command');
     expect(JSON.stringify(harness.server.requests[1]!.body.messages)).toContain(marker);

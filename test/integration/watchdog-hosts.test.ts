@@ -141,6 +141,9 @@ describe.skipIf(!hasTmux)('interactive mode', () => {
       t.keys('C-c');
       await t.waitFor((s) => s.includes('the watchdog ended the conversation'), 'the watchdog line');
       expect(await exitOfConch(status)).toBe('exit 130\n');
+      // The run had the terminal's echo off (keys typed ahead); the watchdog's exit turns it on again.
+      t.type('echo-check');
+      await t.waitFor((s) => s.includes('echo-check'), 'typed keys echoed after conch exited');
     } finally {
       await t?.close();
     }
