@@ -207,8 +207,12 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       await restart({ flags: { ...current.flags, model: name, modelSource: '/model' }, session }, { ...current, session });
     },
     clear: async () => {
+      const id = (await ready()).recording.id;
+      const { session } = current;
+      const stored = id && (runs > 0 || ((session.continue || session.resume !== undefined) && !session.fork)) ? id : null;
       await restart({ flags: current.flags, session: { ephemeral: options.session.ephemeral } });
       runs = 0;
+      return stored;
     },
     problem: async (error) => {
       if ((await setupProblem(error)) === null) throw error;

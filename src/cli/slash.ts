@@ -9,8 +9,8 @@ export interface SlashContext {
   currentModel(): Promise<ModelInUse>;
   /** Go on with another model (the same session). */
   model(name: string): Promise<void>;
-  /** A new session (the current one stays stored, resumable). */
-  clear(): Promise<void>;
+  /** A new session; the id of the one left when it is stored (resumable), else null. */
+  clear(): Promise<string | null>;
   /** A problem the user can fix (a model that cannot be started): said, and the session goes on. */
   problem(error: unknown): Promise<void>;
 }
@@ -95,8 +95,9 @@ export async function slashCommand(line: string, ctx: SlashContext): Promise<'ex
       return;
     case '/clear':
       try {
-        await ctx.clear();
-        ctx.write('conch: a new session; the previous one is stored\n');
+        // Nothing asked yet, or --ephemeral: there is no previous one to speak of.
+        const left = await ctx.clear();
+        ctx.write(left ? `conch: a new session; the previous one is stored (conch --resume ${left})\n` : 'conch: a new session\n');
       } catch (error) {
         await ctx.problem(error);
       }

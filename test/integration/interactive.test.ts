@@ -446,6 +446,11 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     harness.server.script([{ text: 'A1' }, { text: 'A2' }, { text: 'A3' }]);
     const t = await open();
     await ready(t);
+    // Nothing asked yet: no previous session is stored, and none is said to be.
+    t.type('/clear');
+    t.keys('Enter');
+    const empty = await t.waitFor((s) => /conch: a new session\n› $/.test(`${s.trimEnd()} `), 'the new session');
+    expect(empty).not.toContain('stored');
     t.type('one');
     t.keys('Enter');
     await t.waitFor((s) => /\nA1\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the first answer');
@@ -464,7 +469,8 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     expect(JSON.stringify(harness.server.requests[1]!.body.messages)).toContain('A1');
     t.type('/clear');
     t.keys('Enter');
-    await t.waitFor((s) => s.includes('a new session'), 'the new session');
+    const cleared = await t.waitFor((s) => /the previous one is stored \(conch --resume [0-9a-f]+\)/.test(s), 'the new session');
+    const left = /conch --resume ([0-9a-f]+)\)/.exec(cleared)![1]!;
     t.type('three');
     t.keys('Enter');
     await t.waitFor((s) => /\nA3\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the third answer');
@@ -473,6 +479,11 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     expect(third).not.toContain('A1');
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
+    // The id named is the conversation /clear left: --resume goes on with it.
+    harness.server.script([{ text: 'A4' }]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', MODEL, '--resume', left, 'four'], env: openaiEnv(harness.server.openaiBaseUrl) });
+    expect(r.code).toBe(0);
+    expect(JSON.stringify(harness.server.requests[3]!.body.messages)).toContain('A2');
   }, SLOW);
 
   test('/model alone shows the model in use, its provider and how to change it; its refusals name no flag', async () => {
