@@ -258,11 +258,13 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     };
     process.on('SIGINT', onSigint);
     turnSigint = onSigint;
+    typed.hide();
     try {
       return await command();
     } finally {
       process.off('SIGINT', onSigint);
       turnSigint = undefined;
+      typed.echo();
     }
   };
 

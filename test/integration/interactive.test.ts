@@ -211,6 +211,21 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(await t.exited()).toBe(0);
   }, SLOW);
 
+  test('keys typed while a command waits for the host (/tools) are not echoed into its answer; the next prompt shows them', async () => {
+    const gate = await gatedPlugin();
+    const t = await open();
+    await ready(t);
+    t.type('/tools');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('conch: starting'), 'the host still starting');
+    t.type('typed ahead');
+    await writeFile(gate, '');
+    const after = await t.waitFor((s) => /\n {2}gate +g\n[\s\S]*› typed ahead$/.test(s.trimEnd()), 'the tool list and the prompt holding what was typed');
+    expect(after.split('typed ahead').length).toBe(2);
+    t.keys('C-u', 'C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
   test('Ctrl-C twice at an empty prompt exits 0; once it says so; with text typed it only clears the line', async () => {
     const t = await open();
     await ready(t);
