@@ -31,7 +31,23 @@ export function settledSource(src: string): string {
   const text = src.slice(0, end);
   // The last word may be only part of one (an address, a word that opens or closes a span).
   if (whole || /\s$/.test(text)) return text.trimEnd();
-  return text.slice(0, Math.max(0, text.lastIndexOf(' '), text.lastIndexOf('\n'))).trimEnd();
+  return text.slice(0, lastWordEnd(text)).trimEnd();
+}
+
+// Chinese and Japanese are written without spaces: each of their characters ends a word, or a
+// paragraph of them would show nothing until it ended.
+const WORD_CHAR = /[\p{Script=Han}\p{Script=Hiragana}\p{Script=Katakana}\u3000-\u303f\uff01-\uff60]/u;
+
+/** Where the text's last whole word ends: at its last space or line break, or after its last CJK character. */
+function lastWordEnd(text: string): number {
+  for (let i = text.length - 1; i >= 0; i--) {
+    const ch = text[i]!;
+    if (ch === ' ' || ch === '\n') return i;
+    if (WORD_CHAR.test(ch)) return i + 1;
+    // The low half of a character outside the BMP (CJK extension B on): the pair is the character.
+    if (i > 0 && /[\udc00-\udfff]/.test(ch) && WORD_CHAR.test(text.slice(i - 1, i + 1))) return i + 1;
+  }
+  return 0;
 }
 
 // Sticky: matched where startsWith puts them, with no copy of the text (a paragraph is scanned at each delta).

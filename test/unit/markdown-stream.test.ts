@@ -75,6 +75,7 @@ describe('markdownStream live: the open paragraph shows as it arrives, and the s
     'a table after a line of text': 'Intro words\n| a | b |\n|---|---|\n| 1 | 2 |\n\nend',
     'hard-wrapped lines, a list after': 'line one of it\nline two of it\n- a list item\n\nlast',
     'wide characters': '日本語のテキストがここにあります。とても長い段落です。日本語のテキスト。\n\nend',
+    'Chinese with markup, an address and English words': '这是一个**很长的**段落，包含`代码`和链接 https://example.org/路径 以及 English words 混合。\n\n𠀀𠀁 end',
   };
   const cases = { ...samples, ...prose };
   for (const [name, text] of Object.entries(cases)) {
@@ -99,6 +100,15 @@ describe('markdownStream live: the open paragraph shows as it arrives, and the s
     expect(s.push('ld** text')).toBe(' \x1b[1mbold\x1b[22m');
     expect(s.push('\n\nNext')).toBe(' text\n');
     expect(s.end()).toBe('\nNext\n');
+  });
+
+  test('Chinese and Japanese, written without spaces, show character by character as they arrive', () => {
+    const s = markdownStream(live());
+    expect(s.push('中文字符')).toBe('中文字符');
+    expect(s.push('测试，这是')).toBe('测试，这是');
+    expect(s.push('日本語です。 and wor')).toBe('日本語です。 and');
+    expect(s.push('ds **太')).toBe(' words');
+    expect(s.push('字**。')).toBe(' \x1b[1m太字\x1b[22m。');
   });
 
   test('a paragraph that turns out to be a setext heading is erased and drawn as the heading', () => {
