@@ -55,11 +55,7 @@ export function sameDirectory(path: string, real: string, what: string, run: obj
   if (!info) return; // gone meanwhile: the mount fails and says so
   const known = run ? (firstIdentity.get(run) ?? firstIdentity.set(run, new Map()).get(run)!) : unscoped;
   const id = `${info.dev}:${info.ino}`;
-  const first = known.get(path);
-  if (first === undefined) {
-    if (known.size >= 256) known.clear();
-    known.set(path, id);
-  } else if (first !== id) {
+  if (firstSeen(known, path, id) !== id) {
     throw new SandboxRequestError(
       `${what} ${path} is no longer the directory it was at this session's first command: something moved it away and made another in its place, ` +
         'so its .git and other protected names may now lie unprotected where it went (a writable root above it). conch runs no command there. ' +
@@ -68,14 +64,20 @@ export function sameDirectory(path: string, real: string, what: string, run: obj
   }
 }
 
+/** What `key` was first seen as (`value`, recorded, when it is new); a bounded memory, forgotten whole when full. */
+function firstSeen(seen: Map<string, string>, key: string, value: string): string {
+  const first = seen.get(key);
+  if (first !== undefined) return first;
+  if (seen.size >= 256) seen.clear();
+  seen.set(key, value);
+  return value;
+}
+
 export function directory(path: string, what: string, fix: string, stays = true): string {
   const real = resolveDirectory(path, what, fix);
   if (!stays) return real;
-  const first = firstReal.get(path);
-  if (first === undefined) {
-    if (firstReal.size >= 256) firstReal.clear();
-    firstReal.set(path, real);
-  } else if (first !== real) {
+  const first = firstSeen(firstReal, path, real);
+  if (first !== real) {
     throw new SandboxRequestError(
       `${what} ${path} now leads to ${real}, not to ${first} as before: something put a link in its way, so conch runs no command there. Check what changed it, then start conch again.`,
     );
