@@ -12,6 +12,7 @@ import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync } f
 import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
+import { escapeGlob } from '../sandbox/protected-paths.ts';
 import type { MergedPolicy } from './layers.ts';
 
 type Env = Record<string, string | undefined>;
@@ -64,18 +65,44 @@ export function gitIncludedFiles(top: string, env: Env): string[] {
   return out;
 }
 
+/**
+ * The hooks git runs (githooks(5), git 2.39), by name. A hooks folder that is a tree's top (core.hooksPath
+ * `.`) cannot be held whole without making the whole tree read-only: these names are held there instead.
+ */
+export const GIT_HOOK_NAMES = [
+  'applypatch-msg', 'pre-applypatch', 'post-applypatch', 'pre-commit', 'pre-merge-commit', 'prepare-commit-msg',
+  'commit-msg', 'post-commit', 'pre-rebase', 'post-checkout', 'post-merge', 'pre-push', 'pre-receive', 'update',
+  'proc-receive', 'post-receive', 'post-update', 'reference-transaction', 'push-to-checkout', 'pre-auto-gc',
+  'post-rewrite', 'sendemail-validate', 'fsmonitor-watchman', 'p4-changelist', 'p4-prepare-changelist',
+  'p4-post-changelist', 'p4-pre-submit', 'post-index-change',
+];
+
+/** One thing to hold: a folder (whole, or only the hooks git runs from it when it is a tree's top) or a file. */
+interface Held {
+  path: string;
+  kind: 'hooks' | 'dir' | 'file';
+}
+
 /** What to hold for one repository: its hooks folder (with husky's parent of `_`) and its included config files. */
-function heldPaths(cwd: string, env: Env): { path: string; dir: boolean }[] {
+function heldPaths(cwd: string, env: Env): Held[] {
   const repo = repository(cwd, env);
   if (!repo) return [];
   // canonical() resolves what exists of it: a folder not made yet would still run the hooks written there.
   const dir = canonical(repo.hooks);
-  const held = [{ path: dir, dir: true }];
+  const held: Held[] = [{ path: dir, kind: 'hooks' }];
   // husky 9 points git at .husky/_, whose stubs run the scripts beside it (.husky/pre-commit).
-  if (basename(dir) === '_') held.push({ path: dirname(dir), dir: true });
+  if (basename(dir) === '_') held.push({ path: dirname(dir), kind: 'dir' });
   // A bare repository is all git dir, which commands and the file tools leave alone as a whole.
-  if (repo.top) for (const file of gitIncludedFiles(repo.top, env)) held.push({ path: canonical(file), dir: false });
+  if (repo.top) for (const file of gitIncludedFiles(repo.top, env)) held.push({ path: canonical(file), kind: 'file' });
   return held;
+}
+
+/** The protected globs, relative to `tree`, that hold `item` when it lies in the tree (outside its .git); names escaped. */
+function globsIn(tree: string, item: Held): string[] {
+  if (!isWithin(item.path, tree) || isWithin(item.path, join(tree, '.git'))) return [];
+  if (item.path === tree) return item.kind === 'hooks' ? GIT_HOOK_NAMES : [];
+  const rel = escapeGlob(relative(tree, item.path));
+  return item.kind === 'file' ? [rel] : [rel, `${rel}/**`];
 }
 
 /** .gitmodules bounds: far above any real one. Each submodule costs a git process at start. */
@@ -126,8 +153,8 @@ function readGitmodules(path: string): string | null {
 /**
  * Protect the hooks folders and included config files of the workspace's repository and of each
  * writable root's (and of their submodules), in whichever of those trees they lie (outside its
- * .git, which is protected anyway). A tree's top itself is not held: that is a folder the user chose
- * to let the run write.
+ * .git, which is protected anyway). A tree's top itself is not held whole: that is a folder the user
+ * chose to let the run write; when git takes its hooks from there, the hooks' names are held.
  */
 export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): void {
   const root = canonical(cwd);
@@ -135,12 +162,7 @@ export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): vo
   const repos = [root, ...roots].flatMap((tree) => [tree, ...submodules(tree)]);
   const held = [...new Set(repos)].flatMap((repo) => heldPaths(repo, env));
   for (const tree of [root, ...roots]) {
-    const globs: string[] = [];
-    for (const { path, dir } of held) {
-      if (path === tree || !isWithin(path, tree) || isWithin(path, join(tree, '.git'))) continue;
-      const rel = relative(tree, path);
-      globs.push(rel, ...(dir ? [`${rel}/**`] : []));
-    }
+    const globs = held.flatMap((item) => globsIn(tree, item));
     if (globs.length === 0) continue;
     if (tree === root) {
       for (const list of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {

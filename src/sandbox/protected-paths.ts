@@ -55,6 +55,24 @@ export class ProtectedPathError extends Error {
 }
 
 const GLOB_CHARS = /[*?[\]{}()!+@]/;
+
+/** `path` as a glob that matches it alone (for the file tools' picomatch and the plan below alike). */
+export function escapeGlob(path: string): string {
+  return path.replace(/[\\*?[\]{}()!+@]/g, '\\$&');
+}
+
+/** A segment whose glob characters are all escaped names one file: that name; null for a real glob. */
+function literalSegment(segment: string): string | null {
+  let name = '';
+  for (let i = 0; i < segment.length; i++) {
+    const c = segment[i]!;
+    if (c === '\\' && i + 1 < segment.length) name += segment[++i];
+    else if (GLOB_CHARS.test(c)) return null;
+    else name += c;
+  }
+  return name;
+}
+
 const MAX_CANDIDATES = 256;
 
 /** The plan's note for a workspace that is a git dir, which the bash tool adds to a command that failed there. */
@@ -97,8 +115,10 @@ function expand(root: string, item: ProtectedPattern, notes: string[]): string[]
       notes.push(`protected glob "${item.pattern}": the sandbox holds its matches at the first level only; deeper matches are protected for the file tools, not for shell commands.`);
       continue;
     }
-    if (!GLOB_CHARS.test(segment)) {
-      candidates = candidates.map((c) => (c ? `${c}/${segment}` : segment));
+    // A literal is held even before it exists (a placeholder); `.hooks\[1\]` is the folder `.hooks[1]`.
+    const literal = literalSegment(segment);
+    if (literal !== null) {
+      candidates = candidates.map((c) => (c ? `${c}/${literal}` : literal));
       continue;
     }
     const match = picomatch(segment, { dot: true });

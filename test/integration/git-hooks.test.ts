@@ -77,6 +77,68 @@ describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', (
     expect(existsSync(join(ws, '.githooks', 'pre-commit'))).toBe(false);
   });
 
+  test("a hooks folder that is the work tree's top (core.hooksPath .): the hooks git runs cannot be made there, the rest stays writable", async () => {
+    const ws = harness.dirs.workspace;
+    const pwned = join(harness.dirs.home, 'PWNED');
+    for (const args of [['init', '-q'], ['config', 'user.email', 'u@example.com'], ['config', 'user.name', 'u'], ['config', 'core.hooksPath', '.']]) hostGit(ws, ...args);
+    const hook = `#!/bin/sh\ntouch ${pwned}\n`;
+    harness.server.script([
+      {
+        toolCalls: [
+          { name: 'write', arguments: { path: 'post-commit', content: hook } },
+          { name: 'bash', arguments: { command: `printf '${hook}' > pre-commit && chmod +x pre-commit; echo "hook rc=$?"; echo ok > notes.txt; echo "file rc=$?"` } },
+        ],
+      },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain("denied by policy rule 'workspace.protected'");
+    expect(results).not.toContain('hook rc=0');
+    expect(results).toContain('file rc=0');
+    expect(readFileSync(join(ws, 'notes.txt'), 'utf8')).toBe('ok\n');
+    expect(existsSync(join(ws, 'post-commit'))).toBe(false);
+    expect(hostGit(ws, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
+    expect(existsSync(pwned)).toBe(false);
+  });
+
+  test('a hooks folder whose name holds glob characters (.hooks[1], h*) is held as that name, existing or not yet made', async () => {
+    const ws = harness.dirs.workspace;
+    const pwned = join(harness.dirs.home, 'PWNED');
+    const lib = join(ws, 'lib');
+    await mkdir(lib);
+    for (const dir of [ws, lib]) for (const args of [['init', '-q'], ['config', 'user.email', 'u@example.com'], ['config', 'user.name', 'u']]) hostGit(dir, ...args);
+    hostGit(ws, 'config', 'core.hooksPath', '.hooks[1]');
+    // A glob of it (.hooks[1] matches .hooks1) would hold the wrong folder: this one is there to be written.
+    await mkdir(join(ws, '.hooks1'));
+    await mkdir(join(ws, 'h*'));
+    await writeFile(join(ws, '.gitmodules'), '[submodule "lib"]\n\tpath = lib\n');
+    hostGit(lib, 'config', 'core.hooksPath', '../h*');
+    const hook = `#!/bin/sh\ntouch ${pwned}\n`;
+    const command = [
+      `mkdir -p '.hooks[1]' && printf '${hook}' > '.hooks[1]/pre-commit' && chmod +x '.hooks[1]/pre-commit'; echo "absent rc=$?"`,
+      `printf '${hook}' > 'h*/pre-commit' && chmod +x 'h*/pre-commit'; echo "existing rc=$?"`,
+      `echo ok > .hooks1/x; echo "other rc=$?"`,
+    ].join('; ');
+    harness.server.script([
+      { toolCalls: [{ name: 'write', arguments: { path: '.hooks[1]/post-commit', content: hook } }, { name: 'bash', arguments: { command } }] },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain("denied by policy rule 'workspace.protected'");
+    expect(results).not.toContain('absent rc=0');
+    expect(results).not.toContain('existing rc=0');
+    expect(results).toContain('other rc=0');
+    expect(existsSync(join(ws, '.hooks[1]'))).toBe(false);
+    expect(existsSync(join(ws, 'h*', 'pre-commit'))).toBe(false);
+    expect(hostGit(ws, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
+    expect(hostGit(lib, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
+    expect(existsSync(pwned)).toBe(false);
+  });
+
   test("an --allow-write root's repository keeps its hooks folder too: neither write nor a command adds a hook there", async () => {
     const sibling = join(harness.dirs.home, 'sibling');
     const pwned = join(harness.dirs.home, 'PWNED');
