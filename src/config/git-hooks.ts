@@ -13,6 +13,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import { escapeGlob } from '../sandbox/protected-paths.ts';
+import { NESTED_WALK_MAX_DIRS, nestedRepositories } from '../workspace/nested-git.ts';
 import type { MergedPolicy } from './layers.ts';
 
 type Env = Record<string, string | undefined>;
@@ -110,9 +111,15 @@ const GITMODULES_MAX_BYTES = 1024 * 1024;
 const MAX_SUBMODULES = 64;
 
 /**
+ * Other repositories nested in the trees (`git init` in a folder, a clone), found by the bounded walk
+ * of workspace/nested-git.ts (which skips node_modules): each costs git processes at start.
+ */
+const MAX_NESTED = 64;
+
+/**
  * The submodules checked out in `tree` (absolute), from its .gitmodules: each is a repository of its
- * own, whose hooks folder (husky in a package) lies in the tree. Other nested repositories are not
- * looked for (that would walk the tree at every start); workspace/nested-git.ts checks their .git.
+ * own, whose hooks folder (husky in a package) lies in the tree. Also found by the walk, unless in a
+ * node_modules or past its bound.
  */
 function submodules(tree: string): string[] {
   const text = readGitmodules(join(tree, '.gitmodules'));
@@ -159,7 +166,18 @@ function readGitmodules(path: string): string | null {
 export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): void {
   const root = canonical(cwd);
   const roots = policy.workspace.writableRoots.map(canonical);
-  const repos = [root, ...roots].flatMap((tree) => [tree, ...submodules(tree)]);
+  const trees = [...new Set([root, ...roots])];
+  const { repos: nested, partial } = nestedRepositories(trees);
+  const unheld =
+    nested.length > MAX_NESTED ? `${nested.length} repositories are nested in the workspace and writable roots, and only the first ${MAX_NESTED} are looked at`
+    : partial ? `only the first ${NESTED_WALK_MAX_DIRS} directories of the workspace and of each writable root are looked through for nested repositories`
+    : null;
+  if (unheld) {
+    policy.warnings.push(
+      `${unheld}: the hooks folders and included config files of the others are not protected. Start conch in a smaller folder, or review those repositories' hooks before committing there.`,
+    );
+  }
+  const repos = [...trees.flatMap((tree) => [tree, ...submodules(tree)]), ...nested.slice(0, MAX_NESTED)];
   const held = [...new Set(repos)].flatMap((repo) => heldPaths(repo, env));
   for (const tree of [root, ...roots]) {
     const globs = held.flatMap((item) => globsIn(tree, item));

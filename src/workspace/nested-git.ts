@@ -92,7 +92,22 @@ export function nestedGitGuard(roots: string[], linked: string[] = []): NestedGi
   };
 }
 
-function scan(roots: string[], linked: string[]): { found: Found[]; notes: string[] } {
+/**
+ * The repositories nested in `roots` as they are now (a `.git` below a root's top, a bare
+ * repository), by the folder git is asked from: the same bounded walk as the check (`partial` when
+ * a root has more directories than it walks). For config/:
+ * their hooks folders and included files may lie in the tree, and git obeys them at the user's next
+ * commit there.
+ */
+export function nestedRepositories(roots: string[]): { repos: string[]; partial: boolean } {
+  const { found, notes } = scan(roots, [], false);
+  return { repos: found.map((f) => (f.path.endsWith('/.git') ? dirname(f.path) : f.path)), partial: notes.length > 0 };
+}
+
+/** The walk's bound, for messages. */
+export const NESTED_WALK_MAX_DIRS = MAX_DIRS;
+
+function scan(roots: string[], linked: string[], stamped = true): { found: Found[]; notes: string[] } {
   const found: Found[] = [];
   const seen = new Set<string>();
   const notes: string[] = [];
@@ -109,20 +124,20 @@ function scan(roots: string[], linked: string[]): { found: Found[]; notes: strin
       const names = new Set(entries.map((e) => e.name));
       // A bare repository: git takes the directory itself for a git dir.
       if (dir !== root && isGitDir(names)) {
-        found.push({ path: dir, kind: 'dir', stamp: stampOf(dir) });
+        found.push({ path: dir, kind: 'dir', stamp: stamped ? stampOf(dir) : '' });
         continue;
       }
       // A root that is one is read-only for commands while it is (sandbox/protected-paths.ts), but one
       // that became one during the run was not yet: checked like a nested one, and still walked.
-      if (dir === root && rootIsGitDir(root)) found.push({ path: root, kind: 'dir', stamp: stampOf(root) });
+      if (stamped && dir === root && rootIsGitDir(root)) found.push({ path: root, kind: 'dir', stamp: stampOf(root) });
       for (const entry of entries) {
         const path = join(dir, entry.name);
         if (entry.name === '.git') {
           // The roots' own .git is read-only for commands (sandbox-profiles/protected.json).
           if (dir === root) continue;
           // A file or a link: either names a git dir elsewhere, where nothing is checked.
-          if (entry.isDirectory()) found.push({ path, kind: 'dir', stamp: stampOf(path) });
-          else found.push({ path, kind: 'file', stamp: fileStamp(path) });
+          if (entry.isDirectory()) found.push({ path, kind: 'dir', stamp: stamped ? stampOf(path) : '' });
+          else found.push({ path, kind: 'file', stamp: stamped ? fileStamp(path) : '' });
           continue;
         }
         // node_modules is left out (editors' git integration skips it too): a JavaScript project's

@@ -224,6 +224,56 @@ describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', (
     expect(hostGit(join(ws, 'vendor', 'lib'), ...ident, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
     expect(existsSync(pwned)).toBe(false);
   });
+  test("a nested repository that is no submodule (a git init in a folder, a clone) keeps its hooks folder and included config files", async () => {
+    const ws = harness.dirs.workspace;
+    const pwned = join(harness.dirs.home, 'PWNED');
+    const upstream = join(harness.dirs.home, 'upstream');
+    const ident = ['-c', 'user.email=u@example.com', '-c', 'user.name=u'];
+    hostGit(ws, 'init', '-q');
+    await mkdir(join(ws, 'tools', 'mine'), { recursive: true });
+    hostGit(join(ws, 'tools', 'mine'), 'init', '-q');
+    hostGit(join(ws, 'tools', 'mine'), 'config', 'core.hooksPath', '.husky');
+    hostGit(harness.dirs.home, 'init', '-q', upstream);
+    hostGit(upstream, ...ident, 'commit', '-q', '--allow-empty', '-m', 'up');
+    expect(hostGit(ws, 'clone', '-q', upstream, 'vendor/clone').code).toBe(0);
+    hostGit(join(ws, 'vendor', 'clone'), 'config', 'include.path', '../shared.cfg');
+    const hook = `#!/bin/sh\ntouch ${pwned}\n`;
+    const evil = `[core]\n\tfsmonitor = touch ${pwned}; false\n`;
+    const command = [
+      `mkdir -p tools/mine/.husky && printf '${hook}' > tools/mine/.husky/pre-commit && chmod +x tools/mine/.husky/pre-commit; echo "hook rc=$?"`,
+      `printf '${evil}' > vendor/clone/shared.cfg; echo "include rc=$?"`,
+      `echo ok > tools/mine/notes.txt; echo "file rc=$?"`,
+    ].join('; ');
+    harness.server.script([
+      { toolCalls: [{ name: 'write', arguments: { path: 'tools/mine/.husky/post-commit', content: hook } }, { name: 'bash', arguments: { command } }] },
+      { text: 'done' },
+    ]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results).toContain("denied by policy rule 'workspace.protected'");
+    expect(results).not.toContain('hook rc=0');
+    expect(results).not.toContain('include rc=0');
+    expect(results).toContain('file rc=0');
+    expect(existsSync(join(ws, 'tools', 'mine', '.husky'))).toBe(false);
+    expect(existsSync(join(ws, 'vendor', 'clone', 'shared.cfg'))).toBe(false);
+    expect(hostGit(join(ws, 'tools', 'mine'), ...ident, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
+    hostGit(join(ws, 'vendor', 'clone'), 'status');
+    expect(existsSync(pwned)).toBe(false);
+  });
+
+  test('past 64 nested repositories the others are not looked at, and the start says so', async () => {
+    const ws = harness.dirs.workspace;
+    hostGit(ws, 'init', '-q');
+    for (let i = 0; i < 65; i++) {
+      await mkdir(join(ws, `r${i}`, '.git'), { recursive: true });
+    }
+    harness.server.script([{ text: 'done' }]);
+    const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain('65 repositories are nested in the workspace and writable roots, and only the first 64 are looked at');
+  });
+
   test('a .gitmodules that is no regular file (a FIFO a command left) does not stall the next start', async () => {
     const ws = harness.dirs.workspace;
     hostGit(ws, 'init', '-q');
