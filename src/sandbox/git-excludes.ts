@@ -7,7 +7,7 @@
 // ignored before. Nothing of the user's repository or config is written, so the user's own git,
 // outside the sandbox, still lists them while a run holds them.
 import { closeSync, constants, fstatSync, openSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { workTreeTop } from '../core/git-dir.ts';
 import { isWithin } from '../core/paths.ts';
 
@@ -21,7 +21,7 @@ const MAX_EXCLUDES_BYTES = 1024 * 1024;
  */
 export function withPlaceholderExcludes(
   base: Readonly<Record<string, string>>,
-  input: { workspace: string; tmpDir: string; placeholders: string[]; unseen: () => string[] },
+  input: { workspace: string; tmpDir: string; placeholders: string[]; visible: (file: string) => boolean },
 ): Readonly<Record<string, string>> {
   if (input.placeholders.length === 0) return base;
   const top = workTreeTop(input.workspace);
@@ -31,7 +31,7 @@ export function withPlaceholderExcludes(
     .sort()
     .map((path) => `/${escapePattern(relative(top, path))}`);
   if (patterns.length === 0) return base;
-  const text = `${userExcludes(input.unseen)}\n# conch: its sandbox's placeholders for protected names (empty, read-only)\n${patterns.join('\n')}\n`;
+  const text = `${userExcludes(top, input.visible)}\n# conch: its sandbox's placeholders for protected names (empty, read-only)\n${patterns.join('\n')}\n`;
   const file = join(input.tmpDir, `conch-git-excludes-${Bun.hash(text).toString(16)}`);
   let byFile = made.get(base);
   if (!byFile) made.set(base, (byFile = new Map()));
@@ -55,49 +55,71 @@ export function escapePattern(path: string): string {
   return path.replace(/[\\*?[\]! #]/g, (c) => `\\${c}`);
 }
 
-let globalExcludes: string | undefined;
+/** What the user's excludes say, by work tree top (a relative core.excludesFile is taken from there). */
+const excludesByTop = new Map<string, string>();
 
 /**
- * What the user's own global excludes file says, as git in the sandbox would have read it (their
- * core.excludesFile, else ~/.config/git/ignore); empty when there is none, when it is too large, or
- * when it is no file a command could read itself. The path may lead through a folder commands write
- * (a dotfiles --allow-write root): a link there to conch's /proc/PID/environ (its API keys), to the
- * host's /tmp or a hidden path would copy that into the sandbox's /tmp, and a FIFO would hang conch.
- * `unseen`: the paths where a command sees something else than the host (hidden, /proc, /tmp…).
- * Read once per process.
+ * What the user's own global excludes file says, as their git reads it for the work tree at `top`
+ * (their core.excludesFile, else $XDG_CONFIG_HOME/git/ignore or ~/.config/git/ignore); empty when
+ * there is none, when it is too large, or when it is no file a command could read itself. The path
+ * may lead through a folder commands write (a dotfiles --allow-write root, the work tree itself): a
+ * link there to conch's /proc/PID/environ (its API keys), to the host's /tmp or a hidden path would
+ * copy that into the sandbox's /tmp, and a FIFO would hang conch. `visible`: whether a command sees
+ * a host file as it is (not hidden, not under /proc or the run's /tmp…). Read once per process and top.
  */
-function userExcludes(unseen: () => string[]): string {
-  if (globalExcludes !== undefined) return globalExcludes;
-  globalExcludes = '';
+function userExcludes(top: string, visible: (file: string) => boolean): string {
+  const known = excludesByTop.get(top);
+  if (known !== undefined) return known;
+  const text = readUserExcludes(top, visible);
+  excludesByTop.set(top, text);
+  return text;
+}
+
+function readUserExcludes(top: string, visible: (file: string) => boolean): string {
   const home = process.env.HOME;
-  if (!home) return globalExcludes;
-  const path = configuredExcludes(home) ?? join(home, '.config', 'git', 'ignore');
+  if (!home) return '';
+  const configured = configuredExcludes(home, top);
+  // git opens a relative one from where it works: the work tree's top, wherever it was started.
+  const path = configured === null ? defaultExcludes(home) : isAbsolute(configured) ? configured : join(top, configured);
   let real: string;
   try {
     real = realpathSync(path);
   } catch {
-    return globalExcludes;
+    return '';
   }
-  const visible = (file: string) => !unseen().some((h) => isWithin(file, h));
-  if (!visible(real)) return globalExcludes;
-  globalExcludes = readBounded(real, visible);
-  return globalExcludes;
+  return visible(real) ? readBounded(real, visible) : '';
 }
 
-/** core.excludesFile from the user's global git config (includes followed, `~` expanded); null when unset. */
-function configuredExcludes(home: string): string | null {
+/** git's default excludes file: $XDG_CONFIG_HOME/git/ignore, or ~/.config/git/ignore when that is unset or empty. */
+function defaultExcludes(home: string): string {
+  const xdg = process.env.XDG_CONFIG_HOME;
+  return xdg ? join(xdg, 'git', 'ignore') : join(home, '.config', 'git', 'ignore');
+}
+
+/**
+ * core.excludesFile from the user's global git config (includes followed, `~` expanded), as given:
+ * null when unset. Global as git takes it: GIT_CONFIG_GLOBAL, else $XDG_CONFIG_HOME/git/config
+ * (~/.config/git/config) and ~/.gitconfig; asked from the work tree, where an includeIf.gitdir
+ * of it applies.
+ */
+function configuredExcludes(home: string, top: string): string | null {
   const git = Bun.which('git', { PATH: '/usr/local/bin:/usr/bin:/bin' });
   if (!git) return null;
+  const env: Record<string, string> = { HOME: home, PATH: '/usr/local/bin:/usr/bin:/bin', GIT_TERMINAL_PROMPT: '0' };
+  for (const name of ['XDG_CONFIG_HOME', 'GIT_CONFIG_GLOBAL'] as const) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
   // `git config` reads configuration only: no hook, pager or fsmonitor runs.
   const answer = Bun.spawnSync([git, '--no-pager', 'config', '--global', '--includes', '--type=path', '--get', 'core.excludesFile'], {
-    cwd: home,
-    env: { HOME: home, PATH: '/usr/local/bin:/usr/bin:/bin', GIT_TERMINAL_PROMPT: '0' },
+    cwd: top,
+    env,
     stdin: 'ignore',
     stdout: 'pipe',
     stderr: 'ignore',
   });
   const value = answer.exitCode === 0 ? answer.stdout.toString().replace(/\n$/, '') : '';
-  return value === '' ? null : value.startsWith('/') ? value : join(home, value);
+  return value === '' ? null : value;
 }
 
 function readBounded(path: string, visible: (file: string) => boolean): string {

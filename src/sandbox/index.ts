@@ -240,6 +240,16 @@ const EXEC_ARGV = [
 ].join('\n');
 
 /** The profile's fixed paths where a command sees something else than the host's (/proc, /dev, /tmp). */
+/**
+ * Whether a command sees the host's `file` as it is: not hidden, and not under a mount that replaces
+ * what is there (/proc, the run's /tmp …) unless inside a tree bound back at its own path there (a
+ * workspace under /tmp).
+ */
+function seenAsIs(file: string, profile: SandboxProfile, hidden: string[], bound: string[]): boolean {
+  if (canonicalHidden(hidden).some((path) => isWithin(file, path))) return false;
+  return !replacedInside(profile).some((path) => isWithin(file, path)) || bound.some((tree) => isWithin(file, tree));
+}
+
 function replacedInside(profile: SandboxProfile): string[] {
   return profile.bwrap.mounts
     .filter((m) => !m.path.startsWith('{') && (m.type === 'dev' || m.type === 'proc' || m.type === 'tmpfs' || (m.source !== undefined && m.source !== m.path)))
@@ -349,7 +359,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     // a new held sandbox); one already running then is not (placeholder-records.ts).
     const others = scope.othersInside(layout.hostWritable).filter((path) => !held.includes(path) && !rootHeld.includes(path));
     // git in the sandbox ignores this run's placeholders (git-excludes.ts).
-    const env = withPlaceholderExcludes(cacheEnv, { workspace, tmpDir, placeholders: scope.files(), unseen: () => canonicalHidden([...(request.hidden ?? []), ...hostHidden, ...replacedInside(profile)]) });
+    const env = withPlaceholderExcludes(cacheEnv, { workspace, tmpDir, placeholders: scope.files(), visible: (file) => seenAsIs(file, profile, [...(request.hidden ?? []), ...hostHidden, ...own], [workspace, ...writableRoots]) });
     seccomp = openSeccompFd();
     const oneShotFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
     const options = layout.options({

@@ -155,18 +155,31 @@ describe.skipIf(!canRun || !GIT)("the user's own global excludes", () => {
       writeFileSync(join(home, 'my-ignores'), '*.log\n');
       writeFileSync(join(home, '.gitconfig'), '[core]\n\texcludesFile = ~/my-ignores\n');
     }],
+    ['$XDG_CONFIG_HOME/git/ignore', (home: string) => writeFileSync(join(home, 'xdg', 'git', 'ignore'), '*.log\n')],
+    ['core.excludesFile in $XDG_CONFIG_HOME/git/config', (home: string) => {
+      writeFileSync(join(home, 'my-ignores'), '*.log\n');
+      writeFileSync(join(home, 'xdg', 'git', 'config'), '[core]\n\texcludesFile = ~/my-ignores\n');
+    }],
+    // git opens a relative one from the work tree's top (where it works), not from the home folder.
+    ['a relative core.excludesFile, from the work tree', (home: string, ws: string) => {
+      writeFileSync(join(home, '.gitconfig'), '[core]\n\texcludesFile = my-ignores\n');
+      writeFileSync(join(ws, 'my-ignores'), '*.log\nmy-ignores\n');
+    }],
   ] as const) {
     test(`still apply, from ${name}`, () => {
       const fx = repo();
       const home = realpathSync(mkdtempSync('/var/tmp/conch-home-'));
       mkdirSync(join(home, '.config', 'git'), { recursive: true });
+      mkdirSync(join(home, 'xdg', 'git'), { recursive: true });
       writeFileSync(join(fx.ws, 'build.log'), 'x\n');
+      // Where the user's git finds its config: the test's XDG_CONFIG_HOME for the XDG cases.
+      const xdg: Record<string, string> = name.includes('XDG') ? { XDG_CONFIG_HOME: join(home, 'xdg') } : {};
       try {
-        const before = status(home, fx.ws);
+        const before = status(home, fx.ws, undefined, xdg);
         expect(before.code).toBe(0);
         expect(lines(before.stdout).sort()).toEqual(['?? .env', '?? build.log']);
-        configure(home);
-        const after = status(home, fx.ws);
+        configure(home, fx.ws);
+        const after = status(home, fx.ws, undefined, xdg);
         expect(after.code).toBe(0);
         expect(lines(after.stdout)).toEqual(['?? .env']);
       } finally {
