@@ -5,6 +5,7 @@
 import { relative } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import { effectiveProfile } from '../sandbox/effective-profile.ts';
+import { escapeGlob } from '../sandbox/protected-paths.ts';
 import type { MergedPolicy } from './layers.ts';
 
 /**
@@ -22,6 +23,8 @@ export const HOME_PROTECTED = {
   ],
 } as const;
 
+const KEPT = "~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected";
+
 export interface HomeGuard {
   /** Workspace-relative protected globs for the paths above. */
   globs: string[];
@@ -37,18 +40,42 @@ export function homeGuard(cwd: string, home: string, flags: { unrestricted?: boo
   const h = canonical(home);
   if (!isWithin(h, root)) return null;
   const rel = relative(root, h);
-  const at = (p: string) => (rel ? `${rel}/${p}` : p);
-  const globs = [...HOME_PROTECTED.dirs.flatMap((d) => [at(d), `${at(d)}/**`]), ...HOME_PROTECTED.files.map(at)];
+  const globs = homeGlobs(rel);
   const where = rel ? `contains your home directory ${h}` : 'is your home directory';
-  const kept = "~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected";
   if (flags.allowHomeWrites) {
-    return { globs, readOnlyWhy: null, warning: `the workspace ${where}; writes are allowed (--allow-home-writes), but ${kept}.` };
+    return { globs, readOnlyWhy: null, warning: `the workspace ${where}; writes are allowed (--allow-home-writes), but ${KEPT}.` };
   }
   return {
     globs,
     readOnlyWhy: `the workspace ${where}`,
-    warning: `the workspace ${where}, so this run is read-only. Pass --allow-home-writes to let it write (${kept}), or start conch in a project folder.`,
+    warning: `the workspace ${where}, so this run is read-only. Pass --allow-home-writes to let it write (${KEPT}), or start conch in a project folder.`,
   };
+}
+
+/** The protected globs of HOME_PROTECTED for a home at `rel` in a tree ('' for the tree's top). */
+function homeGlobs(rel: string): string[] {
+  const at = (p: string) => (rel ? `${escapeGlob(rel)}/${p}` : p);
+  return [...HOME_PROTECTED.dirs.flatMap((d) => [at(d), `${at(d)}/**`]), ...HOME_PROTECTED.files.map(at)];
+}
+
+/**
+ * A writable root (--allow-write) that is or contains the home directory: outside the workspace the
+ * home is read-only for the run, and in such a root it would be writable as a whole, ~/.bashrc and
+ * ~/.ssh/authorized_keys included. The same paths as in a home run stay protected there (the root's
+ * own globs, for the file tools and commands), and the run says so.
+ */
+export function protectHomeInRoots(policy: MergedPolicy, home: string, warnings: string[]): void {
+  if (!home) return;
+  const h = canonical(home);
+  for (const root of policy.workspace.writableRoots.map(canonical)) {
+    if (!isWithin(h, root)) continue;
+    const globs = homeGlobs(relative(root, h));
+    for (const settings of [policy.workspace, policy.sandbox]) {
+      const list = ((settings.rootProtectedGlobs ??= {})[root] ??= []);
+      list.push(...globs.filter((g) => !list.includes(g)));
+    }
+    warnings.push(`the writable root ${root} ${root === h ? 'is' : 'contains'} your home directory; ${KEPT}.`);
+  }
 }
 
 /**

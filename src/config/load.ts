@@ -16,7 +16,7 @@ import { checkDirFlag } from './dir-flags.ts';
 import { type ConfigFile, fileLayer, readConfigFile } from './file.ts';
 import { mergeFileSettings } from './file-settings.ts';
 import { checkLimitFlags, checkPluginFlags, checkUnrestrictedFlags, count, flagLayer, limitOverrides, taskEnv, timeoutFlag } from './flag-values.ts';
-import { applyHomeGuard } from './home.ts';
+import { applyHomeGuard, protectHomeInRoots } from './home.ts';
 import { mergePolicy } from './layers.ts';
 import { checkNetAllow } from './network.ts';
 import { protectOwnDirs } from './own-dirs.ts';
@@ -100,6 +100,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   // After the policy's own verdict on the roots, which names the rule.
   if (!flags.unrestricted) checkDirFlag('--allow-write', flags.allowWrite, cwd);
   const homeRun = applyHomeGuard(policy, cwd, home, flags, warnings);
+  if (!flags.unrestricted) protectHomeInRoots(policy, home, warnings);
   if (!flags.unrestricted) protectGitHooks(policy, cwd, env);
   policy.sandbox.cacheDir = join(cacheHome(env, home), 'conch', 'sandbox');
   policy.workspace.secrets = secretPolicy(files, configDir, home, cwd, warnings);

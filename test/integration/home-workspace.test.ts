@@ -186,6 +186,56 @@ describe('a workspace that contains the home directory', () => {
   });
 });
 
+describe('a writable root that is or contains the home directory', () => {
+  // conch's own folders outside the home, as XDG lets them be: else such a root is refused outright.
+  const base = () => dirname(harness.dirs.workspace);
+  const runWith = (root: string, home: string) =>
+    runConch({
+      dirs: harness.dirs,
+      args: ['--model', 'openai/test-model', '--allow-write', root, 'go'],
+      env: { ...openaiEnv(harness.server.openaiBaseUrl), HOME: home, XDG_CACHE_HOME: join(base(), 'cache'), XDG_STATE_HOME: join(base(), 'state') },
+    });
+
+  for (const shape of ['is', 'contains'] as const) {
+    test(`${shape} it: keys, shell start-up files and git's config are not written, hidden credentials stay unwritable, the rest is`, async () => {
+      const root = join(base(), 'users');
+      const home = shape === 'is' ? root : join(root, 'me');
+      const at = (...p: string[]) => join(home, ...p);
+      await mkdir(at('.aws'), { recursive: true });
+      await writeFile(at('.bashrc'), 'original bashrc\n');
+      await writeFile(at('.aws', 'credentials'), 'AWS-SECRET\n');
+      harness.server.script([
+        {
+          toolCalls: [
+            { name: 'write', arguments: { path: at('.ssh', 'authorized_keys'), content: 'ssh-ed25519 AAAA evil\n' } },
+            { name: 'write', arguments: { path: at('.gitconfig'), content: '[core]\n\tpager = touch PWNED\n' } },
+            bash(`echo evil >> ${at('.bashrc')}; echo "bashrc rc=$?"`),
+            bash(`mkdir -p ${at('.ssh')} && echo evil >> ${at('.ssh', 'authorized_keys')}; echo "ssh rc=$?"`),
+            bash(`mkdir -p ${at('.config', 'git')} && echo evil > ${at('.config', 'git', 'config')}; echo "xdg rc=$?"`),
+            bash(`echo evil > ${at('.aws', 'credentials')}; echo "aws rc=$?"`),
+            bash(`echo ok > ${at('notes.txt')}; echo "plain rc=$?"`),
+          ],
+        },
+        { text: 'done' },
+      ]);
+      const r = await runWith(root, home);
+      expect(r.code).toBe(0);
+      expect(r.stderr).toContain(`the writable root ${root} ${shape} your home directory; ~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected`);
+      const [keys, gitconfig, bashrc, ssh, xdg, aws, plain] = toolResults();
+      for (const refused of [keys, gitconfig]) expect(refused).toContain("denied by policy rule 'workspace.protected'");
+      expect(bashrc).not.toContain('bashrc rc=0');
+      expect(ssh).not.toContain('ssh rc=0');
+      expect(xdg).not.toContain('xdg rc=0');
+      expect(aws).not.toContain('aws rc=0');
+      expect(plain).toContain('plain rc=0');
+      expect(readFileSync(at('.bashrc'), 'utf8')).toBe('original bashrc\n');
+      expect(readFileSync(at('.aws', 'credentials'), 'utf8')).toBe('AWS-SECRET\n');
+      expect(readFileSync(at('notes.txt'), 'utf8')).toBe('ok\n');
+      for (const absent of ['.ssh', '.gitconfig', '.config/git']) expect(existsSync(at(absent))).toBe(false);
+    });
+  }
+});
+
 describe('a workspace inside the home directory', () => {
   test('is not affected', async () => {
     harness.server.script([{ text: 'fine' }]);
