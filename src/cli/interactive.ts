@@ -166,6 +166,8 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       const tty = ttyApprover(process.stdin, process.stderr, controller.signal);
       ask = async (command, rule) => {
         sink.hold();
+        // Only keys typed at the question answer it; those typed before wait for the next prompt.
+        typed.setAside();
         // The answer is typed on this line, and must be seen.
         typed.echo();
         try {
@@ -183,6 +185,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       busy = undefined;
       ask = undefined;
       typed.echo();
+      typed.giveBack();
     }
     // The watchdog ended the turn already (the main thread was stuck until now): it exits the process.
     if (watchdog && !watchdog.finishing()) await new Promise(() => {});

@@ -564,6 +564,41 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);
+
+  test('keys typed ahead before an ask question are not its answer; they wait for the next prompt', async () => {
+    const marker = `approved-${Math.floor(Math.random() * 1e9)}`;
+    await writeConfig(harness.dirs, { shell: { commands: { ask: [{ id: 't.ask', executable: 'echo', args: [marker], match: 'exact' }] } } });
+    harness.server.script([
+      // A plain command (a loop could not be checked against the rules, and would be asked about): it waits for the FIFO's writer.
+      { toolCalls: [{ name: 'bash', arguments: { command: 'cat go' } }] },
+      { toolCalls: [{ name: 'bash', arguments: { command: `echo ${marker}` } }] },
+      { text: 'ran it' },
+      { text: 'later answer' },
+    ]);
+    await Bun.$`mkfifo ${join(harness.dirs.workspace, 'go')}`;
+    const t = await open();
+    await ready(t);
+    t.type('go on');
+    t.keys('Enter');
+    await t.waitFor((s) => s.includes('bash cat go'), 'the first command running');
+    // The start of a next task, typed before any question was on screen.
+    t.type('typed ahead');
+    await writeFile(join(harness.dirs.workspace, 'go'), 'released\n');
+    await t.waitFor((s) => s.includes('Run it? [y]es'), 'the question');
+    t.type('y');
+    await t.waitFor((s) => /for this run: y$/m.test(s), 'only the answer typed at the question');
+    t.keys('Enter');
+    await t.waitFor((s) => /ran it\n/.test(s), 'the answer after the command');
+    expect(t.screen()).not.toContain('not approved');
+    expect(JSON.stringify(harness.server.requests[2]!.body.messages)).toContain(marker);
+    // What was typed ahead reaches the next prompt as typed.
+    await t.waitFor((s) => /ran it\n[\s\S]*› typed ahead$/.test(s.trimEnd()), 'the prompt holding what was typed ahead');
+    t.keys('Enter');
+    await t.waitFor((s) => /later answer\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the next answer');
+    expect(JSON.stringify(harness.server.requests[3]!.body.messages.at(-1))).toContain('"typed ahead"');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
 });
 
 describe.skipIf(!hasTmux)('a setup problem in interactive mode', () => {
