@@ -105,10 +105,14 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
   let spinnerShown = false;
   let thinkingOpen = false;
 
+  // A frame leaves the cursor at its start, and goes with everything below it: a terminal narrowed
+  // under it (a pane resized mid-tool) rewraps it onto several rows, which erasing the cursor's row
+  // alone left behind, and a terminal that cuts it instead keeps the cursor on its one row.
+  const ERASE_FRAME = '\r\x1b[J';
   const clearSpinner = () => {
     if (spinner) clearInterval(spinner);
     spinner = null;
-    if (spinnerShown) stderr.write('\r\x1b[2K');
+    if (spinnerShown) stderr.write(ERASE_FRAME);
     spinnerShown = false;
   };
   const stopSpinner = () => {
@@ -124,7 +128,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
     let i = 0;
     spinner = setInterval(() => {
       const secs = Math.floor((Date.now() - started) / 1000);
-      stderr.write(`\r\x1b[2K${dim(fit(`${FRAMES[i++ % FRAMES.length]} ${text}${secs >= 2 ? ` ${secs}s` : ''}`, width()))}`);
+      stderr.write(`${ERASE_FRAME}${dim(fit(`${FRAMES[i++ % FRAMES.length]} ${text}${secs >= 2 ? ` ${secs}s` : ''}`, width()))}\r`);
       spinnerShown = true;
     }, 80);
     spinner.unref?.();
@@ -176,7 +180,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
     notice(line: string) {
       clearLive();
       // The spinner goes on drawing below the line, where run.finished clears it.
-      if (spinnerShown) stderr.write('\r\x1b[2K');
+      if (spinnerShown) stderr.write(ERASE_FRAME);
       else stderr.write('\n');
       spinnerShown = false;
       stderr.write(`${line}\n`);

@@ -144,6 +144,25 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     await t.waitFor((s) => s.includes('echo-check'), 'typed keys echoed after conch exited');
   }, SLOW);
 
+  test('shrinking the terminal while a tool runs leaves no spinner frame behind', async () => {
+    const progress = `progress-${'x'.repeat(80)}`;
+    await Bun.$`mkfifo ${join(harness.dirs.workspace, 'go')}`;
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: `echo ${progress}; cat go` } }] }, { text: 'done waiting' }]);
+    const t = await open([], { NO_COLOR: '' });
+    await ready(t);
+    t.type('wait');
+    t.keys('Enter');
+    // The spinner shows the command's progress across the whole width, then the window narrows.
+    await t.waitFor((s) => s.includes(`bash: ${progress.slice(0, 70)}`), 'the spinner at full width');
+    t.resize(40);
+    await t.waitFor((s) => s.split('\n').some((l) => /^[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] bash: progress-x+/.test(l) && l.length < 40), 'a spinner frame of the new width');
+    await writeFile(join(harness.dirs.workspace, 'go'), 'released\n');
+    const after = await t.waitFor((s) => /done waiting\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer and the prompt');
+    expect(after).not.toMatch(/[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏]/);
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
   test('a long paragraph shows as it streams, wrapped by the terminal; then it and the blocks after it are drawn once, as Markdown', async () => {
     const words = Array.from({ length: 60 }, (_, i) => `word${i}`);
     harness.server.script([

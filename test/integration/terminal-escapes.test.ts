@@ -23,10 +23,10 @@ async function onTerminal(args: string[]): Promise<string> {
 
 /**
  * Escape sequences and controls other than conch's own (colours, `ESC [ … m`; the spinner's erase,
- * `CR ESC [2K`), tab and line ends, each shown with what follows it.
+ * `CR ESC [J`), tab and line ends, each shown with what follows it.
  */
 const hostile = (text: string) =>
-  [...text.replace(/\x1b\[[0-9;]*m|\x1b\[2K/g, '').matchAll(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f].{0,12}/gs)].map((m) => JSON.stringify(m[0]));
+  [...text.replace(/\x1b\[[0-9;]*m|\x1b\[J/g, '').matchAll(/[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f].{0,12}/gs)].map((m) => JSON.stringify(m[0]));
 
 describe.skipIf(!hasScript)('model text drawn as Markdown on a terminal', () => {
   test('HTML character references (&#27;, &#x1b;, &#7;) are not turned into escape sequences', async () => {

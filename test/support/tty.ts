@@ -15,6 +15,8 @@ export interface Terminal {
   paste(text: string): void;
   /** The visible screen (and scrollback), lines joined; `escapes` keeps colours. */
   screen(escapes?: boolean): string;
+  /** Resize the window as a user drags it (the program gets SIGWINCH). */
+  resize(columns: number, rows?: number): void;
   /** The window title as the program left it (OSC 0 / OSC 2 set it). */
   title(): string;
   /** Wait until the screen satisfies `test`; throws with the screen when it does not in time. */
@@ -47,6 +49,7 @@ export async function openTerminal(argv: string[], options: { cwd: string; env: 
       tmux('paste-buffer', '-p', '-b', 'paste', '-t', 'conch');
     },
     screen,
+    resize: (columns, rows) => void tmux('resize-window', '-t', 'conch', '-x', String(columns), ...(rows ? ['-y', String(rows)] : [])),
     title: () => tmux('display-message', '-p', '-t', 'conch', '#{pane_title}').stdout.toString().trim(),
     async waitFor(test, what, ms = 30_000) {
       for (const end = Date.now() + ms; Date.now() < end; await Bun.sleep(50)) {

@@ -178,8 +178,9 @@ describe('the spinner', () => {
         emit({ type: 'tool.updated', callId: 'c1', name: 'bash', text: `step ${i}\n` });
       }
       jest.advanceTimersByTime(500);
-      const frames = out.stderr.split('\r\x1b[2K').filter(Boolean);
-      expect(frames.at(-1)).toMatch(/ bash: step 5 5s$/);
+      // Each frame is drawn from its line's start and leaves the cursor back there.
+      const frames = out.stderr.split('\r\x1b[J').filter(Boolean);
+      expect(frames.at(-1)).toMatch(/ bash: step 5 5s\r$/);
       emit({ type: 'tool.finished', callId: 'c1', name: 'bash', isError: false, truncated: false, durationMs: 5500, output: 'step 5\n[exit 0]', details: { exitCode: 0, signal: null, logPath: null, durationMs: 5500 } });
     } finally {
       jest.useRealTimers();
