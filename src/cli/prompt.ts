@@ -30,7 +30,42 @@ const BRACKETED_PASTE_OFF = '\x1b[?2004l';
 /** A submission as readline keeps it: its lines in reverse order, joined by \r. */
 const entryOf = (text: string) => text.split('\n').reverse().join('\r');
 
+/** What readline draws before each line but the first of a recalled entry of several. */
+const READLINE_MARK = '| ';
+
+/**
+ * readline's output, with conch's continuation drawn where readline marks a recalled entry's later
+ * lines: the entry shows as it was typed. The mark is the two characters after each line break
+ * readline writes (the entry's own text follows them, a pasted table's `| ` too), sometimes in a
+ * write of their own; the continuation must be as wide, for readline's cursor arithmetic.
+ */
+function markedAsTyped(output: PromptOptions['output'], continuation: string): PromptOptions['output'] {
+  const out = output as NodeJS.WritableStream & { columns?: number; isTTY?: boolean };
+  if (Bun.stringWidth(continuation) !== READLINE_MARK.length) return output;
+  let afterBreak = false;
+  const write = (chunk: string | Uint8Array, ...rest: unknown[]) => {
+    let text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
+    if (afterBreak && text.startsWith(READLINE_MARK)) text = continuation + text.slice(READLINE_MARK.length);
+    text = text.replaceAll(`\n${READLINE_MARK}`, `\n${continuation}`);
+    if (text) afterBreak = text.endsWith('\n');
+    return (out.write as (text: string, ...rest: unknown[]) => boolean)(text, ...rest);
+  };
+  // What readline uses of its output: the width, whether it is a terminal, resizes.
+  return {
+    write,
+    get columns() {
+      return out.columns;
+    },
+    get isTTY() {
+      return out.isTTY;
+    },
+    on: (event: string, listener: () => void) => out.on(event, listener),
+    removeListener: (event: string, listener: () => void) => out.removeListener(event, listener),
+  } as unknown as PromptOptions['output'];
+}
+
 export function createPrompt(options: PromptOptions) {
+  const shown = markedAsTyped(options.output, options.continuation);
   let history: string[] = [];
   /** The line editor open now: its history is the one to extend. */
   let open: { history?: string[] } | null = null;
@@ -81,7 +116,7 @@ export function createPrompt(options: PromptOptions) {
           const hits = pasting ? [] : options.complete!(before);
           return [hits.length ? hits : [`${before}\t`], before];
         };
-        const rl = createInterface({ input: options.input, output: options.output, terminal: true, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true, prompt: options.prompt, ...(options.complete ? { completer } : {}) });
+        const rl = createInterface({ input: options.input, output: shown, terminal: true, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true, prompt: options.prompt, ...(options.complete ? { completer } : {}) });
         open = rl as unknown as { history?: string[] };
         const lines: string[] = [];
         /** History entries readline added for this submission's lines (it skips blank ones). */

@@ -356,6 +356,27 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(await t.exited()).toBe(0);
   }, SLOW);
 
+  test('a recalled entry of several lines shows as it was typed, with the continuation marks of the prompt', async () => {
+    harness.server.script([{ text: 'first' }, { text: 'second' }]);
+    const t = await open([], { NO_COLOR: '' });
+    await ready(t);
+    // A table's `| ` at a line's start is the entry's own text, and stays.
+    t.paste('look at this\n| a | b |\nend');
+    const typed = (await t.waitFor((s) => s.trimEnd().endsWith('… end'), 'the pasted lines')).trimEnd().split('\n').slice(-3);
+    expect(typed).toEqual(['› look at this', '… | a | b |', '… end']);
+    t.keys('Enter');
+    await t.waitFor((s) => /\nfirst\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer and the prompt');
+    t.keys('Up');
+    const recalled = await t.waitFor((s) => s.trimEnd().endsWith('end') && /› look at this\n[^\n]*\n[^\n]*end$/.test(s.trimEnd()), 'the recalled entry');
+    expect(recalled.trimEnd().split('\n').slice(-3)).toEqual(typed);
+    t.keys('Enter');
+    await t.waitFor(() => harness.server.requests.length === 2, 'a second request');
+    expect(JSON.stringify(harness.server.requests[1]!.body.messages.at(-1))).toContain('look at this\\n| a | b |\\nend');
+    await t.waitFor((s) => /\nsecond\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the prompt again');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
   test('pasted lines are one submission, sent with Enter; the paste is one history entry, blank lines and all', async () => {
     harness.server.script([{ text: 'pasted answer' }, { text: 'recalled answer' }, { text: 'typed answer' }]);
     const t = await open();
