@@ -112,8 +112,11 @@ export function createPrompt(options: PromptOptions) {
         // Tab completes only where there is something to complete, and not inside a paste: readline
         // calls the completer for every Tab once it has one, and inserts nothing when it finds nothing,
         // so a tab the user means (code, a pasted table) is offered back as the one completion.
+        // A command already complete is one hit that adds nothing: readline would list it again at
+        // every further Tab, so there is nothing to offer (and no tab to type either).
         const completer = (before: string): [string[], string] => {
           const hits = pasting ? [] : options.complete!(before);
+          if (hits.length === 1 && hits[0] === before) return [[], before];
           return [hits.length ? hits : [`${before}\t`], before];
         };
         const rl = createInterface({ input: options.input, output: shown, terminal: true, history, historySize: HISTORY_SIZE, removeHistoryDuplicates: true, prompt: options.prompt, ...(options.complete ? { completer } : {}) });

@@ -324,7 +324,12 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     t.type('/he');
     t.keys('Tab');
     await t.waitFor((s) => s.trimEnd().endsWith('› /help'), 'the completed command');
-    t.keys('Enter');
+    // Nothing is left to complete: another Tab neither lists the command again nor types a tab.
+    t.keys('Tab');
+    t.type('X');
+    const again = await t.waitFor((s) => s.trimEnd().endsWith('› /helpX'), 'the key after the second Tab');
+    expect(again.split('/help').length).toBe(3);
+    t.keys('BSpace', 'Enter');
     await t.waitFor((s) => /Tab completes a command\.\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the help');
     t.type('a');
     t.keys('Tab');
