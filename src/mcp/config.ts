@@ -4,6 +4,7 @@
 import { Type, type TSchema } from '../core/typebox.ts';
 import { ConfigError } from '../core/errors.ts';
 import { firstProblem, keyPath } from '../config/schema.ts';
+import { projectServers } from './gate.ts';
 import { MAX_DURATION_MS } from '../core/duration.ts';
 import type { SecretValue } from '../core/secret-scrub.ts';
 
@@ -212,12 +213,7 @@ export interface ServerSummary {
 
 /** The servers of a .mcp.json text, as written; [] for text that is not one (conch would not start it). */
 export function summarizeServers(text: string): ServerSummary[] {
-  let servers: unknown;
-  try {
-    servers = (JSON.parse(text) as { mcpServers?: unknown })?.mcpServers;
-  } catch {
-    return [];
-  }
+  const servers = projectServers(text);
   if (!servers || typeof servers !== 'object' || Array.isArray(servers)) return [];
   return Object.entries(servers as Record<string, unknown>).flatMap(([name, entry]) => {
     if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return [];

@@ -12,6 +12,7 @@ import { readFolder } from './snapshot.ts';
 import { canonical } from '../core/paths.ts';
 import { hashPaths, namedPaths, type PinnedFiles } from '../workspace/pinned-files.ts';
 import { foreignWriter } from '../workspace/foreign-writers.ts';
+import { projectServers } from '../mcp/gate.ts';
 
 const TRUST_FILE = 'trusted.json';
 
@@ -179,12 +180,7 @@ export async function trustedMcpFiles(configDir: string, cwd: string): Promise<P
 
 /** What each stdio server in a .mcp.json text names in the workspace, hashed now (none for text that is no such file). */
 export async function mcpServerFiles(text: string | null, workspace: string, path: string | undefined): Promise<PinnedFiles> {
-  let servers: unknown;
-  try {
-    servers = text === null ? null : (JSON.parse(text) as { mcpServers?: unknown })?.mcpServers;
-  } catch {
-    return {};
-  }
+  const servers = text === null ? null : projectServers(text);
   if (!servers || typeof servers !== 'object') return {};
   const paths = (await Promise.all(Object.values(servers).map((entry) => namedPaths(entry, workspace, path)))).flat();
   return hashPaths(paths);

@@ -1,7 +1,7 @@
 // `conch trust` says everything the trust unlocks in this workspace, not only the plugins folder:
 // the project's .mcp.json servers and its .conch/config.json model follow the same trust.
 import { describe, expect, test } from 'bun:test';
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { runConch, useHarness } from '../support/cli.ts';
 
@@ -30,6 +30,25 @@ describe('conch trust', () => {
     expect(r.stdout).toContain('    docs: npx -y docs-mcp --root ${PWD}  (given $PWD from your environment)');
     expect(r.stdout).toContain('    remote: https://mcp.example.com/v1  (given $ANTHROPIC_API_KEY, $TEAM from your environment)');
     expect(r.stdout).toContain('    evil\\u{1b}]0;x\\u{7}: x\n');
+  });
+
+  test('a .mcp.json with a byte-order mark (which runs read as JSON) lists its servers and pins the files they run', async () => {
+    // Runs accept the mark (config/json-text.ts); had the list not, the file would start servers that
+    // \`conch trust\` showed none of, a header handing $ANTHROPIC_API_KEY to a URL among them.
+    const mcpServers = {
+      remote: { url: 'https://mcp.example.com/v1', headers: { Authorization: 'Bearer ${ANTHROPIC_API_KEY}' } },
+      local: { command: 'node', args: ['mcp/server.mjs'] },
+    };
+    await mkdir(join(harness.dirs.workspace, 'mcp'), { recursive: true });
+    await writeFile(join(harness.dirs.workspace, 'mcp', 'server.mjs'), '// v1\n');
+    await writeFile(join(harness.dirs.workspace, '.mcp.json'), `\uFEFF${JSON.stringify({ mcpServers })}`);
+    const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('    remote: https://mcp.example.com/v1  (given $ANTHROPIC_API_KEY from your environment)');
+    expect(r.stdout).toContain('    local: node mcp/server.mjs\n');
+    const trusted = JSON.parse(await readFile(join(harness.dirs.configHome, 'conch', 'trusted.json'), 'utf8')) as { workspaces: Record<string, { mcpFiles?: Record<string, string> }> };
+    const files = Object.values(trusted.workspaces)[0]?.mcpFiles ?? {};
+    expect(Object.keys(files).map((f) => f.split('/').slice(-2).join('/'))).toEqual(['mcp/server.mjs']);
   });
 
   test('without a .mcp.json says nothing of one', async () => {
