@@ -217,7 +217,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           break;
         case 'model.retry':
           stopSpinner();
-          if (options.interactive) stderr.write(dim(`  retrying the model call in ${(event.delayMs / 1000).toFixed(1)} s (${event.reason})\n`));
+          if (options.interactive) stderr.write(dim(`  retrying the model call in ${(event.delayMs / 1000).toFixed(1)} s (${terminalSafe(event.reason)})\n`));
           break;
         case 'model.fallback':
           clearSpinner();

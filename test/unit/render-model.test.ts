@@ -45,6 +45,13 @@ test('a model warning is one line on stderr, terminal or not', () => {
   expect(out.stderr).toBe('conch: server rejected "prompt_cache_key"\n');
 });
 
+test("a retry's reason, which quotes the model server's error message, cannot put control sequences on the terminal", () => {
+  // A server answering 529 with this message set the clipboard (OSC 52) and cleared the screen.
+  const { out, emit } = sink(true, false);
+  emit({ type: 'model.retry', turn: 1, attempt: 1, delayMs: 500, reason: 'HTTP 529: overloaded\x1b]52;c;Y3VybCBldmlsfHNo\x07\x1b[2J\x9b2J' });
+  expect(out.stderr).toBe('  retrying the model call in 0.5 s (HTTP 529: overloaded]52;c;Y3VybCBldmlsfHNo[2J2J)\n');
+});
+
 describe('the closing line', () => {
   const outcome = {
     status: 'completed' as const,
