@@ -4,7 +4,7 @@
 // The workspace and the writable roots are held to the very directory they were, too: one moved
 // away and replaced by another (in a writable root above it) would take its .git along to a place
 // no protection covers.
-import { lstatSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, realpathSync, statSync } from 'node:fs';
 import { isAbsolute } from 'node:path';
 
 /**
@@ -49,14 +49,39 @@ const unscoped = new Map<string, string>();
  * would then hold the new one, and the moved repository, its hooks included, would lie writable in
  * the root. `run`: the session's placeholder scope, so a long-lived host (conch acp) that later opens a
  * session in a directory made again meanwhile (a fresh clone) is not refused.
+ *
+ * Returns the directory checked, opened (O_PATH on Linux): bwrap mounts `real` only later, and a
+ * command of the run in a sandbox of its own can move it in between, so the command's shell checks
+ * that what is mounted there is this very directory before it runs anything (moved-check.ts). The
+ * caller closes it; it must never reach a command (it leads past every mount).
  */
-export function sameDirectory(path: string, real: string, what: string, run: object | undefined): void {
-  const info = statSync(real, { throwIfNoEntry: false });
-  if (!info) return; // gone meanwhile: the mount fails and says so
+export function sameDirectory(path: string, real: string, what: string, run: object | undefined): number {
   const known = run ? (firstIdentity.get(run) ?? firstIdentity.set(run, new Map()).get(run)!) : unscoped;
+  let fd: number;
+  try {
+    fd = openSync(real, OPEN_FLAGS);
+  } catch (error) {
+    // Resolved a moment ago: gone or replaced by a file since, which another command can make.
+    if (known.has(path)) throw new DirectoryMovedError(what, path);
+    throw new SandboxRequestError(`${what} ${path} cannot be used: ${(error as Error).message}; run conch from an existing directory.`);
+  }
+  const info = fstatSync(fd);
   const id = `${info.dev}:${info.ino}`;
   if (firstSeen(known, path, id) !== id) {
-    throw new SandboxRequestError(
+    closeSync(fd);
+    throw new DirectoryMovedError(what, path);
+  }
+  return fd;
+}
+
+/** O_PATH: a handle on the directory, no permission to read it needed (nor given). */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | (process.platform === 'linux' ? 0o10000000 : 0);
+
+/** sameDirectory's refusal: a policy denial (rule workspace.moved), as the file tools give it. */
+export class DirectoryMovedError extends SandboxRequestError {
+  readonly rule = 'workspace.moved';
+  constructor(what: string, path: string) {
+    super(
       `${what} ${path} is no longer the directory it was at this session's first command: something moved it away and made another in its place, ` +
         'so its .git and other protected names may now lie unprotected where it went (a writable root above it). conch runs no command there. ' +
         'Find where it went, check its .git (hooks, config) and put it back, then start conch again.',

@@ -8,9 +8,10 @@ import { withCommand } from './bwrap.ts';
 import { prepareCache } from './caches.ts';
 import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
-import { RELAY_ENV, RELAY_PORT, relayArgv } from './relay.ts';
+import { RELAY_ENV, RELAY_PORT, relayCommand } from './relay.ts';
 import { isWithin } from '../core/paths.ts';
-import { directory, sameDirectory, SandboxRequestError } from './directories.ts';
+import { directory, DirectoryMovedError, sameDirectory, SandboxRequestError } from './directories.ts';
+import { CheckedDirectories, movedCheck } from './moved-check.ts';
 import { gitDirAround } from '../core/git-dir.ts';
 import { canonicalHidden, HiddenPathError } from './hidden.ts';
 import { mountLayout } from './command-template.ts';
@@ -156,12 +157,17 @@ export interface PreparedCommand {
   release(): Promise<void>;
   /** What the sandbox could not fully enforce for this command (workspace-relative), if anything. */
   notes?: string[];
+  /**
+   * The refusal a finished command's result stands for, when the sandbox refused it before it ran
+   * (moved-check.ts: the workspace or a writable root was moved between the checks and the mounts).
+   */
+  refusal?: (exitCode: number | null, output: string) => DirectoryMovedError | null;
 }
 
 export type { ProbeOptions, SandboxStatus } from './probe.ts';
 export { PlaceholderScope } from './placeholders.ts';
 export { GIT_DIR_ROOT_NOTE } from './protected-paths.ts';
-export { rememberDirectory, SandboxRequestError } from './directories.ts';
+export { DirectoryMovedError, rememberDirectory, SandboxRequestError } from './directories.ts';
 
 /** Probe once per process with a real minimal sandbox; cached (per PATH searched for bwrap). */
 export async function probeSandbox(options: ProbeOptions = {}): Promise<SandboxStatus> {
@@ -257,15 +263,26 @@ function replacedInside(profile: SandboxProfile): string[] {
 }
 
 function prepare(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean): PreparedCommand {
+  const checked = new CheckedDirectories();
+  try {
+    return prepareChecked(request, bwrap, disableUserns, checked);
+  } catch (error) {
+    checked.close();
+    throw error;
+  }
+}
+
+function prepareChecked(request: SandboxRequest, bwrap: string | undefined, disableUserns: boolean, checked: CheckedDirectories): PreparedCommand {
   const profile = loadProfile(request.profile);
+  const check = (path: string, real: string, what: string) => checked.add({ path, real, what }, sameDirectory(path, real, what, request.placeholders));
   const workspace = directory(request.workspace, 'workspace', 'run conch from an existing directory');
-  sameDirectory(request.workspace, workspace, 'workspace', request.placeholders);
+  check(request.workspace, workspace, 'workspace');
   const tmpDir = directory(request.tmpDir, 'temp dir', 'create it before running commands');
   const cwd = request.cwd === request.workspace ? workspace : directory(request.cwd, 'working directory', 'pass an existing directory inside the workspace', false);
   const writableRoots: string[] = [];
   for (const root of request.writableRoots) {
     writableRoots.push(directory(root, 'writable root', "create it, or remove it from --allow-write or the config's write.writableRoots"));
-    sameDirectory(root, writableRoots.at(-1)!, 'writable root', request.placeholders);
+    check(root, writableRoots.at(-1)!, 'writable root');
   }
   // argv goes through the shell's exec as well, so a missing program is 127 exactly as in the bash tool.
   const command =
@@ -299,6 +316,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
       network: request.network && !request.netAllow,
     });
     const withEnv = Object.keys(cacheEnv).length ? ['/usr/bin/env', ...Object.entries(cacheEnv).map(([k, v]) => `${k}=${v}`), ...command] : command;
+    checked.close();
     return { argv: seatbeltArgv(text, withEnv), extraFds: [], release: async () => {} };
   }
 
@@ -335,6 +353,7 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
   let entered: Entered | null = null;
   let begun = false;
   const releaseNow = () => {
+    checked.close();
     entered?.done();
     seccomp?.close();
     seccomp = null;
@@ -361,7 +380,11 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     // git in the sandbox ignores this run's placeholders (git-excludes.ts).
     const env = withPlaceholderExcludes(cacheEnv, { workspace, tmpDir, placeholders: scope.files(), visible: (file) => seenAsIs(file, profile, [...(request.hidden ?? []), ...hostHidden, ...own], [workspace, ...writableRoots]) });
     seccomp = openSeccompFd();
-    const oneShotFd = request.outputOnFd ? 4 + (proxy ? 1 : 0) : undefined;
+    // The checked directories follow the seccomp fd (4, 5 …), for the shell to compare with what is
+    // mounted; a profile without /proc inside has no way to, and keeps the host's check alone.
+    if (!profile.bwrap.mounts.some((m) => m.type === 'proc' && m.path === '/proc')) checked.close();
+    const channelFd = 4 + checked.fds.length;
+    const oneShotFd = request.outputOnFd ? channelFd + (proxy ? 1 : 0) : undefined;
     const options = layout.options({
       bwrap,
       protectedPaths: [...held, ...rootHeld],
@@ -377,19 +400,27 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     // The run's held sandbox (held.ts), for a command of a run whose output conch takes on a fd of
     // its own; the relay's channel (an allowlist) is made per command, so that keeps its own sandbox.
     entered = request.placeholders && oneShotFd !== undefined && !proxy && heldAvailable() ? enterHeld(request.placeholders, options, bwrap, env) : null;
+    // The held sandbox's mounts were made and checked when it started, and it serves a command only
+    // while every path it mounted is still the inode it was (held.ts): nothing to compare here.
+    if (entered) checked.close();
+    const moved = checked.fds.length ? movedCheck(checked.dirs) : null;
     const outputFd = entered ? 4 + entered.fds.length : oneShotFd;
     // On the command's first line, so that a syntax error anywhere is reported as before, with the
-    // same line numbers (it then reaches fd 2, which conch reads as well).
+    // same line numbers (it then reaches fd 2, which conch reads as well). The relay (perl) holds
+    // every fd it is given until the command has started, so with it the check goes in front of it.
     const closing = entered ? entered.fds.map((_, i) => ` ${4 + i}>&-`).join('') : '';
-    const shell = outputFd === undefined ? command : [...command.slice(0, 2), `exec 1>&${outputFd} 2>&${outputFd} ${outputFd}>&-${closing}; ${command[2]}`, ...command.slice(3)];
+    const first = `${moved && !proxy ? moved.script : ''}${outputFd === undefined ? '' : `exec 1>&${outputFd} 2>&${outputFd} ${outputFd}>&-${closing}; `}`;
+    const shell = first ? [command[0]!, command[1]!, `${first}${command[2]}`, ...command.slice(3)] : command;
     const relayed = proxy ? relayCommand(shell) : null;
+    const started = relayed && moved ? ['/bin/sh', '-c', moved.relayScript(channelFd), 'sh', ...relayed] : (relayed ?? shell);
     const prepared: PreparedCommand = entered
       ? { argv: entered.argv(cwd, shell), extraFds: [seccomp.fd, ...entered.fds], release, outputFd: outputFd!, settle: entered.settle, ready: entered.ready(cwd, shell) }
       : {
-          argv: withCommand(options, cwd, relayed ?? shell),
-          extraFds: [seccomp.fd],
+          argv: withCommand(options, cwd, started),
+          extraFds: [seccomp.fd, ...checked.fds],
           release,
           ...(outputFd === undefined ? {} : { outputFd, infoFd: outputFd + 1 }),
+          ...(moved ? { refusal: moved.refusal } : {}),
         };
     if (plan.notes.length) prepared.notes = plan.notes;
     if (proxy) prepared.channel = (fd) => (channel = attachChannel(fd, () => proxy.connect()));
@@ -398,16 +429,6 @@ function prepare(request: SandboxRequest, bwrap: string | undefined, disableUser
     releaseNow();
     throw error;
   }
-}
-
-function relayCommand(command: string[]): string[] {
-  const perl = Bun.which('perl', { PATH: '/usr/bin:/bin:/usr/local/bin' });
-  if (!perl) {
-    throw new SandboxRequestError(
-      'the network allowlist (--allow-net, sandbox.network.allow) needs perl inside the sandbox for its relay, and there is none in /usr/bin, /bin or /usr/local/bin; install perl (apt-get install perl-base), or run with the network on or --no-network.',
-    );
-  }
-  return relayArgv(perl, command);
 }
 
 const withProxy = new WeakMap<Record<string, string>, Record<string, string>>();

@@ -24,6 +24,8 @@
 // the relay beside the command (a sibling, made by clone(CLONE_PARENT)), bwrap reported the command's
 // end while the relay still ran, and conch, which waits for a sandbox to run nothing before it reads
 // the command's output to its end, polled 5 ms (often more under load) in every command.
+import { SandboxRequestError } from './directories.ts';
+
 export const RELAY_PORT = 3128;
 export const CHANNEL_FD = 4;
 /** Upload bytes of one connection the relay sends ahead of conch's credit for them. */
@@ -140,6 +142,17 @@ const PIDFD_OPEN = 434;
  */
 export function relayArgv(perl: string, command: string[], pidfdOpen = PIDFD_OPEN): string[] {
   return [perl, '-e', RELAY_START, RELAY_LOOP, String(CHANNEL_FD), String(RELAY_PORT), String(pidfdOpen), ...command];
+}
+
+/** relayArgv with the perl found inside the sandbox's PATH; none there is a refusal. */
+export function relayCommand(command: string[]): string[] {
+  const perl = Bun.which('perl', { PATH: '/usr/bin:/bin:/usr/local/bin' });
+  if (!perl) {
+    throw new SandboxRequestError(
+      'the network allowlist (--allow-net, sandbox.network.allow) needs perl inside the sandbox for its relay, and there is none in /usr/bin, /bin or /usr/local/bin; install perl (apt-get install perl-base), or run with the network on or --no-network.',
+    );
+  }
+  return relayArgv(perl, command);
 }
 
 /**

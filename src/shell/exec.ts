@@ -7,6 +7,7 @@ import { isWithin } from '../core/paths.ts';
 import type { CommandDecision } from '../core/command-decision.ts';
 import type { Workspace } from '../workspace/paths.ts';
 import {
+  DirectoryMovedError,
   GIT_DIR_ROOT_NOTE,
   PlaceholderScope,
   prepareSandboxed,
@@ -141,6 +142,8 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       } catch (error) {
         // Fail closed: without a working sandbox the command does not run at all.
         if (error instanceof SandboxUnavailableError) return refused('sandbox.unavailable', error.message);
+        // The workspace or a writable root is not the directory it was: a denial, as the file tools give.
+        if (error instanceof DirectoryMovedError) return refused(error.rule, error.message);
         // A setting the sandbox cannot honour (a writable root inside a protected path…): nothing
         // ran, and the message names the setting and the fix.
         if (error instanceof SandboxRequestError) return { ...emptyResult(started), output: error.message };
@@ -179,6 +182,9 @@ export function createExecutor(settings: ExecutorSettings): Executor {
       // Host-side preparation left behind (a placeholder file) is a cleanup failure like a stray process.
       result.cleanupError = result.cleanupError ? `${result.cleanupError}; ${releaseError}` : releaseError;
     }
+    // Moved between the checks and the mounts: the sandbox refused it before it ran anything.
+    const moved = prepared?.refusal?.(result.exitCode, result.output);
+    if (moved) return { ...refused(moved.rule, moved.message), ...(result.cleanupError ? { cleanupError: result.cleanupError } : {}) };
     const notes = settings.unrestricted ? [] : secretNotes(command, settings.secrets ?? []);
     // Denials during this command (a background job's may land here too: they are the run's all the same).
     for (const note of settings.proxy?.notesSince(deniedBefore) ?? []) if (!notes.includes(note)) notes.push(note);

@@ -38,8 +38,8 @@ async function run(command: string, pidfdOpen?: number): Promise<{ code: number;
   try {
     let argv = prepared.argv;
     if (pidfdOpen !== undefined) {
-      // bwrap's own arguments end at its '--'; the relay and the command follow.
-      const at = argv.indexOf('--') + 1;
+      // The relay starts at perl's '-e' (bwrap's arguments and the directory check come before it).
+      const at = argv.indexOf('-e') - 1;
       argv = [...argv.slice(0, at), ...relayArgv(argv[at]!, ['/bin/sh', '-c', command], pidfdOpen)];
     }
     const child = Bun.spawn(argv, {

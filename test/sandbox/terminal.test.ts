@@ -20,7 +20,7 @@ tty.setraw(slave)
 def become_terminal_owner():
     os.setsid()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-fds = (3,) if len(sys.argv) > 2 else ()
+fds = tuple(range(3, 3 + int(sys.argv[2]))) if len(sys.argv) > 2 else ()
 p = subprocess.Popen(argv, stdin=slave, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                      preexec_fn=become_terminal_owner, pass_fds=fds)
 out = p.communicate(timeout=20)[0]
@@ -42,7 +42,7 @@ for name, opener in (("stdin", lambda: 0), ("/dev/tty", lambda: os.open("/dev/tt
 `;
 
 async function underPty(argv: string[], extraFds: number[] = []) {
-  const child = Bun.spawn([PYTHON!, '-c', HOST, JSON.stringify(argv), ...(extraFds.length ? ['fd3'] : [])], {
+  const child = Bun.spawn([PYTHON!, '-c', HOST, JSON.stringify(argv), ...(extraFds.length ? [String(extraFds.length)] : [])], {
     stdio: ['ignore', 'pipe', 'pipe', ...extraFds],
   });
   const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);

@@ -1,0 +1,80 @@
+// sameDirectory's check (directories.ts) again, inside the sandbox, once bwrap's mounts are in place.
+// The host checks the workspace and each writable root before it builds the command, but bwrap
+// mounts them by path, later: a command of the same run in a sandbox of its own (a writable root
+// above the workspace lets one) can move the directory away in between and make another at its
+// path, and bwrap then mounts the new one, protections and all, while the real .git lies writable
+// where it went. So the command's shell is given each directory the host checked, as a descriptor,
+// and compares it with what is mounted at its path (`[ /proc/self/fd/N -ef PATH ]`: device and inode,
+// which a bind mount keeps) before anything else; then it closes them, since a descriptor of a host
+// directory leads past every mount. A directory moved after the mounts takes them along with it.
+//
+// A shell builtin, so it costs no process: two stats per directory. Needs /proc inside (the shipped
+// profiles mount it); a profile without it keeps the host's check alone.
+import { closeSync } from 'node:fs';
+import { DirectoryMovedError } from './directories.ts';
+
+/** The check's exit status; with its line as the command's whole output, the host reads it as the refusal. */
+export const MOVED_EXIT = 125;
+
+export interface CheckedDirectory {
+  /** As the request named it (what the message shows). */
+  path: string;
+  /** Where it is mounted inside (its canonical path). */
+  real: string;
+  /** 'workspace' or 'writable root'. */
+  what: string;
+}
+
+export interface MovedCheck {
+  /** Shell text for the command's first line, ending in `; `: the check, then the descriptors closed. */
+  script: string;
+  /**
+   * The check in front of the relay (relay.ts), which takes its channel on fd 4, and is given it
+   * after the checked descriptors, as `channelFd`: the check, then the channel moved to 4 over them.
+   */
+  relayScript(channelFd: number): string;
+  /** The refusal the command's result stands for, if it is the check's: the host's own message. */
+  refusal(exitCode: number | null, output: string): DirectoryMovedError | null;
+}
+
+function quote(text: string): string {
+  return `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
+function line(dir: CheckedDirectory): string {
+  return `conch: the ${dir.what} ${dir.path} is no longer the directory it was at this session's first command (workspace.moved); nothing was run.`;
+}
+
+/** The check of `dirs`, given to the command as fds 4, 5, … (after the seccomp program's 3). */
+export function movedCheck(dirs: CheckedDirectory[]): MovedCheck {
+  const fd = (i: number) => 4 + i;
+  const checks = dirs
+    .map((dir, i) => `[ /proc/self/fd/${fd(i)} -ef ${quote(dir.real)} ] || { printf '%s\\n' ${quote(line(dir))} >&2; exit ${MOVED_EXIT}; }; `)
+    .join('');
+  const closing = (from: number) => dirs.slice(from).map((_, i) => ` ${fd(from + i)}<&-`).join('');
+  return {
+    script: `${checks}exec${closing(0)}; `,
+    relayScript: (channelFd) => `${checks}exec 4>&${channelFd}${closing(1)} ${channelFd}>&-; exec "$@"`,
+    refusal(exitCode, output) {
+      if (exitCode !== MOVED_EXIT) return null;
+      const dir = dirs.find((d) => output === `${line(d)}\n`);
+      return dir ? new DirectoryMovedError(dir.what, dir.path) : null;
+    },
+  };
+}
+
+/** The directories sameDirectory checked for one command, with its descriptors of them (closed once spent). */
+export class CheckedDirectories {
+  readonly dirs: CheckedDirectory[] = [];
+  readonly fds: number[] = [];
+
+  add(dir: CheckedDirectory, fd: number): void {
+    this.dirs.push(dir);
+    this.fds.push(fd);
+  }
+
+  /** Safe to call twice. */
+  close(): void {
+    for (const fd of this.fds.splice(0)) closeSync(fd);
+  }
+}
