@@ -18,6 +18,7 @@ import { promptHistory } from './prompt-history.ts';
 import { isSlashCommand, slashCommand, slashCompletions, type SlashContext } from './slash.ts';
 import { terminalSafe } from './tool-lines.ts';
 import { typeAhead } from './typeahead.ts';
+import { wrapWords } from './wrap.ts';
 
 export interface InteractiveOptions {
   firstTask?: string;
@@ -34,6 +35,8 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
   const color = colorAllowed();
   const bold = (t: string) => (color ? `\x1b[1m${t}\x1b[0m` : t);
   const dim = (t: string) => (color ? `\x1b[2m${t}\x1b[0m` : t);
+  /** A line of conch's own, broken between words at the terminal's width as it is now. */
+  const say = (line: string, style = (t: string) => t) => stderr.write(`${wrapWords(line, stderr.columns).split('\n').map(style).join('\n')}\n`);
   const editor = createPrompt({ input: process.stdin, output: process.stderr, prompt: `${bold('›')} `, continuation: `${dim('…')} `, complete: slashCompletions });
   const typed = typeAhead(process.stdin);
   let trace: Trace | undefined;
@@ -96,7 +99,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
         clearTimeout(slow);
       }
       // Warnings quote what others wrote (an MCP server's stderr, a skill's file).
-      for (const warning of host.warnings.splice(0)) stderr.write(`conch: ${terminalSafe(warning)}\n`);
+      for (const warning of host.warnings.splice(0)) say(`conch: ${terminalSafe(warning)}`);
     }
     return host;
   };
@@ -191,11 +194,11 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     if (watchdog && !watchdog.finishing()) await new Promise(() => {});
     watchdog?.resume();
     watchdog?.arm(null, onSignal, false);
-    for (const warning of h.recording.warnings.splice(0)) stderr.write(`conch: ${terminalSafe(warning)}\n`);
+    for (const warning of h.recording.warnings.splice(0)) say(`conch: ${terminalSafe(warning)}`);
   };
 
   const slash: SlashContext = {
-    write: (text) => stderr.write(text),
+    write: (text) => stderr.write(wrapWords(text, stderr.columns)),
     tools: async () => (await ready()).session.catalog.tools().map((t) => ({ name: t.name, description: t.description })),
     currentModel: async () => {
       const { provider, fallbacks } = (await ready()).config;
@@ -242,7 +245,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     await h.dispose();
     // dispose() adds what went wrong at the end (spans the collector never got).
     const late = h.warnings.splice(0);
-    for (const warning of late) stderr.write(`conch: ${terminalSafe(warning)}\n`);
+    for (const warning of late) say(`conch: ${terminalSafe(warning)}`);
     if (h.recording.id && runs > 0) stderr.write(`session ${h.recording.id}  (conch -c to continue)\n`);
     return endedBy ? SIGNAL_EXIT_CODES[endedBy] : EXIT_CODES.completed;
   };
@@ -271,7 +274,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
     }
   };
 
-  stderr.write(dim(`conch · Enter sends, \\ at the end of a line continues, /help lists commands, Ctrl-D exits\n`));
+  say('conch · Enter sends, \\ at the end of a line continues, /help lists commands, Ctrl-D exits', dim);
   // A setup problem (no model, a bad config) ends the session as it would end a one-shot run, even
   // while the prompt waits for the first line.
   let startup: unknown;
@@ -298,7 +301,7 @@ export async function runInteractive(flags: CliFlags, options: InteractiveOption
       if (!text) continue;
       // Everything submitted, as a shell keeps it (a mistyped command is recalled to be fixed).
       await history.add(input.text);
-      for (const line of history.warnings.splice(0)) stderr.write(`conch: ${terminalSafe(line)}\n`);
+      for (const line of history.warnings.splice(0)) say(`conch: ${terminalSafe(line)}`);
       if (isSlashCommand(text)) {
         const answer = await guarded(() => slashCommand(text, slash));
         if (answer === 'exit') break;

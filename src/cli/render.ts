@@ -6,6 +6,7 @@ import { tildePath } from '../core/display-path.ts';
 import type { EventSink, RunEvent } from '../agent/events.ts';
 import type { Outcome } from '../agent/outcome.ts';
 import type { MarkdownStream } from './markdown.ts';
+import { wrapWords } from './wrap.ts';
 import { finishedLines, fit, showsAtFinish, startedLine, terminalSafe, visible, type LineContext, type Paint } from './tool-lines.ts';
 
 export { terminalSafe } from './tool-lines.ts';
@@ -183,7 +184,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
       if (spinnerShown) stderr.write(ERASE_FRAME);
       else stderr.write('\n');
       spinnerShown = false;
-      stderr.write(`${line}\n`);
+      stderr.write(`${wrapWords(line, options.interactive ? stderr.columns : undefined)}\n`);
     },
     emit(event: RunEvent) {
       // Every event but text writes at a line's start (those that finish the text draw it whole).
@@ -285,7 +286,7 @@ export function humanSink(streams: Streams, options: HumanOptions): HumanSink {
           if (event.outcome.status === 'completed' && event.outcome.outputValue !== undefined) writeText(jsonAnswer(event.outcome.outputValue));
           else if (!live && event.outcome.status === 'completed' && event.outcome.output) writeText(event.outcome.output);
           if (wroteText) endTextLine();
-          if (event.outcome.status !== 'completed') stderr.write(`${terminalSafe(describeOutcome(event.outcome))}\n`);
+          if (event.outcome.status !== 'completed') stderr.write(`${wrapWords(terminalSafe(describeOutcome(event.outcome)), options.interactive ? stderr.columns : undefined)}\n`);
           if (options.interactive) for (const line of closingLines(event.outcome, width())) stderr.write(`${dim(line)}\n`);
           break;
       }

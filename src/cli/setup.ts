@@ -9,6 +9,7 @@ import { usageHint } from './argv.ts';
 import { setupEnvelope } from './envelope.ts';
 import { stderr, stdinIsTTY, stdout } from '../core/stdio.ts';
 import { terminalSafe } from './tool-lines.ts';
+import { wrapWords } from './wrap.ts';
 
 /** Config for a `conch` subcommand run in the current directory. */
 export function loadCliConfig(flags: CliFlags, cwd = process.cwd()): Promise<Config> {
@@ -36,6 +37,6 @@ export function setupFailure(error: unknown, json: boolean, runId: string | null
   }
   // As for an unknown flag, stderr says it under --json too. The message may quote a cloned
   // repository's config (a key's name): its escape sequences must not reach the terminal.
-  if (!json || flag) stderr.write(`conch: ${terminalSafe(message)}\n${flag ? usageHint(command) : ''}`);
+  if (!json || flag) stderr.write(`${wrapWords(`conch: ${terminalSafe(message)}`, stderr.columns)}\n${flag ? usageHint(command) : ''}`);
   return EXIT_CODES.setup_error;
 }

@@ -35,6 +35,8 @@ export default { name: 'gate', description: 'g', parameters: { type: 'object', p
 `);
   return gate;
 };
+/** The screen with the lines conch broke between words (at the terminal's width) joined again. */
+const unbroken = (screen: string) => screen.replaceAll('\n  ', ' ');
 const running = async (marker: string) => (await Bun.$`pgrep -f ${`sleep ${marker}`}`.nothrow().quiet()).exitCode === 0;
 
 describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
@@ -284,6 +286,22 @@ describe.skipIf(!hasTmux)('conch on a terminal without a task', () => {
     expect(await t.exited()).toBe(0);
   }, SLOW);
 
+  test('on a narrow terminal the welcome line and error lines break between words', async () => {
+    const t = (term = await openTerminal([CONCH, '--model', MODEL], { cwd: harness.dirs.workspace, env: { ...conchEnv(harness.dirs, openaiEnv(harness.server.openaiBaseUrl)), TERM: 'xterm-256color' }, columns: 40 }));
+    await t.waitFor((s) => s.includes('Ctrl-D exits') && s.trimEnd().endsWith('›'), 'the welcome line and the prompt');
+    t.type('/model a b');
+    t.keys('Enter');
+    const shown = await t.waitFor((s) => s.includes('the one in use') && s.trimEnd().endsWith('›'), 'the refusal and the prompt');
+    // The capture joins rows the terminal wrapped itself: each line here is one conch broke.
+    const lines = shown.trimEnd().split('\n');
+    for (const line of lines) expect(Bun.stringWidth(line)).toBeLessThanOrEqual(40);
+    const joined = lines.join('\n').replaceAll('\n  ', ' ');
+    expect(joined).toContain('conch · Enter sends, \\ at the end of a line continues, /help lists commands, Ctrl-D exits');
+    expect(joined).toContain('conch: /model takes one name (provider/model), e.g.');
+    t.keys('C-d');
+    expect(await t.exited()).toBe(0);
+  }, SLOW);
+
   test('slash commands are answered by conch and never sent to the model', async () => {
     const t = await open();
     await ready(t);
@@ -495,7 +513,7 @@ describe.skipIf(!hasTmux)('conch on a terminal: the prompt history across sessio
     await t.waitFor((s) => s.trimEnd().endsWith('› older'), 'the older one, past the damage');
     t.keys('Enter');
     const shown = await t.waitFor((s) => /\nok\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the answer');
-    expect(shown.split('of the prompt history is not a JSON string and was skipped')).toHaveLength(2);
+    expect(unbroken(shown).split('of the prompt history is not a JSON string and was skipped')).toHaveLength(2);
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);
@@ -560,11 +578,11 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     t.keys('Enter');
     const unknown = await t.waitFor((s) => /"nosuchprovider"[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the unknown provider');
     const userFile = join(harness.dirs.configHome, 'conch', 'config.json');
-    expect(unknown).toContain(`define it under "providers" in ${userFile} and give /model again.`);
+    expect(unbroken(unknown)).toContain(`define it under "providers" in ${userFile} and give /model again.`);
     t.type('/model anthropic/some-model');
     t.keys('Enter');
     const keyless = await t.waitFor((s) => /needs an API key[^\n]*\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the missing key');
-    expect(keyless).toContain(`set "providers.anthropic.apiKey" in ${userFile} and give /model again, or start conch again with ANTHROPIC_API_KEY=… exported.`);
+    expect(unbroken(keyless)).toContain(`set "providers.anthropic.apiKey" in ${userFile} and give /model again, or start conch again with ANTHROPIC_API_KEY=… exported.`);
     // A flag cannot be added to a session under way: none is offered as the fix.
     expect(keyless).not.toContain('--base-url');
     t.keys('C-d');

@@ -167,6 +167,13 @@ test('the closing line goes on to another line on a narrow terminal instead of l
   expect(wide.out.stderr.split('\n').filter(Boolean)).toEqual(['conch · 0.1 s · 1 turn · 10 tokens in, 5 out · $0.0001 (list prices)']);
 });
 
+test('on a narrow terminal an outcome that is no success breaks between words', () => {
+  const { out, emit } = capture({ color: false }, 40);
+  emit({ type: 'run.finished', outcome: { status: 'failed', code: 'provider_unavailable', message: 'the provider did not answer within the time allowed', stopReason: null, usage: { inputTokens: null, outputTokens: null, cacheReadTokens: null, cacheWriteTokens: null }, counts: { modelCalls: 1, toolCalls: 0, toolErrors: 0 }, durationMs: 100 } } as never);
+  const lines = out.stderr.split('\n').filter(Boolean);
+  expect(lines.slice(0, 3)).toEqual(['conch: failed (provider_unavailable):', '  the provider did not answer within the', '  time allowed']);
+});
+
 describe('the spinner', () => {
   test("a command's time counts from its start through its output lines, not from the latest line", () => {
     jest.useFakeTimers();
