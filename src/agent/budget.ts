@@ -49,7 +49,7 @@ export class CostMeter {
     const flag = '(limit cost_usd; flag --max-cost)';
     if (!this.known) return `the cost so far is not known (a call reported no token counts), so the cost limit of $${limit} cannot be kept ${flag}`;
     const price = provider.price;
-    if (!price) return `no price is known for ${label}, so the cost limit of $${limit} cannot be kept; add its price in USD per million tokens to your user config.json, e.g. "prices": { "${label}": { "input": 3, "output": 15 } } ${flag}`;
+    if (!price) return `no price is known for ${label}, so the cost limit of $${limit} cannot be kept; add its price in USD per million tokens to your user config (${provider.priceFile ?? '~/.config/conch/config.json'}), e.g. "prices": { "${label}": { "input": 3, "output": 15 } } ${flag}`;
     if (provider.outputLimit === undefined) return `${label} has no output-token limit, so the worst case of a call is unbounded; set --max-output-tokens to use the cost limit of $${limit} ${flag}`;
     const worst = worstCaseCost(price, estimateTokens(requestBytes), provider.outputLimit);
     if (this.usd + worst <= limit) return null;

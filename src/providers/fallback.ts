@@ -37,6 +37,9 @@ export function createRoute(configs: ProviderConfig[], create: (config: Provider
     get outputLimit() {
       return outputLimit(current());
     },
+    get priceFile() {
+      return current().userConfigFile;
+    },
     get protocol() {
       return current().type;
     },

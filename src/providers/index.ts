@@ -6,7 +6,7 @@ import { priceFor } from './cost.ts';
 import { outputLimit } from './families.ts';
 
 export async function createProvider(config: ProviderConfig): Promise<Provider> {
-  const facts = { price: priceFor(config, config.prices), outputLimit: outputLimit(config), protocol: config.type };
+  const facts = { price: priceFor(config, config.prices), outputLimit: outputLimit(config), protocol: config.type, priceFile: config.userConfigFile };
   switch (config.type) {
     case 'anthropic':
       return Object.assign(await (await import('./anthropic.ts')).createAnthropicProvider(config), facts);

@@ -113,6 +113,8 @@ export interface Provider {
   readonly price?: PriceInfo | null;
   /** The output-token limit its calls are sent with (undefined: the server decides). */
   readonly outputLimit?: number;
+  /** The user's config file, where a price is added (for messages; `~` for the home folder). */
+  readonly priceFile?: string;
   /** Which wire protocol's usage figures it reports (Anthropic input excludes cached tokens, OpenAI's includes them). */
   readonly protocol?: ProviderConfig['type'];
   /**

@@ -122,6 +122,8 @@ describe('--max-cost and limits.cost_usd', () => {
     const unpriced = await run(anthropic(), ['--model', 'anthropic/house-model', '--max-cost', '1']);
     expect(unpriced.envelope.limit).toBe('cost_usd');
     expect(unpriced.envelope.message).toContain('no price is known for anthropic/house-model');
+    // The file is named where it is (XDG_CONFIG_HOME here), as the other messages name it.
+    expect(unpriced.envelope.message).toContain(`to your user config (${join(harness.dirs.configHome, 'conch', 'config.json')})`);
     // The message shows the entry to add, and that entry, as written there, lets the run go.
     expect(unpriced.envelope.message).toContain('"prices": { "anthropic/house-model": { "input": 3, "output": 15 } }');
     await writeConfig(harness.dirs, { prices: { 'anthropic/house-model': { input: 3, output: 15 } } });
