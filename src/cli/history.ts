@@ -7,6 +7,7 @@
 // warning says so), and lines that are no record are skipped.
 import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { historyTempOf } from '../config/xdg.ts';
 
 /** Entries kept; the file is trimmed back to this many once it holds a tenth more. */
 export const HISTORY_KEEP = 1000;
@@ -134,7 +135,7 @@ function append(file: string, text: string): void {
 
 /** Rewrites the file with its newest `keep` records; returns how many it holds. */
 function trim(file: string, keep: number): number {
-  const temp = `${file}.${process.pid}.tmp`;
+  const temp = historyTempOf(file, process.pid);
   try {
     // Another process may append while this one trims: if the file grew after it was read, it is
     // read again, so that what the rename replaces holds no record the new file lacks.

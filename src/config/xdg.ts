@@ -22,6 +22,13 @@ export function historyFileOf(env: Env, home: string): string {
   return join(stateHome(env, home), 'conch', 'history');
 }
 
+/**
+ * The file a trim of the history writes before renaming it over `file` (cli/history.ts): it holds
+ * the same records, so whatever hides the history hides these too (the glob: any process's).
+ */
+export const historyTempOf = (file: string, pid: number) => `${file}.${pid}.tmp`;
+export const historyTempGlob = (file: string) => `${file}.*.tmp`;
+
 /** CONCH_HISTORY=0 (or false, off, no); known before the config is read, so the prompt can read the file at once. */
 export const historyOff = (value: string | undefined) => value !== undefined && /^(0|false|off|no)$/i.test(value);
 

@@ -4,6 +4,7 @@
 import { canonical } from '../core/paths.ts';
 import { homedir } from 'node:os';
 import type { Config } from '../config/types.ts';
+import { historyTempGlob } from '../config/xdg.ts';
 import type { CommandDecision } from '../core/command-decision.ts';
 import type { ContextFactory } from '../agent/dispatch.ts';
 import { loadGuidance, systemPrompt } from '../agent/prompt.ts';
@@ -78,6 +79,12 @@ function sessionStoreGlobs(dir: string): string[] {
   return [store, `${store}/**`];
 }
 
+/** The history and a trim's copy of it, which holds the same records. */
+function historyGlobs(file: string): string[] {
+  const history = canonical(file);
+  return [history, historyTempGlob(history)];
+}
+
 export async function openSession(config: Config, options: SessionOptions): Promise<Session> {
   const runDir = await openRunDir();
   const workspace = await Workspace.open({
@@ -89,7 +96,7 @@ export async function openSession(config: Config, options: SessionOptions): Prom
     readRoots: config.workspace.readRoots ?? undefined,
     // Wherever it lives, the session store holds other workspaces' conversations: `read` never opens
     // it (a prompt-injected run must not read what was said in another project), nor the prompt history.
-    readDeny: [...config.workspace.readDeny, ...sessionStoreGlobs(config.sessions.dir), ...(config.history ? [canonical(config.history.file)] : [])],
+    readDeny: [...config.workspace.readDeny, ...sessionStoreGlobs(config.sessions.dir), ...(config.history ? historyGlobs(config.history.file) : [])],
     denySecretFiles: config.workspace.denySecretFiles,
     secrets: config.workspace.secrets,
     denied: config.policy.denied,

@@ -386,19 +386,26 @@ describe('where sessions live', () => {
   test('the prompt history is hidden from commands and refused to the read tool, in the workspace or not', async () => {
     for (const state of [join(harness.dirs.workspace, '.state'), join(harness.dirs.home, 'state')]) {
       const history = join(state, 'conch', 'history');
+      // The file another conch process's trim writes before renaming it over the history.
+      const temp = join(state, 'conch', 'history.4242.tmp');
       mkdirSync(join(state, 'conch'), { recursive: true });
       await Bun.write(history, '"typed token 4711"\n');
+      await Bun.write(temp, '"typed token 4711"\n');
       harness.server.script([
-        { toolCalls: [{ name: 'bash', arguments: { command: `cat '${history}'; echo end` } }] },
+        { toolCalls: [{ name: 'bash', arguments: { command: `cat '${history}' '${temp}'; echo end` } }] },
         { toolCalls: [{ name: 'read', arguments: { path: history } }] },
+        { toolCalls: [{ name: 'read', arguments: { path: temp } }] },
         { text: 'done' },
       ]);
       const r = await jsonRun(['--ephemeral', 'read the history'], { env: { XDG_STATE_HOME: state } });
       expect(r.code).toBe(0);
-      const afterBash = sent(harness.server.requests.length - 2);
+      const afterBash = sent(harness.server.requests.length - 3);
       expect(afterBash).toContain('end');
       expect(afterBash).not.toContain('4711');
-      expect(sent(harness.server.requests.length - 1)).not.toContain('4711');
+      expect(sent(harness.server.requests.length - 2)).not.toContain('4711');
+      const afterTemp = sent(harness.server.requests.length - 1);
+      expect(afterTemp).not.toContain('4711');
+      expect(afterTemp).toContain('read deny');
       expect(readFileSync(history, 'utf8')).toContain('4711');
     }
   });
