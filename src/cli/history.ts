@@ -3,11 +3,14 @@
 // one record. Several conch processes may share the file: each record is appended whole with one
 // write to a file opened O_APPEND (they never interleave), and trimming to the newest entries
 // writes a temporary file renamed over the old one, so a reader sees the old file or the new one.
+// Appends and trims take one lock (flock on history.lock beside it): an append between a trim's
+// read and its rename went to the file the rename replaced, and was lost.
 // History is a convenience: a file that cannot be read or written never stops the prompt (one
 // warning says so), and lines that are no record are skipped.
 import { closeSync, constants, fchmodSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, renameSync, rmSync, statSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { historyTempOf } from '../config/xdg.ts';
+import { loadLibc } from '../process/libc.ts';
 
 /** Entries kept; the file is trimmed back to this many once it holds a tenth more. */
 export const HISTORY_KEEP = 1000;
@@ -47,9 +50,12 @@ export function openHistory(file: string, warn: (line: string) => void, keep = H
       entries.push(text);
       if (entries.length > keep) entries.splice(0, entries.length - keep);
       try {
-        append(file, text);
-        onFile++;
-        if (onFile > keep + Math.ceil(keep / 10)) onFile = trim(file, keep);
+        ensureDir(file);
+        locked(file, () => {
+          append(file, text);
+          onFile++;
+          if (onFile > keep + Math.ceil(keep / 10)) onFile = trim(file, keep);
+        });
       } catch (error) {
         once(cannotSave(file, error));
       }
@@ -133,12 +139,41 @@ function append(file: string, text: string): void {
   }
 }
 
+const LOCK_EX = 2;
+const LOCK_NB = 4;
+/**
+ * How long an append waits for another process's append or trim (a few syscalls; longer only for a
+ * conch stopped with Ctrl-Z inside them) before it goes on without the lock, as history is a convenience.
+ */
+const LOCK_WAIT_MS = 1000;
+const pause = new Int32Array(new SharedArrayBuffer(4));
+
+/** `work` under the history's lock; where there is no flock (not Linux), without it. */
+function locked(file: string, work: () => void): void {
+  const libc = loadLibc();
+  if (!libc) return work();
+  // Opened as the history is (never through a link, only the user's own); closing it lets go. One
+  // that cannot be (a link left there) costs the lock, not the record.
+  let fd: number;
+  try {
+    fd = openOwn(`${file}.lock`, constants.O_RDWR | constants.O_CREAT);
+  } catch {
+    return work();
+  }
+  try {
+    for (const end = Date.now() + LOCK_WAIT_MS; libc.flock(fd, LOCK_EX | LOCK_NB) !== 0 && Date.now() < end; ) Atomics.wait(pause, 0, 0, 5);
+    work();
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Rewrites the file with its newest `keep` records; returns how many it holds. */
 function trim(file: string, keep: number): number {
   const temp = historyTempOf(file, process.pid);
   try {
-    // Another process may append while this one trims: if the file grew after it was read, it is
-    // read again, so that what the rename replaces holds no record the new file lacks.
+    // Under the lock no other conch appends meanwhile; where there is none (or it was not had in
+    // time), a file that grew after it was read is read again.
     for (let attempt = 0; ; attempt++) {
       const size = statSync(file).size;
       const source = openOwn(file, constants.O_RDONLY);

@@ -157,6 +157,13 @@ for (let i = 0; i < 200; i++) h.add(process.argv[3] + ' ' + i + '\\n' + ${JSON.s
     expect(entries.every((e) => /^[abcd] \d+\n/.test(e) && e.endsWith(big))).toBe(true);
     // The newest survive: each writer's last entry was added after its last trim could drop it.
     for (const name of ['a', 'b', 'c', 'd']) expect(entries.filter((e) => e.startsWith(`${name} 199\n`)).length).toBeLessThanOrEqual(1);
+    // A trim keeps the newest records and drops older ones, so what is left of each writer is its
+    // last ones, none missing: a gap, or a last one gone while older ones stay, is an append a trim
+    // lost (written after the trim read the file, to the file its rename then replaced).
+    for (const name of ['a', 'b', 'c', 'd']) {
+      const own = entries.filter((e) => e.startsWith(`${name} `)).map((e) => Number(e.split('\n')[0]!.split(' ')[1]));
+      expect(own).toEqual(Array.from({ length: own.length }, (_, i) => 200 - own.length + i));
+    }
   }, 60_000);
 });
 
