@@ -73,6 +73,13 @@ export function createPrompt(options: PromptOptions) {
   // Ctrl-C at an empty prompt ends the session only when pressed again with no key between: one
   // meant for a run that had just ended, or to clear a line already empty, must not end it.
   let exitArmed = false;
+  // readline decodes a chunk of input whole: keys that came in one read after the Enter that ended
+  // a submission (typed ahead during a run, and let out at once by the terminal) are decoded after
+  // the editor closed, with no one listening. They are kept, as sent, for the next editor.
+  let leftover = '';
+  const spill = (text: string | undefined, key: { sequence?: string } | undefined) => {
+    if (!open) leftover += key?.sequence ?? text ?? '';
+  };
   const editor = {
     /**
      * Submissions of earlier sessions, oldest first: they go behind this session's (↑ reaches them
@@ -108,6 +115,9 @@ export function createPrompt(options: PromptOptions) {
       return new Promise<Submission>((resolve) => {
         // Ctrl-D typed while a run was ending reached the terminal in cooked mode: stdin has ended.
         if ((options.input as { readableEnded?: boolean }).readableEnded) return resolve({ kind: 'eof' });
+        // In front of what the terminal holds (typed later), read as if it came now.
+        if (leftover) (options.input as unknown as { unshift(chunk: Buffer): void }).unshift(Buffer.from(leftover));
+        leftover = '';
         let pasting = false;
         // Tab completes only where there is something to complete, and not inside a paste: readline
         // calls the completer for every Tab once it has one, and inserts nothing when it finds nothing,
@@ -145,6 +155,9 @@ export function createPrompt(options: PromptOptions) {
           if (kept) history = kept;
           open = null;
           rl.close();
+          // Only the rest of the chunk being decoded now.
+          options.input.on('keypress', spill);
+          process.nextTick(() => options.input.off('keypress', spill));
         };
         const finish = (result: Submission) => {
           if (done) return;

@@ -637,6 +637,7 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
       { toolCalls: [{ name: 'bash', arguments: { command: `echo ${marker}` } }] },
       { text: 'ran it' },
       { text: 'later answer' },
+      { text: 'last answer' },
     ]);
     await Bun.$`mkfifo ${join(harness.dirs.workspace, 'go')}`;
     const t = await open();
@@ -644,7 +645,9 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     t.type('go on');
     t.keys('Enter');
     await t.waitFor((s) => s.includes('bash cat go'), 'the first command running');
-    // The start of a next task, typed before any question was on screen.
+    // A "no" with its Enter and the start of a next task, typed before any question was on screen.
+    t.type('n');
+    t.keys('Enter');
     t.type('typed ahead');
     await writeFile(join(harness.dirs.workspace, 'go'), 'released\n');
     await t.waitFor((s) => s.includes('Run it? [y]es'), 'the question');
@@ -654,11 +657,12 @@ describe.skipIf(!hasTmux)('conch on a terminal: sessions, models and approvals',
     await t.waitFor((s) => /ran it\n/.test(s), 'the answer after the command');
     expect(t.screen()).not.toContain('not approved');
     expect(JSON.stringify(harness.server.requests[2]!.body.messages)).toContain(marker);
-    // What was typed ahead reaches the next prompt as typed.
-    await t.waitFor((s) => /ran it\n[\s\S]*› typed ahead$/.test(s.trimEnd()), 'the prompt holding what was typed ahead');
+    // What was typed ahead reaches the prompts after the run as typed: "n" is sent, then the rest waits.
+    await t.waitFor((s) => /later answer\n[\s\S]*› typed ahead$/.test(s.trimEnd()), 'the prompt holding the rest of what was typed ahead');
+    expect(JSON.stringify(harness.server.requests[3]!.body.messages.at(-1))).toContain('"n"');
     t.keys('Enter');
-    await t.waitFor((s) => /later answer\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the next answer');
-    expect(JSON.stringify(harness.server.requests[3]!.body.messages.at(-1))).toContain('"typed ahead"');
+    await t.waitFor((s) => /last answer\n[\s\S]*› $/.test(`${s.trimEnd()} `), 'the last answer');
+    expect(JSON.stringify(harness.server.requests[4]!.body.messages.at(-1))).toContain('"typed ahead"');
     t.keys('C-d');
     expect(await t.exited()).toBe(0);
   }, SLOW);
