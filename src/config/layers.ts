@@ -12,6 +12,7 @@ import { basename, dirname, relative, sep } from 'node:path';
 import type { CommandLayer } from './command-layer.ts';
 import type { SandboxSettings } from '../sandbox/index.ts';
 import { effectiveProfile, overruled } from '../sandbox/effective-profile.ts';
+import { escapeGlob } from '../sandbox/protected-paths.ts';
 import { type Config, type PathDenial, type ToolsPolicy } from './types.ts';
 import { canonical, isWithin } from '../core/paths.ts';
 import { ConfigError } from '../core/errors.ts';
@@ -66,7 +67,7 @@ function intersectRoots(a: string[], b: string[]): string[] {
 }
 
 function workspaceGlobs(root: string, workspace: string): string[] {
-  const rel = relative(workspace, root);
+  const rel = escapeGlob(relative(workspace, root));
   return rel ? [rel, `${rel}/**`] : ['**'];
 }
 

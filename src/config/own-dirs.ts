@@ -7,6 +7,7 @@
 import { relative } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import { ConfigError } from '../core/errors.ts';
+import { escapeGlob } from '../sandbox/protected-paths.ts';
 import type { MergedPolicy } from './layers.ts';
 
 export function protectOwnDirs(policy: MergedPolicy, cwd: string, own: { configDir: string; cacheDir: string; sessionsDir: string; historyFile: string }): void {
@@ -23,7 +24,9 @@ function ownDirGlobs(cwd: string, dirs: string[]): string[] {
   const root = canonical(cwd);
   const globs: string[] = [];
   for (const dir of dirs.map(canonical)) {
-    if (dir !== root && isWithin(dir, root)) globs.push(relative(root, dir), `${relative(root, dir)}/**`);
+    // Escaped: a folder named `cfg[1]` is that folder, not the glob matching `cfg1`.
+    const rel = escapeGlob(relative(root, dir));
+    if (dir !== root && isWithin(dir, root)) globs.push(rel, `${rel}/**`);
   }
   return globs;
 }

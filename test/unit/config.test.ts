@@ -6,6 +6,7 @@ import { DEFAULT_LIMITS } from '../../src/core/limits.ts';
 import { loadConfig, noModelMessage, parseDuration } from '../../src/config/load.ts';
 import { type CliFlags, type Config } from '../../src/config/types.ts';
 import { ConfigError } from '../../src/core/errors.ts';
+import { Workspace } from '../../src/workspace/paths.ts';
 import { projectConfigTrust, trustWorkspace } from '../../src/plugins/trust.ts';
 import { createCommandGuard, findOnPath, shellRuleLayers, shellRuleRoots } from '../../src/policy/command-rules.ts';
 
@@ -657,6 +658,14 @@ describe("conch's own directories inside the workspace", () => {
     const config = await loadConfig({ cwd: project, env: { HOME: project }, flags: {} });
     expect(config.workspace.protectedGlobs).toContain('.local/state/conch/history');
     expect(config.workspace.readDeny).toContain('.local/state/conch/history');
+  });
+
+  test('a config dir whose path holds glob characters is protected as that folder, not as a glob', async () => {
+    const config = await load({}, { XDG_CONFIG_HOME: join(project, 'cfg[1]') });
+    const ws = await Workspace.open({ root: project, unrestricted: false, protectedGlobs: config.workspace.protectedGlobs });
+    await expect(ws.resolve('cfg[1]/conch/config.json', 'write')).rejects.toThrow('is protected');
+    // As a glob, `cfg[1]` also matched cfg1 (and held no absent folder for commands, see protected-paths.ts).
+    expect(await ws.resolve('cfg1/conch/config.json', 'write')).toBe(join(project, 'cfg1', 'conch', 'config.json'));
   });
 
   test('a config dir elsewhere adds nothing', async () => {
