@@ -13,7 +13,7 @@ import { homedir } from 'node:os';
 import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import { escapeGlob } from '../sandbox/protected-paths.ts';
-import { NESTED_WALK_MAX_DIRS, nestedRepositories } from '../workspace/nested-git.ts';
+import { START_MAX_DIRS, nestedRepositories } from '../workspace/nested-git.ts';
 import type { MergedPolicy } from './layers.ts';
 
 type Env = Record<string, string | undefined>;
@@ -167,10 +167,12 @@ export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): vo
   const root = canonical(cwd);
   const roots = policy.workspace.writableRoots.map(canonical);
   const trees = [...new Set([root, ...roots])];
-  const { repos: nested, partial } = nestedRepositories(trees);
+  // A read-only run writes none of them: the walk (a home run's can be long) is left out.
+  const readOnly = policy.tools.readOnly && policy.sandbox.profile === 'read-only';
+  const { repos: nested, partial } = readOnly ? { repos: [], partial: false } : nestedRepositories(trees);
   const unheld =
     nested.length > MAX_NESTED ? `${nested.length} repositories are nested in the workspace and writable roots, and only the first ${MAX_NESTED} are looked at`
-    : partial ? `only the first ${NESTED_WALK_MAX_DIRS} directories of the workspace and of each writable root are looked through for nested repositories`
+    : partial ? `only the first ${START_MAX_DIRS} directories of the workspace and of each writable root are looked through for nested repositories`
     : null;
   if (unheld) {
     policy.warnings.push(

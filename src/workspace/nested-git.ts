@@ -93,31 +93,33 @@ export function nestedGitGuard(roots: string[], linked: string[] = []): NestedGi
 }
 
 /**
+ * Directories the start's walk looks through per root (about 0.1 s here): it runs at every start,
+ * where the check's runs only around a run that ran a command.
+ */
+export const START_MAX_DIRS = 20_000;
+
+/**
  * The repositories nested in `roots` as they are now (a `.git` below a root's top, a bare
- * repository), by the folder git is asked from: the same bounded walk as the check (`partial` when
- * a root has more directories than it walks). For config/:
- * their hooks folders and included files may lie in the tree, and git obeys them at the user's next
- * commit there.
+ * repository), by the folder git is asked from: the check's walk, with a bound of its own
+ * (`partial` when a root has more directories). For config/: their hooks folders and included
+ * files may lie in the tree, and git obeys them at the user's next commit there.
  */
 export function nestedRepositories(roots: string[]): { repos: string[]; partial: boolean } {
-  const { found, notes } = scan(roots, [], false);
+  const { found, notes } = scan(roots, [], { stamped: false, maxDirs: START_MAX_DIRS });
   return { repos: found.map((f) => (f.path.endsWith('/.git') ? dirname(f.path) : f.path)), partial: notes.length > 0 };
 }
 
-/** The walk's bound, for messages. */
-export const NESTED_WALK_MAX_DIRS = MAX_DIRS;
-
-function scan(roots: string[], linked: string[], stamped = true): { found: Found[]; notes: string[] } {
+function scan(roots: string[], linked: string[], { stamped = true, maxDirs = MAX_DIRS } = {}): { found: Found[]; notes: string[] } {
   const found: Found[] = [];
   const seen = new Set<string>();
   const notes: string[] = [];
   for (const root of roots) {
-    const stack = [root];
-    let dirs = 0;
-    while (stack.length > 0) {
-      const dir = stack.pop()!;
-      if (++dirs > MAX_DIRS) {
-        notes.push(`nested repositories under ${root} were checked in its first ${MAX_DIRS} directories only; review any a command made below them before using git there.`);
+    // Breadth first: past the bound, what is left unwalked is the deepest, where repositories are fewest.
+    const queue = [root];
+    for (let next = 0; next < queue.length; next++) {
+      const dir = queue[next]!;
+      if (next >= maxDirs) {
+        notes.push(`nested repositories under ${root} were checked in its first ${maxDirs} directories only; review any a command made below them before using git there.`);
         break;
       }
       const entries = list(dir);
@@ -142,7 +144,7 @@ function scan(roots: string[], linked: string[], stamped = true): { found: Found
         }
         // node_modules is left out (editors' git integration skips it too): a JavaScript project's
         // holds tens of thousands of directories, a walk of a second before and after every run.
-        if (entry.isDirectory() && entry.name !== SKIPPED) stack.push(path);
+        if (entry.isDirectory() && entry.name !== SKIPPED) queue.push(path);
         else if (entry.isSymbolicLink() && linked.length > 0) {
           const git = linkedGitDir(path, linked);
           if (git && !seen.has(git.path)) {

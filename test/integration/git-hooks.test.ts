@@ -272,6 +272,11 @@ describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', (
     const r = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain('65 repositories are nested in the workspace and writable roots, and only the first 64 are looked at');
+    // A read-only run writes none of them, and does not look for them.
+    harness.server.script([{ text: 'done' }]);
+    const ro = await runConch({ dirs: harness.dirs, args: ['--model', 'anthropic/test-model', '--read-only', 'go'], env: { ...anthropicEnv(harness.server.anthropicBaseUrl), PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+    expect(ro.code).toBe(0);
+    expect(ro.stderr).not.toContain('nested');
   });
 
   test('a .gitmodules that is no regular file (a FIFO a command left) does not stall the next start', async () => {
