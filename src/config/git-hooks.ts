@@ -78,10 +78,13 @@ export const GIT_HOOK_NAMES = [
   'p4-post-changelist', 'p4-pre-submit', 'post-index-change',
 ];
 
-/** One thing to hold: a folder (whole, or only the hooks git runs from it when it is a tree's top) or a file. */
+/**
+ * One thing to hold: a folder (whole, or only the hooks git runs from it when it is a tree's top:
+ * `hooks`; always only those when it is its repository's own top: `names`) or a file.
+ */
 interface Held {
   path: string;
-  kind: 'hooks' | 'dir' | 'file';
+  kind: 'hooks' | 'names' | 'dir' | 'file';
 }
 
 /** What to hold for one repository: its hooks folder (with husky's parent of `_`) and its included config files. */
@@ -90,7 +93,8 @@ function heldPaths(cwd: string, env: Env): Held[] {
   if (!repo) return [];
   // canonical() resolves what exists of it: a folder not made yet would still run the hooks written there.
   const dir = canonical(repo.hooks);
-  const held: Held[] = [{ path: dir, kind: 'hooks' }];
+  // A nested repository's own top (core.hooksPath . there) is its work, not only hooks: held by name too.
+  const held: Held[] = [{ path: dir, kind: repo.top !== null && canonical(repo.top) === dir ? 'names' : 'hooks' }];
   // husky 9 points git at .husky/_, whose stubs run the scripts beside it (.husky/pre-commit).
   if (basename(dir) === '_') held.push({ path: dirname(dir), kind: 'dir' });
   // A bare repository is all git dir, which commands and the file tools leave alone as a whole.
@@ -101,8 +105,10 @@ function heldPaths(cwd: string, env: Env): Held[] {
 /** The protected globs, relative to `tree`, that hold `item` when it lies in the tree (outside its .git); names escaped. */
 function globsIn(tree: string, item: Held): string[] {
   if (!isWithin(item.path, tree) || isWithin(item.path, join(tree, '.git'))) return [];
-  if (item.path === tree) return item.kind === 'hooks' ? GIT_HOOK_NAMES : [];
+  const names = item.kind === 'hooks' || item.kind === 'names';
+  if (item.path === tree) return names ? GIT_HOOK_NAMES : [];
   const rel = escapeGlob(relative(tree, item.path));
+  if (item.kind === 'names') return GIT_HOOK_NAMES.map((name) => `${rel}/${name}`);
   return item.kind === 'file' ? [rel] : [rel, `${rel}/**`];
 }
 

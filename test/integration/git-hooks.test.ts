@@ -80,13 +80,22 @@ describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', (
   test("a hooks folder that is the work tree's top (core.hooksPath .): the hooks git runs cannot be made there, the rest stays writable", async () => {
     const ws = harness.dirs.workspace;
     const pwned = join(harness.dirs.home, 'PWNED');
-    for (const args of [['init', '-q'], ['config', 'user.email', 'u@example.com'], ['config', 'user.name', 'u'], ['config', 'core.hooksPath', '.']]) hostGit(ws, ...args);
+    // And a nested repository whose hooks folder is its own top.
+    await mkdir(join(ws, 'sub'));
+    for (const dir of [ws, join(ws, 'sub')]) {
+      for (const args of [['init', '-q'], ['config', 'user.email', 'u@example.com'], ['config', 'user.name', 'u'], ['config', 'core.hooksPath', '.']]) hostGit(dir, ...args);
+    }
     const hook = `#!/bin/sh\ntouch ${pwned}\n`;
+    const command = [
+      `printf '${hook}' > pre-commit && chmod +x pre-commit; echo "hook rc=$?"`,
+      `printf '${hook}' > sub/pre-commit && chmod +x sub/pre-commit; echo "sub hook rc=$?"`,
+      `echo ok > notes.txt; echo "file rc=$?"; echo ok > sub/notes.txt; echo "sub file rc=$?"`,
+    ].join('; ');
     harness.server.script([
       {
         toolCalls: [
           { name: 'write', arguments: { path: 'post-commit', content: hook } },
-          { name: 'bash', arguments: { command: `printf '${hook}' > pre-commit && chmod +x pre-commit; echo "hook rc=$?"; echo ok > notes.txt; echo "file rc=$?"` } },
+          { name: 'bash', arguments: { command } },
         ],
       },
       { text: 'done' },
@@ -96,10 +105,14 @@ describe.skipIf(!canRun || !GIT)('hooks in a tracked folder (core.hooksPath)', (
     const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
     expect(results).toContain("denied by policy rule 'workspace.protected'");
     expect(results).not.toContain('hook rc=0');
-    expect(results).toContain('file rc=0');
+    expect(results).toContain('nfile rc=0');
+    expect(results).toContain('sub file rc=0');
     expect(readFileSync(join(ws, 'notes.txt'), 'utf8')).toBe('ok\n');
+    expect(readFileSync(join(ws, 'sub', 'notes.txt'), 'utf8')).toBe('ok\n');
     expect(existsSync(join(ws, 'post-commit'))).toBe(false);
+    expect(existsSync(join(ws, 'sub', 'pre-commit'))).toBe(false);
     expect(hostGit(ws, 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
+    expect(hostGit(join(ws, 'sub'), 'commit', '-q', '--allow-empty', '-m', 'mine').code).toBe(0);
     expect(existsSync(pwned)).toBe(false);
   });
 
