@@ -18,27 +18,23 @@ import type { MergedPolicy } from './layers.ts';
 
 type Env = Record<string, string | undefined>;
 
-function git(cwd: string, env: Env, args: string[]): string | null {
+async function git(cwd: string, env: Env, args: string[]): Promise<string | null> {
   const program = Bun.which('git', { PATH: env.PATH ?? '' });
   if (!program) return null;
   // rev-parse and config read configuration only: they run no hook, pager or fsmonitor.
-  const answer = Bun.spawnSync([program, '--no-pager', ...args], { cwd, env: { ...env, GIT_TERMINAL_PROMPT: '0' }, stdin: 'ignore', stdout: 'pipe', stderr: 'ignore' });
-  return answer.exitCode === 0 ? answer.stdout.toString() : null;
+  const child = Bun.spawn([program, '--no-pager', ...args], { cwd, env: { ...env, GIT_TERMINAL_PROMPT: '0' }, stdin: 'ignore', stdout: 'pipe', stderr: 'ignore' });
+  const [out, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);
+  return code === 0 ? out : null;
 }
 
 /** Where git runs hooks from for `cwd` (absolute) and its work tree's top (null in a bare repository); null outside a repository or without git. */
-function repository(cwd: string, env: Env): { hooks: string; top: string | null } | null {
+async function repository(cwd: string, env: Env): Promise<{ hooks: string; top: string | null } | null> {
   if (!insideRepository(cwd)) return null;
-  const both = git(cwd, env, ['rev-parse', '--git-path', 'hooks', '--show-toplevel'])?.split('\n');
+  const both = (await git(cwd, env, ['rev-parse', '--git-path', 'hooks', '--show-toplevel']))?.split('\n');
   if (both?.[0] && both[1]) return { hooks: resolve(cwd, both[0]), top: both[1] };
   // A bare repository has no top: --show-toplevel fails, and with it the whole answer.
-  const hooks = git(cwd, env, ['rev-parse', '--git-path', 'hooks'])?.replace(/\n$/, '');
+  const hooks = (await git(cwd, env, ['rev-parse', '--git-path', 'hooks']))?.replace(/\n$/, '');
   return hooks ? { hooks: resolve(cwd, hooks), top: null } : null;
-}
-
-/** Where git runs hooks from for `cwd`, absolute; null outside a repository or without git. */
-export function gitHooksDir(cwd: string, env: Env): string | null {
-  return repository(cwd, env)?.hooks ?? null;
 }
 
 /**
@@ -47,8 +43,8 @@ export function gitHooksDir(cwd: string, env: Env): string | null {
  * from the file that names it, as git does; git names the repository's own config relative to the
  * top, where it is asked from.
  */
-export function gitIncludedFiles(top: string, env: Env): string[] {
-  const text = git(top, env, ['config', '--show-origin', '-z', '--get-regexp', '^include(if\\..*)?\\.path$']);
+async function gitIncludedFiles(top: string, env: Env): Promise<string[]> {
+  const text = await git(top, env, ['config', '--show-origin', '-z', '--get-regexp', '^include(if\\..*)?\\.path$']);
   if (!text) return [];
   const home = env.HOME || homedir();
   const out: string[] = [];
@@ -88,8 +84,8 @@ interface Held {
 }
 
 /** What to hold for one repository: its hooks folder (with husky's parent of `_`) and its included config files. */
-function heldPaths(cwd: string, env: Env): Held[] {
-  const repo = repository(cwd, env);
+async function heldPaths(cwd: string, env: Env): Promise<Held[]> {
+  const repo = await repository(cwd, env);
   if (!repo) return [];
   // canonical() resolves what exists of it: a folder not made yet would still run the hooks written there.
   const dir = canonical(repo.hooks);
@@ -98,7 +94,7 @@ function heldPaths(cwd: string, env: Env): Held[] {
   // husky 9 points git at .husky/_, whose stubs run the scripts beside it (.husky/pre-commit).
   if (basename(dir) === '_') held.push({ path: dirname(dir), kind: 'dir' });
   // A bare repository is all git dir, which commands and the file tools leave alone as a whole.
-  if (repo.top) for (const file of gitIncludedFiles(repo.top, env)) held.push({ path: canonical(file), kind: 'file' });
+  if (repo.top) for (const file of await gitIncludedFiles(repo.top, env)) held.push({ path: canonical(file), kind: 'file' });
   return held;
 }
 
@@ -169,7 +165,7 @@ function readGitmodules(path: string): string | null {
  * .git, which is protected anyway). A tree's top itself is not held whole: that is a folder the user
  * chose to let the run write; when git takes its hooks from there, the hooks' names are held.
  */
-export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): void {
+export async function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): Promise<void> {
   const root = canonical(cwd);
   const roots = policy.workspace.writableRoots.map(canonical);
   const trees = [...new Set([root, ...roots])];
@@ -186,7 +182,7 @@ export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): vo
     );
   }
   const repos = [...trees.flatMap((tree) => [tree, ...submodules(tree)]), ...nested.slice(0, MAX_NESTED)];
-  const held = [...new Set(repos)].flatMap((repo) => heldPaths(repo, env));
+  const held = (await inParallel([...new Set(repos)], (repo) => heldPaths(repo, env))).flat();
   for (const tree of [root, ...roots]) {
     const globs = held.flatMap((item) => globsIn(tree, item));
     if (globs.length === 0) continue;
@@ -202,6 +198,19 @@ export function protectGitHooks(policy: MergedPolicy, cwd: string, env: Env): vo
       for (const glob of globs) if (!list.includes(glob)) list.push(glob);
     }
   }
+}
+
+/** Repositories asked at once: a start with many waits for a few git processes' time, not for each in turn. */
+const GIT_AT_ONCE = 8;
+
+async function inParallel<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    for (let i = next++; i < items.length; i = next++) out[i] = await work(items[i]!);
+  };
+  await Promise.all(Array.from({ length: Math.min(GIT_AT_ONCE, items.length) }, worker));
+  return out;
 }
 
 /** A `.git` here or in a folder above: where git may find a repository. */

@@ -101,7 +101,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   if (!flags.unrestricted) checkDirFlag('--allow-write', flags.allowWrite, cwd);
   const homeRun = applyHomeGuard(policy, cwd, home, flags, warnings);
   if (!flags.unrestricted) protectHomeInRoots(policy, home, warnings);
-  if (!flags.unrestricted) protectGitHooks(policy, cwd, env);
+  if (!flags.unrestricted) await protectGitHooks(policy, cwd, env);
   policy.sandbox.cacheDir = join(cacheHome(env, home), 'conch', 'sandbox');
   policy.workspace.secrets = secretPolicy(files, configDir, home, cwd, warnings);
   // Command rules need to know where commands can swap a directory for a link (command-rules.ts).
