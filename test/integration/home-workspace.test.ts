@@ -209,6 +209,7 @@ describe('a writable root that is or contains the home directory', () => {
           toolCalls: [
             { name: 'write', arguments: { path: at('.ssh', 'authorized_keys'), content: 'ssh-ed25519 AAAA evil\n' } },
             { name: 'write', arguments: { path: at('.gitconfig'), content: '[core]\n\tpager = touch PWNED\n' } },
+            { name: 'write', arguments: { path: at('.aws', 'credentials'), content: 'evil\n' } },
             bash(`echo evil >> ${at('.bashrc')}; echo "bashrc rc=$?"`),
             bash(`mkdir -p ${at('.ssh')} && echo evil >> ${at('.ssh', 'authorized_keys')}; echo "ssh rc=$?"`),
             bash(`mkdir -p ${at('.config', 'git')} && echo evil > ${at('.config', 'git', 'config')}; echo "xdg rc=$?"`),
@@ -221,8 +222,9 @@ describe('a writable root that is or contains the home directory', () => {
       const r = await runWith(root, home);
       expect(r.code).toBe(0);
       expect(r.stderr).toContain(`the writable root ${root} ${shape} your home directory; ~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected`);
-      const [keys, gitconfig, bashrc, ssh, xdg, aws, plain] = toolResults();
+      const [keys, gitconfig, awsWrite, bashrc, ssh, xdg, aws, plain] = toolResults();
       for (const refused of [keys, gitconfig]) expect(refused).toContain("denied by policy rule 'workspace.protected'");
+      expect(awsWrite).toContain('Error');
       expect(bashrc).not.toContain('bashrc rc=0');
       expect(ssh).not.toContain('ssh rc=0');
       expect(xdg).not.toContain('xdg rc=0');
