@@ -12,7 +12,7 @@ import { readFolder } from './snapshot.ts';
 import { canonical } from '../core/paths.ts';
 import { hashPaths, namedPaths, type PinnedFiles } from '../workspace/pinned-files.ts';
 import { foreignWriter } from '../workspace/foreign-writers.ts';
-import { projectServers } from '../mcp/gate.ts';
+import { parseJsonText } from '../config/json-text.ts';
 
 const TRUST_FILE = 'trusted.json';
 
@@ -180,7 +180,9 @@ export async function trustedMcpFiles(configDir: string, cwd: string): Promise<P
 
 /** What each stdio server in a .mcp.json text names in the workspace, hashed now (none for text that is no such file). */
 export async function mcpServerFiles(text: string | null, workspace: string, path: string | undefined): Promise<PinnedFiles> {
-  const servers = text === null ? null : projectServers(text);
+  // Parsed as a run parses it (mcp/gate.ts projectServers, a layer above): a byte-order mark accepted.
+  const parsed = text === null ? null : parseJsonText(text);
+  const servers = parsed?.ok ? (parsed.value as { mcpServers?: unknown } | null)?.mcpServers : null;
   if (!servers || typeof servers !== 'object') return {};
   const paths = (await Promise.all(Object.values(servers).map((entry) => namedPaths(entry, workspace, path)))).flat();
   return hashPaths(paths);
