@@ -81,10 +81,11 @@ const bareArgv = buildBwrapArgv({
 });
 const env = cleanEnv(process.env, {}, { tmpDir: bare.tmp });
 
-async function spawn(argv: string[], seccomp: boolean): Promise<void> {
+/** `after`: fds after the seccomp program's (conch's argv checks its workspace through one). */
+async function spawn(argv: string[], seccomp: boolean, after: number[] = []): Promise<void> {
   const fd = seccomp ? openSync(filter, 'r') : null;
   try {
-    const child = Bun.spawn(argv, { cwd: bare.ws, env, stdio: ['ignore', 'ignore', 'ignore', ...(fd === null ? [] : [fd])] });
+    const child = Bun.spawn(argv, { cwd: bare.ws, env, stdio: ['ignore', 'ignore', 'ignore', ...(fd === null ? [] : [fd]), ...after] });
     const code = await child.exited;
     if (code !== 0) throw new Error(`${argv[0]} exited ${code}`);
   } finally {
@@ -143,7 +144,7 @@ try {
       },
       perCall: () => exec(perCall.executor),
       bare: () => spawn(bareArgv, true),
-      conchArgv: () => spawn(held.argv, true),
+      conchArgv: () => spawn(held.argv, true, held.extraFds.slice(1)),
       unrestricted: () => exec(unrestricted.executor),
       sh: () => spawn(['/bin/sh', '-c', 'true'], false),
     });
