@@ -8,6 +8,7 @@
 import {
   baseMounts,
   bwrapOptions,
+  coveringMount,
   depth,
   hostWritableIn,
   protectedMountType,
@@ -28,6 +29,8 @@ export interface Layout {
   needed: (path: string) => boolean;
   /** Whether a command could write (so remove) the host path `path`, at that same path inside. */
   hostWritable: (path: string) => boolean;
+  /** Whether the host directory `path` is what a command sees there: mounted at its own path, nothing over it. */
+  shows: (path: string) => boolean;
   /** bwrap's options for this layout, the given protection and settings (memoised per layout). */
   options(spec: Omit<BwrapOptions, 'mounts'> & { protectedPaths: string[]; pins: string[]; othersPlaceholders?: string[] }): string[];
 }
@@ -97,9 +100,20 @@ function build(base: ConcreteMount[], protectedType: BwrapMount['type'] | null):
     if (key === undefined) envKeys.set(env, (key = Object.entries(env).flat().join('\n')));
     return key;
   };
+  // Asked for the workspace and each writable root at every command: the answer is the layout's.
+  const shown = new Map<string, boolean>();
+  const shows = (path: string) => {
+    let found = shown.get(path);
+    if (found === undefined) {
+      const cover = coveringMount(base, path);
+      shown.set(path, (found = cover !== null && cover.path === path && cover.type.includes('bind') && (cover.source ?? path) === path));
+    }
+    return found;
+  };
   return {
     needed,
     hostWritable,
+    shows,
     options(spec) {
       const { protectedPaths, pins, othersPlaceholders = [], ...rest } = spec;
       const key = [

@@ -381,8 +381,10 @@ function prepareChecked(request: SandboxRequest, bwrap: string | undefined, disa
     const env = withPlaceholderExcludes(cacheEnv, { workspace, tmpDir, placeholders: scope.files(), visible: (file) => seenAsIs(file, profile, [...(request.hidden ?? []), ...hostHidden, ...own], [workspace, ...writableRoots]) });
     seccomp = openSeccompFd();
     // The checked directories follow the seccomp fd (4, 5 …), for the shell to compare with what is
-    // mounted; a profile without /proc inside has no way to, and keeps the host's check alone.
+    // mounted; a profile without /proc inside has no way to, and keeps the host's check alone, as
+    // does a directory that shows something else at its path (a hidden one, a root the profile leaves out).
     if (!profile.bwrap.mounts.some((m) => m.type === 'proc' && m.path === '/proc')) checked.close();
+    checked.filter((dir) => layout.shows(dir.real));
     const channelFd = 4 + checked.fds.length;
     const oneShotFd = request.outputOnFd ? channelFd + (proxy ? 1 : 0) : undefined;
     const options = layout.options({

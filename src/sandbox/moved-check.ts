@@ -73,6 +73,15 @@ export class CheckedDirectories {
     this.fds.push(fd);
   }
 
+  /** Drops (and closes) those `keep` says no to. */
+  filter(keep: (dir: CheckedDirectory) => boolean): void {
+    for (let i = this.dirs.length - 1; i >= 0; i--) {
+      if (keep(this.dirs[i]!)) continue;
+      this.dirs.splice(i, 1);
+      closeSync(this.fds.splice(i, 1)[0]!);
+    }
+  }
+
   /** Safe to call twice. */
   close(): void {
     for (const fd of this.fds.splice(0)) closeSync(fd);

@@ -172,6 +172,11 @@ describe.skipIf(!canRun)('a workspace or writable root moved between the checks 
     expect(existsSync(hook)).toBe(false);
   });
 
+  test('a workspace hidden whole (read.deny names it) is no directory moved: its command runs in the empty folder, as before', async () => {
+    const result = await sandboxed(fx, 'ls -A; echo ran', { hidden: [fx.ws], placeholders: scope });
+    expect(result).toMatchObject({ code: 0, stdout: 'ran\n' });
+  });
+
   test('a command whose directories stayed runs, and gets no descriptor of them (one would reach past every mount)', async () => {
     const { top, ws, request } = nestedWorkspace();
     const result = await sandboxed(fx, 'for f in /proc/self/fd/*; do readlink "$f"; done; echo ok > made', request);
