@@ -172,6 +172,30 @@ describe.skipIf(!canRun)('a workspace or writable root moved between the checks 
     expect(existsSync(hook)).toBe(false);
   });
 
+  test('with the allowlist, a command whose directories stayed runs, and neither it nor the relay (its parent) holds a descriptor of them', async () => {
+    const { top, ws } = nestedWorkspace();
+    proxy = await startProxy({ allow: parseAllowList(['127.0.0.1:9'], String), dir: mkdtempSync(join(fx.root, 'proxy-')), source: 'the test allowlist' });
+    const exec = createExecutor({
+      workspace: await Workspace.open({ root: ws, unrestricted: false, writableRoots: [top] }),
+      unrestricted: false,
+      sandbox: { profile: 'workspace-write', network: true, writableRoots: [top], protectedGlobs: [], netAllow: ['127.0.0.1:9'] },
+      limits: DEFAULT_LIMITS,
+      env: {},
+      shellEnabled: true,
+      tmpDir: fx.tmp,
+      logDir: join(fx.root, 'logs'),
+      placeholders: scope,
+      proxy,
+    });
+    // The relay closes what it does not keep right after it starts the command: one may go meanwhile.
+    const result = await exec('echo "$HTTP_PROXY"; for f in /proc/self/fd/* /proc/$PPID/fd/*; do readlink "$f" || :; done', { signal: new AbortController().signal });
+    expect(result.exitCode).toBe(0);
+    const lines = result.output.trim().split('\n');
+    expect(lines[0]).toBe('http://127.0.0.1:3128');
+    expect(lines).not.toContain(ws);
+    expect(lines).not.toContain(top);
+  });
+
   test('a workspace hidden whole (read.deny names it) is no directory moved: its command runs in the empty folder, as before', async () => {
     const result = await sandboxed(fx, 'ls -A; echo ran', { hidden: [fx.ws], placeholders: scope });
     expect(result).toMatchObject({ code: 0, stdout: 'ran\n' });
