@@ -4,7 +4,7 @@
 // Policies are data in sandbox-profiles/ (profiles.ts); this file turns a request into an argv.
 import { realpathSync } from 'node:fs';
 import { relative } from 'node:path';
-import { withCommand } from './bwrap.ts';
+import { protectedMountType, withCommand } from './bwrap.ts';
 import { prepareCache } from './caches.ts';
 import { attachChannel, type Channel } from './channel.ts';
 import type { NetworkProxy } from './proxy.ts';
@@ -405,7 +405,7 @@ function prepareChecked(request: SandboxRequest, bwrap: string | undefined, disa
     // The held sandbox's mounts were made and checked when it started, and it serves a command only
     // while every path it mounted is still the inode it was (held.ts): nothing to compare here.
     if (entered) checked.close();
-    const moved = checked.fds.length ? movedCheck(checked.dirs) : null;
+    const moved = checked.fds.length ? movedCheck(checked.dirs, protectedMountType(profile) === 'ro-bind' ? [...held, ...rootHeld] : []) : null;
     const outputFd = entered ? 4 + entered.fds.length : oneShotFd;
     // On the command's first line, so that a syntax error anywhere is reported as before, with the
     // same line numbers (it then reaches fd 2, which conch reads as well). The relay (perl) holds

@@ -8,9 +8,16 @@
 // which a bind mount keeps) before anything else; then it closes them, since a descriptor of a host
 // directory leads past every mount. A directory moved after the mounts takes them along with it.
 //
+// bwrap mounts the protections one by one after the directory, each by path too: moved away between
+// two of them and put back before the check, it would be the directory again with some protections
+// gone to the folder made in its place. So each read-only protected path is checked to be read-only
+// (`[ -w ]`, an access(2) that a read-only mount answers EROFS). One the user may not write anyway (a
+// 0444 placeholder) says nothing either way; .git, .conch and the .env files the user writes do.
+//
 // A shell builtin, so it costs no process: two stats per directory. Needs /proc inside (the shipped
 // profiles mount it); a profile without it keeps the host's check alone.
 import { closeSync } from 'node:fs';
+import { isWithin } from '../core/paths.ts';
 import { DirectoryMovedError } from './directories.ts';
 
 /** The check's exit status; with its line as the command's whole output, the host reads it as the refusal. */
@@ -45,12 +52,20 @@ function line(dir: CheckedDirectory): string {
   return `conch: the ${dir.what} ${dir.path} is no longer the directory it was at this session's first command (workspace.moved); nothing was run.`;
 }
 
-/** The check of `dirs`, given to the command as fds 4, 5, … (after the seccomp program's 3). */
-export function movedCheck(dirs: CheckedDirectory[]): MovedCheck {
+/**
+ * The check of `dirs`, given to the command as fds 4, 5, … (after the seccomp program's 3), and of
+ * `readOnly`, the protected paths bound read-only in them.
+ */
+export function movedCheck(dirs: CheckedDirectory[], readOnly: string[]): MovedCheck {
   const fd = (i: number) => 4 + i;
-  const checks = dirs
-    .map((dir, i) => `[ /proc/self/fd/${fd(i)} -ef ${quote(dir.real)} ] || { printf '%s\\n' ${quote(line(dir))} >&2; exit ${MOVED_EXIT}; }; `)
-    .join('');
+  const refuse = (dir: CheckedDirectory) => `{ printf '%s\\n' ${quote(line(dir))} >&2; exit ${MOVED_EXIT}; }; `;
+  const same = dirs.map((dir, i) => `[ /proc/self/fd/${fd(i)} -ef ${quote(dir.real)} ] || ${refuse(dir)}`);
+  const held = readOnly.flatMap((path) => {
+    // The deepest directory it lies in: a writable root inside the workspace is a tree of its own.
+    const dir = dirs.filter((d) => isWithin(path, d.real)).sort((a, b) => b.real.length - a.real.length)[0];
+    return dir ? [`[ -w ${quote(path)} ] && ${refuse(dir)}`] : [];
+  });
+  const checks = [...same, ...held].join('');
   const closing = (from: number) => dirs.slice(from).map((_, i) => ` ${fd(from + i)}<&-`).join('');
   return {
     script: `${checks}exec${closing(0)}; `,

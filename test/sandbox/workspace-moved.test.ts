@@ -109,6 +109,25 @@ describe.skipIf(!canRun)('a workspace or writable root moved between the checks 
     }
   });
 
+  // bwrap mounts the protections after the workspace, each by path: moved away between the two and
+  // put back before the check, the workspace is itself again but a protection went to the folder
+  // made in its place. Made exact here by leaving that protection's mount out of the argv.
+  test('a protection not in force when the command would start (gone to a folder since moved away) runs nothing', async () => {
+    const { ws, request } = nestedWorkspace();
+    const git = join(ws, '.git');
+    const prepared = await prepareSandboxed({ ...request, command: `echo evil > ${git}/hooks/pre-commit; echo RAN` });
+    try {
+      const at = prepared.argv.findIndex((arg, i) => arg === '--ro-bind' && prepared.argv[i + 1] === git && prepared.argv[i + 2] === git);
+      expect(at).toBeGreaterThan(0);
+      const result = await spawnPrepared({ ...prepared, argv: prepared.argv.toSpliced(at, 3) }, fx.root);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/^conch: the workspace .*org\/proj is no longer the directory it was/);
+      expect(existsSync(join(git, 'hooks', 'pre-commit'))).toBe(false);
+    } finally {
+      await prepared.release();
+    }
+  });
+
   test("the bash tool's command is refused as workspace.moved (a policy denial), naming what to do", async () => {
     const { top, ws, gone, hook, request } = nestedWorkspace();
     let first = true;
