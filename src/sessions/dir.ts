@@ -1,7 +1,7 @@
 // Where sessions live: $XDG_STATE_HOME/conch/sessions (default ~/.local/state/conch/sessions), a
 // 0700 directory of 0600 files. Outside every workspace by default; when a workspace contains it
 // (conch run from $HOME), config/own-dirs.ts keeps the tools out of it and the sandbox hides it.
-import { chmodSync, lstatSync, mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { conchCacheDir, stateHome } from '../config/xdg.ts';
@@ -39,4 +39,38 @@ export function ensurePrivateDir(dir: string): void {
 /** Where the store remembers each workspace's latest session (sessions/latest.ts): conch's cache folder. */
 export function latestIndexDir(env: Record<string, string | undefined> = process.env): string {
   return join(conchCacheDir(env), 'sessions');
+}
+
+/**
+ * A session file opened never through a link, without blocking, and kept only when it is a regular
+ * file of this user's. The store is private, but whoever could write it before conch made it so (a
+ * shared XDG_STATE_HOME) may have left a link (the next run's conversation appended to, and the
+ * file chmodded, wherever it led), a FIFO (-c and `conch sessions` hung) or a file of theirs (a
+ * conversation, instructions and all, that -c continued as the user's). Throws a SessionError.
+ */
+export function openSessionFile(path: string, flags: number = constants.O_RDONLY): number {
+  let fd: number;
+  try {
+    fd = openSync(path, flags | constants.O_NOFOLLOW | constants.O_NONBLOCK | constants.O_NOCTTY, 0o600);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new SessionError(`${code === 'ELOOP' ? `the session file ${path} is a link; remove it` : `cannot open the session file ${path}: ${(error as Error).message}`}`);
+  }
+  const info = fstatSync(fd);
+  const uid = process.getuid?.() ?? info.uid;
+  if (info.isFile() && info.uid === uid) return fd;
+  closeSync(fd);
+  throw new SessionError(`the session file ${path} ${info.isFile() ? 'is not yours' : 'is not a regular file'}; remove it`);
+}
+
+/** A session file's text, read as openSessionFile allows. */
+export function readSessionFile(path: string): string {
+  const fd = openSessionFile(path);
+  try {
+    return readFileSync(fd, 'utf8');
+  } catch (error) {
+    throw new SessionError(`cannot read the session file ${path}: ${(error as Error).message}`);
+  } finally {
+    closeSync(fd);
+  }
 }

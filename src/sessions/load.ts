@@ -2,9 +2,8 @@
 // last line (a write cut short) or a corrupt line is skipped with a warning, a file whose first line
 // is not a conch session header is refused, and a run that never ended (killed mid-turn) is sealed
 // so the conversation can continue.
-import { readFileSync } from 'node:fs';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
-import { SessionError } from './dir.ts';
+import { readSessionFile, SessionError } from './dir.ts';
 import { withoutOutputNoteBlocks } from '../agent/output-note.ts';
 import { withoutInlinedSkills } from '../skills/catalog.ts';
 import { isSessionRecord } from './record-shape.ts';
@@ -56,13 +55,7 @@ export const INTERRUPTED = 'interrupted: conch stopped (the process was killed o
 export const NOT_STARTED = 'not run: conch stopped (the process was killed or lost) before this call started';
 
 export function loadSession(path: string): LoadedSession {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new SessionError(`cannot read the session file ${path}: ${(error as Error).message}`);
-  }
-  return parseSession(path, text);
+  return parseSession(path, readSessionFile(path));
 }
 
 export function parseSession(path: string, text: string): LoadedSession {

@@ -1,9 +1,9 @@
 // The session store: one `<id>.jsonl` per session in a private directory. Finding a session (by id,
 // unique prefix, or the latest of a workspace), starting, continuing and forking one, and removing
 // old ones.
-import { readdirSync, readSync, openSync, closeSync, statSync, unlinkSync } from 'node:fs';
+import { readdirSync, readSync, closeSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { ensurePrivateDir, SessionError, SessionNotFoundError } from './dir.ts';
+import { ensurePrivateDir, openSessionFile, SessionError, SessionNotFoundError } from './dir.ts';
 import { loadSession, type LoadedSession } from './load.ts';
 import { SESSION_FORMAT, SESSION_VERSION, type HeaderRecord } from './records.ts';
 import { SessionWriter, writerHolds } from './writer.ts';
@@ -207,7 +207,7 @@ const DAMAGED = Symbol('damaged');
 export function headerCwd(path: string): string | null | typeof DAMAGED {
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openSessionFile(path);
   } catch {
     return null;
   }

@@ -3,8 +3,7 @@
 // piped diff and many tool outputs is megabytes of message lines, and a store holds hundreds: the
 // listing parses only the header, the run and end records and each run's first message; every other
 // line is recognised by its start (the writer puts the record type first) and skipped unparsed.
-import { readFileSync } from 'node:fs';
-import { SessionError } from './dir.ts';
+import { readSessionFile } from './dir.ts';
 import { parseHeader, runInfo, runTask, type RunInfo } from './load.ts';
 import { isSessionRecord } from './record-shape.ts';
 import { headerCwd } from './store.ts';
@@ -24,12 +23,7 @@ export function summarizeSession(path: string, cwd?: string): SessionSummary | n
   // Another workspace's session is told by its first line alone (a damaged one is read whole, to say why).
   const owner = cwd === undefined ? null : headerCwd(path);
   if (typeof owner === 'string' && owner !== cwd) return null;
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (error) {
-    throw new SessionError(`cannot read the session file ${path}: ${(error as Error).message}`);
-  }
+  const text = readSessionFile(path);
   // A torn last line (a write cut short) is left out, as loading does.
   const end = text.lastIndexOf('\n');
   const headerEnd = text.indexOf('\n');

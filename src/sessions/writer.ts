@@ -5,9 +5,9 @@
 //
 // One writer per session at a time: an flock(2) on the file, which the kernel drops however its
 // holder dies, so two `conch -c` at once cannot interleave their turns and no stale lock remains.
-import { closeSync, fchmodSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fchmodSync, fstatSync, ftruncateSync, readSync, writeSync } from 'node:fs';
 import { loadLibc } from '../process/libc.ts';
-import { SessionError } from './dir.ts';
+import { openSessionFile, SessionError } from './dir.ts';
 import type { Message, ToolResultMessage } from '../providers/types.ts';
 import type { ContentBlock } from '../core/content.ts';
 import type { Outcome } from '../agent/outcome.ts';
@@ -42,7 +42,7 @@ export function writerHolds(path: string): boolean {
   if (!libc) return false;
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openSessionFile(path);
   } catch {
     return false;
   }
@@ -63,7 +63,7 @@ export class SessionWriter {
   failure: string | null = null;
 
   constructor(readonly id: string, readonly path: string, options: WriterOptions) {
-    this.fd = openSync(path, 'a+', 0o600);
+    this.fd = openSessionFile(path, constants.O_RDWR | constants.O_APPEND | constants.O_CREAT);
     try {
       const libc = loadLibc();
       if (libc && libc.flock(this.fd, LOCK_EX | LOCK_NB) !== 0) {

@@ -1,6 +1,6 @@
 // The session store on a real temp directory: records, loading, sealing, forks, pruning, modes.
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { appendFileSync, chmodSync, mkdirSync, readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, chownSync, mkdirSync, readFileSync, renameSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -294,6 +294,39 @@ describe('finding sessions', () => {
     const w = store.create('/work/a');
     w.close();
     expect(() => store.loadFor(store.resolve(w.id), '/work/b')).toThrow(`session ${w.id} belongs to /work/a`);
+  });
+
+  test('a session file that is a link, a FIFO or not the user\'s is neither continued nor written through', () => {
+    // Whoever could write the store before conch made it private (a shared XDG_STATE_HOME) may have
+    // left these: continuing one loaded their conversation as the user's and appended (and chmodded)
+    // the user's next one to whatever the link led to; a FIFO hung -c and `conch sessions`.
+    const real = store.create('/work/a');
+    writeRun(real, 'planted');
+    real.close();
+    const elsewhere = join(base, 'elsewhere.jsonl');
+    renameSync(real.path, elsewhere);
+    chmodSync(elsewhere, 0o644);
+    const before = readFileSync(elsewhere, 'utf8');
+    symlinkSync(elsewhere, real.path);
+    expect(store.latest('/work/a')).toBeNull();
+    expect(() => store.loadFor(store.resolve(real.id), '/work/a')).toThrow(`the session file ${real.path} is a link`);
+    expect(readFileSync(elsewhere, 'utf8')).toBe(before);
+    expect(statSync(elsewhere).mode & 0o777).toBe(0o644);
+
+    const fifo = join(store.dir, 'abcdef0123456789.jsonl');
+    expect(Bun.spawnSync(['mkfifo', fifo]).exitCode).toBe(0);
+    expect(store.latest('/work/a')).toBeNull();
+    expect(() => loadSession(fifo)).toThrow(`the session file ${fifo} is not a regular file`);
+    expect(store.prune({ keep: 1 })).toEqual(expect.any(Array));
+
+    if (process.getuid?.() === 0) {
+      const theirs = store.create('/work/a');
+      writeRun(theirs, 'theirs');
+      theirs.close();
+      chownSync(theirs.path, 65534, 65534);
+      expect(store.latest('/work/a')).toBeNull();
+      expect(() => loadSession(theirs.path)).toThrow(`the session file ${theirs.path} is not yours`);
+    }
   });
 
   test('a fork is a new session naming its parent; the parent file is unchanged', () => {
