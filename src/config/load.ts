@@ -19,7 +19,7 @@ import { checkLimitFlags, checkPluginFlags, checkUnrestrictedFlags, count, flagL
 import { applyHomeGuard, protectHomeInRoots } from './home.ts';
 import { mergePolicy } from './layers.ts';
 import { checkNetAllow } from './network.ts';
-import { protectOwnDirs } from './own-dirs.ts';
+import { protectOwnDirs, protectPolicyFile } from './own-dirs.ts';
 import { protectGitHooks } from './git-hooks.ts';
 import { checkPluginNames } from './plugin-names.ts';
 import { resolveRoute } from './route.ts';
@@ -97,6 +97,7 @@ export async function loadConfig(input: LoadInput): Promise<Config> {
   const sessionsDir = join(stateHome(env, home), 'conch', 'sessions');
   const historyFile = historyFileOf(env, home);
   protectOwnDirs(policy, cwd, { configDir, cacheDir: join(cacheHome(env, home), 'conch'), sessionsDir, historyFile });
+  if (flags.policy !== undefined) protectPolicyFile(policy, cwd, resolve(cwd, flags.policy));
   // After the policy's own verdict on the roots, which names the rule.
   if (!flags.unrestricted) checkDirFlag('--allow-write', flags.allowWrite, cwd);
   const homeRun = applyHomeGuard(policy, cwd, home, flags, warnings);

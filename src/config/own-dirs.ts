@@ -3,8 +3,8 @@
 // run may write them. The session store holds the user's conversations: the tools may neither
 // write nor read it (and the sandbox hides it from commands, see read-hidden.ts), nor the prompt
 // history, which holds what the user typed. A writable root
-// over any of them is refused.
-import { relative } from 'node:path';
+// over any of them is refused. The --policy file is held alike where the run could write it.
+import { basename, dirname, join, relative } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import { ConfigError } from '../core/errors.ts';
 import { escapeGlob } from '../sandbox/protected-paths.ts';
@@ -45,6 +45,29 @@ function refuseOwnDirRoots(roots: string[], ownDirs: string[]): void {
         undefined,
         '--allow-write',
       );
+    }
+  }
+}
+
+/**
+ * The --policy file, where the run could write it (inside the workspace or a writable root), is
+ * protected as conch's own folders are: it constrains the run, and a run that rewrote it (its command
+ * rules lifted) would have the next one obey what it wrote, `conch -c` applying the recorded file
+ * again. Both the name given and the file it leads to, as a link at the name could be replaced.
+ */
+export function protectPolicyFile(policy: MergedPolicy, cwd: string, file: string): void {
+  const root = canonical(cwd);
+  const names = [...new Set([join(canonical(dirname(file)), basename(file)), canonical(file)])];
+  for (const tree of [root, ...policy.workspace.writableRoots.map(canonical)]) {
+    const globs = names.filter((name) => name !== tree && isWithin(name, tree)).map((name) => relative(tree, name));
+    if (globs.length === 0) continue;
+    if (tree === root) {
+      for (const list of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) list.push(...globs.filter((g) => !list.includes(g)));
+      continue;
+    }
+    for (const settings of [policy.workspace, policy.sandbox]) {
+      const list = ((settings.rootProtectedGlobs ??= {})[tree] ??= []);
+      list.push(...globs.filter((g) => !list.includes(g)));
     }
   }
 }

@@ -143,6 +143,50 @@ describe('policy file', () => {
     expect(await Bun.file(join(harness.dirs.workspace, 'docs', 'keep.md')).text()).toBe('original');
   });
 
+  test('a policy file inside the workspace cannot be rewritten by the run it constrains', async () => {
+    // Else a model could lift its own command rules: the next run (`conch -c` applies the recorded
+    // --policy file again) would obey what it wrote.
+    const text = JSON.stringify({ version: 1, shell: { commands: { deny: [{ id: 'c.no-curl', executable: 'curl' }] } } });
+    await mkdir(join(harness.dirs.workspace, 'pol'));
+    await writeFile(join(harness.dirs.workspace, 'pol', 'policy.json'), text);
+    const loose = JSON.stringify({ version: 1 });
+    harness.server.script([
+      { toolCalls: [
+        { name: 'write', arguments: { path: 'pol/policy.json', content: loose } },
+        { name: 'edit', arguments: { path: 'pol/policy.json', edits: [{ old_text: 'c.no-curl', new_text: 'c.fine' }] } },
+        { name: 'bash', arguments: { command: `printf '%s' '${loose}' > pol/policy.json` } },
+        { name: 'bash', arguments: { command: 'mv pol/policy.json pol/old.json' } },
+        { name: 'bash', arguments: { command: `mv pol pol2; mkdir -p pol; printf '%s' '${loose}' > pol/policy.json` } },
+      ] },
+      { text: 'ok' },
+    ]);
+    const r = await run(['--policy', 'pol/policy.json', 'go']);
+    expect(r.code).toBe(0);
+    expect(await Bun.file(join(harness.dirs.workspace, 'pol', 'policy.json')).text()).toBe(text);
+    const results = JSON.stringify(harness.server.requests[1]!.body.messages.at(-1).content);
+    expect(results.match(/is protected/g)).toHaveLength(2);
+    expect(results.match(/Read-only file system|Device or resource busy/g)).toHaveLength(4);
+  });
+
+  test('so is one in a writable root, under the name given and the file a link there leads to', async () => {
+    const root = join(harness.dirs.home, 'shared');
+    await mkdir(root);
+    const text = JSON.stringify({ version: 1, tools: { deny: [{ id: 't.no-edit', name: 'edit' }] } });
+    await writeFile(join(root, 'real.json'), text);
+    await symlink('real.json', join(root, 'policy.json'));
+    harness.server.script([
+      { toolCalls: [
+        { name: 'write', arguments: { path: join(root, 'real.json'), content: '{"version":1}' } },
+        { name: 'bash', arguments: { command: `ln -sf /dev/null ${join(root, 'policy.json')}; echo '{"version":1}' > ${join(root, 'real.json')}` } },
+      ] },
+      { text: 'ok' },
+    ]);
+    const r = await run(['--allow-write', root, '--policy', join(root, 'policy.json'), 'go']);
+    expect(r.code).toBe(0);
+    expect(await Bun.file(join(root, 'policy.json')).text()).toBe(text);
+    expect(await Bun.file(join(root, 'real.json')).text()).toBe(text);
+  });
+
   test('an invalid policy file is a setup error naming the file and the rule, before any model call', async () => {
     const policy = join(harness.dirs.home, 'bad-policy.json');
     await writeFile(policy, JSON.stringify({ version: 1, tools: { deny: [{ id: 'p.bad', tool: 'write' }] } }));
