@@ -135,7 +135,9 @@ async function startStdio(spec: StdioSpec, settings: ConnectSettings): Promise<S
         // run what a cache holds, so a command could have its code run as the server next time.
         ...(settings.sandbox.cacheDir ? { cacheDir: serverCache(settings.sandbox.cacheDir) } : {}),
         profile: effectiveProfile({ chosen: [settings.sandbox.profile], readOnly: spec.workspace !== 'write' }),
-        network: spec.network ?? settings.sandbox.network,
+        // The repository's server may take the network away, never give back what the run turned
+        // off (--no-network, a config's network: false): that is the user's say, not .mcp.json's.
+        network: spec.project && !settings.sandbox.network ? false : (spec.network ?? settings.sandbox.network),
         command: '',
         argv,
         cwd,

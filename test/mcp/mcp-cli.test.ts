@@ -511,6 +511,21 @@ describe('MCP server network and shutdown', () => {
     expect(JSON.stringify(on.content)).toContain('fetched: HTTP');
   });
 
+  test('a project server\'s "network": true does not give it back the network a run turned off', async () => {
+    // .mcp.json is the repository's file: trusted to start its servers, not to undo --no-network,
+    // with which the user keeps the workspace from leaving the machine this time.
+    await writeFile(join(harness.dirs.workspace, '.mcp.json'), JSON.stringify({ mcpServers: { proj: { command: BUN, args: [WRITER], network: true } } }));
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    const url = `${harness.server.url}/ping`;
+    harness.server.script([{ toolCalls: [{ name: 'mcp__proj__fetch_url', arguments: { url } }] }, { text: 'done' }, { toolCalls: [{ name: 'mcp__proj__fetch_url', arguments: { url } }] }, { text: 'done' }]);
+    expect((await run(['--no-network', 'go'])).code).toBe(0);
+    expect(results(1)[0].is_error).toBe(true);
+    expect(JSON.stringify(results(1)[0].content)).toContain('could not fetch');
+    // With the run's network on, its entry's true changes nothing.
+    expect((await run(['go'])).code).toBe(0);
+    expect(JSON.stringify(results(3)[0].content)).toContain('fetched: HTTP');
+  });
+
   test('a server that ignores its stdin closing and SIGTERM is killed after the grace period', async () => {
     const marker = `mcp-stubborn-${randomUUID()}`;
     await writeConfig(harness.dirs, { mcpServers: { stubborn: { command: BUN, args: [WRITER, '--stubborn', marker] } } });
