@@ -10,8 +10,8 @@ import { isWithin } from '../core/paths.ts';
  * worktree's file) down to `cwd`, root first; just `cwd` outside a repository, so a stray folder
  * above never joins in. With `ceiling` (the home directory), a walk that would climb above it stops
  * as outside a repository: a `.git` in /home or / does not make the folders above home the project's.
- * Nor does a folder above `cwd` that another user can write to (one they own, or a world-writable one
- * such as /tmp): what they put there (a `.git`, an AGENTS.md, a skill) would be read as the project's.
+ * Nor does a folder above `cwd` that another user can write to (one they own, a world-writable one
+ * such as /tmp, or one a shared group may write): what they put there (a `.git`, an AGENTS.md, a skill) would be read as the project's.
  */
 export function repositoryChain(cwd: string, ceiling?: string): string[] {
   const chain: string[] = [];
@@ -32,13 +32,18 @@ function hasGit(dir: string): boolean {
   }
 }
 
-/** Whether someone other than this user (and root) can create files in `dir`; unknown counts as yes. */
+/**
+ * Whether someone other than this user (and root) can create files in `dir`; unknown counts as yes.
+ * Its group counts unless it is the user's own (a private group) or root's: a shared group's
+ * members are other users, as workspace/foreign-writers.ts holds for `conch trust`.
+ */
 function othersCanWrite(dir: string): boolean {
   const uid = process.getuid?.();
   if (uid === undefined) return false; // no owners to compare (Windows)
   try {
     const stat = statSync(dir);
-    return (stat.uid !== uid && stat.uid !== 0) || (stat.mode & 0o002) !== 0;
+    const groupWrites = (stat.mode & 0o020) !== 0 && stat.gid !== process.getgid?.() && stat.gid !== 0;
+    return (stat.uid !== uid && stat.uid !== 0) || (stat.mode & 0o002) !== 0 || groupWrites;
   } catch {
     return true;
   }

@@ -42,4 +42,19 @@ describe('repositoryChain', () => {
     chownSync(repo, 0, 0);
     expect(repositoryChain(cwd)).toEqual([repo, join(repo, 'packages'), cwd]);
   });
+
+  test.skipIf(process.getuid?.() !== 0)("a folder above writable by a group not the user's own ends the walk (a team's shared folder)", () => {
+    // Its members are other users: a .git and an AGENTS.md one of them put there were read as the
+    // project's, instructions and all, as `conch trust` already refuses such a folder.
+    const { repo, cwd } = layout('team');
+    chownSync(repo, 0, 54321);
+    chmodSync(repo, 0o775);
+    expect(repositoryChain(cwd)).toEqual([cwd]);
+    chmodSync(repo, 0o755);
+    expect(repositoryChain(cwd)).toEqual([repo, join(repo, 'packages'), cwd]);
+    // The user's own group (a private group, as umask 002 setups give every folder) is the user.
+    chownSync(repo, 0, process.getgid!());
+    chmodSync(repo, 0o775);
+    expect(repositoryChain(cwd)).toEqual([repo, join(repo, 'packages'), cwd]);
+  });
 });
