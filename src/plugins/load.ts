@@ -14,6 +14,7 @@ import { materialize, readFolder, snapshotRoot, type FolderContent } from './sna
 import { CHANGED_REASON, trustedHash } from './trust.ts';
 import type * as PluginOutput from './output.ts';
 import { loadingPlugin } from './loading.ts';
+import { foreignFile } from '../workspace/foreign-writers.ts';
 
 export interface PluginReport {
   /** Absolute path of the plugin file (or folder, for a folder that could not be read). */
@@ -163,9 +164,18 @@ async function collectCandidates(opts: LoadPluginsOptions): Promise<Slot[]> {
   const unique: Slot[] = [];
   for (const slot of slots) {
     if ('candidate' in slot) {
-      const real = await realpath(slot.candidate.path).catch(() => slot.candidate.path);
+      const { path, origin } = slot.candidate;
+      const real = await realpath(path).catch(() => path);
       if (seen.has(real)) continue;
       seen.add(real);
+      // The user's and --tools-dir plugins run as the user, unsandboxed: one that another user could
+      // change (through a link left into /tmp, a folder every user or a team's group may write) would
+      // be their code. Project plugins run from conch's private copy; first-party ones are conch's.
+      const foreign = origin === 'user' || origin === 'dir' ? foreignFile(real) : null;
+      if (foreign) {
+        unique.push({ report: { path, status: 'skipped', tools: [], reason: `not loaded: ${foreign}, so another user could put their code there, which conch would run as you outside the sandbox; make it and its folders yours alone (chmod go-w, chown) or move it` } });
+        continue;
+      }
     }
     unique.push(slot);
   }

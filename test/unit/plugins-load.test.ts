@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test';
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import * as conch from '../../src/index.ts';
@@ -229,6 +229,30 @@ export default [
     const forced = await run({ projectTools: true });
     expect(forced.reports[0]).toMatchObject({ status: 'loaded' });
     expect(await forced.tools[0]!.execute({}, ctx)).toBe('changed');
+  });
+
+  test('a plugin file another user could change (a link into a shared folder, a --tools-dir anyone may write) is not imported', async () => {
+    // It would run their code as the user, unsandboxed: a link left to /tmp/x.ts, once that file is
+    // gone, is one anyone can fill; a folder every user (or a team's group) may write, the same.
+    const marker = join(root, `marker-shared-${Date.now()}`);
+    const plant = `require('node:fs').writeFileSync(${JSON.stringify(marker)}, '1');\nexport default [];\n`;
+    const f = await fixture({ 'shared/evil.ts': plant, 'open/tools/evil2.ts': plant, 'mine/good.ts': GOOD_TYPEBOX });
+    await chmod(join(f.base, 'shared'), 0o777);
+    await chmod(join(f.base, 'open', 'tools'), 0o777);
+    await mkdir(join(f.configDir, 'tools'), { recursive: true });
+    await symlink(join(f.base, 'shared', 'evil.ts'), join(f.configDir, 'tools', 'evil.ts'));
+    await symlink(join(f.base, 'mine', 'good.ts'), join(f.configDir, 'tools', 'good.ts'));
+    const { tools, reports } = await loadPlugins({ ...f, settings: settings({ dirs: [join(f.base, 'open', 'tools')] }), reserved: kernel, cacheDir });
+    expect(existsSync(marker)).toBe(false);
+    expect(tools.map((t) => t.name)).toEqual(['greet']);
+    expect(byFile(reports, 'tools/evil.ts')).toMatchObject({ status: 'skipped', reason: expect.stringContaining(`${join(f.base, 'shared')}, a folder above it, is writable by every user without the sticky bit`) });
+    expect(byFile(reports, 'evil2.ts')).toMatchObject({ status: 'skipped', reason: expect.stringContaining('another user could put their code there') });
+    // A sticky folder such as /tmp is fine for a file of the user's own: nobody else can replace it.
+    await chmod(join(f.base, 'shared'), 0o1777);
+    await chmod(join(f.base, 'shared', 'evil.ts'), 0o644);
+    const again = await loadPlugins({ ...f, settings: settings(), reserved: kernel, cacheDir });
+    expect(byFile(again.reports, "tools/evil.ts").status).not.toBe("skipped");
+    expect(existsSync(marker)).toBe(true);
   });
 
   test('disabled plugins load nothing, not even the user folder', async () => {
