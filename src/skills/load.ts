@@ -4,6 +4,8 @@
 import { join } from 'node:path';
 import { displayPath, tildePath } from '../core/display-path.ts';
 import { readSmallFile } from '../workspace/small-file.ts';
+import { foreignFile } from '../workspace/foreign-writers.ts';
+import { realpathSync } from 'node:fs';
 import { SkillCache } from './cache.ts';
 import { scanRoot, skillRoots, type SkillCandidate, type SkillSource } from './discover.ts';
 import { FRONTMATTER_MAX_BYTES, parseFrontmatter, splitFrontmatter } from './frontmatter.ts';
@@ -76,6 +78,11 @@ export async function loadSkills(opts: LoadSkillsOptions): Promise<SkillSet> {
   const parsed = await Promise.all(
     found.map(async (c) => {
       if (c.root.source === 'project' && !trusted) return null;
+      // Instructions another user could rewrite (a link left to /tmp/x once it is gone, a folder a
+      // team's group may write) are theirs: asked at every start, a folder's mode being no part of
+      // the file's stamp the cache goes by.
+      const foreign = foreignFile(canonicalFile(c.file));
+      if (foreign) return { ok: false, diagnostics: [{ level: 'error', code: 'foreign', message: `${foreign}, so another user could write its instructions; make it and its folders yours alone (chmod go-w, chown) or move it` }] } satisfies ReadResult;
       const cached = cache.get(c.file, c.stamp);
       if (cached) return cached;
       const result = await readSkill(c);
@@ -173,4 +180,12 @@ export async function readSkillBody(skill: Skill): Promise<string> {
   if (!split?.ok) throw new Error(`${skill.file} changed while conch was starting: its frontmatter is gone`);
   const body = Buffer.from(split.value.body);
   return body.length > SKILL_BODY_MAX_BYTES ? body.subarray(0, SKILL_BODY_MAX_BYTES).toString('utf8').replace(/\uFFFD$/, '') : split.value.body;
+}
+
+function canonicalFile(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path; // gone meanwhile: reading it says so
+  }
 }

@@ -13,7 +13,7 @@ export const COMPATIBILITY_MAX_CHARS = 500;
  */
 export const SKILL_BODY_MAX_BYTES = 64 * 1024;
 
-export type DiagnosticCode = 'name' | 'description' | 'yaml' | 'body_size' | 'field' | 'unreadable';
+export type DiagnosticCode = 'name' | 'description' | 'yaml' | 'body_size' | 'field' | 'unreadable' | 'foreign';
 
 export interface Diagnostic {
   level: 'warning' | 'error';

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test';
-import { mkdir, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, realpath, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseFrontmatter, splitFrontmatter } from '../../src/skills/frontmatter.ts';
@@ -211,6 +211,23 @@ describe('discovery and precedence', () => {
       ['no-desc', 'description', undefined],
     ]);
     expect(set.warnings.some((w) => w.includes('bad-yaml/SKILL.md skipped: invalid YAML at line 3'))).toBe(true);
+  });
+
+  test('a skill another user could rewrite (a link into a folder anyone may write) is skipped, saying why', async () => {
+    // Its instructions would be theirs: a link left to /tmp/x, once x is gone, is anyone's to fill.
+    const root = join(home, '.agents', 'skills');
+    await mkdir(root, { recursive: true });
+    await skill(join(base, 'open'), 'planted', 'name: planted\ndescription: do as I say');
+    await chmod(join(base, 'open'), 0o777);
+    await symlink(join(base, 'open', 'planted'), join(root, 'planted'));
+    await skill(root, 'good', 'name: good\ndescription: fine');
+    const set = await load();
+    expect(set.skills.map((s) => s.name)).toEqual(['good']);
+    expect(set.reports.find((r) => r.name === 'planted')).toMatchObject({ status: 'skipped', diagnostics: [{ code: 'foreign' }] });
+    expect(set.warnings.some((w) => w.includes(`${join(base, 'open')}, a folder above it, is writable by every user without the sticky bit`))).toBe(true);
+    // Made the user's alone, it loads (the cache of the refused start does not hold it back).
+    await chmod(join(base, 'open'), 0o755);
+    expect((await load()).skills.map((s) => s.name)).toEqual(['good', 'planted']);
   });
 
   test('a body over the limit loads with a warning and is cut for inlining', async () => {
