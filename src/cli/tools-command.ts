@@ -145,7 +145,8 @@ export async function trustCommand(configDir: string, cwd: string, io: CommandIO
     // What the user lets run, and which of their variables each gets: a ${VAR} sends its value to that program or URL.
     for (const server of summarizeServers(result.mcp)) {
       const given = server.vars.length ? `  (given ${server.vars.map((v) => `$${v}`).join(', ')} from your environment)` : '';
-      lines.push(`    ${visibleCommand(server.name)}: ${visibleCommand(server.runs)}${given}`);
+      const grants = server.grants.length ? `; ${server.grants.map(visibleCommand).join('; ')}` : '';
+      lines.push(`    ${visibleCommand(server.name)}: ${visibleCommand(server.runs)}${given}${grants}`);
     }
   }
   if (result.config) lines.push('  .conch/config.json: its model, providers and model settings (maxOutputTokens, thinking, temperature, models) apply here while it and .conch/tools stay as they are now (a change needs `conch trust` again)');

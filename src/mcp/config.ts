@@ -209,6 +209,8 @@ export interface ServerSummary {
   runs: string;
   /** The ${VAR} names anywhere in its entry: their values go to that program or URL. */
   vars: string[];
+  /** What its entry grants past a read-only, same-folder server: workspace writes, another folder to run in. */
+  grants: string[];
 }
 
 /** The servers of a .mcp.json text, as written; [] for text that is not one (conch would not start it). */
@@ -217,11 +219,16 @@ export function summarizeServers(text: string): ServerSummary[] {
   if (!servers || typeof servers !== 'object' || Array.isArray(servers)) return [];
   return Object.entries(servers as Record<string, unknown>).flatMap(([name, entry]) => {
     if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return [];
-    const raw = entry as { command?: unknown; args?: unknown; url?: unknown };
+    const raw = entry as { command?: unknown; args?: unknown; url?: unknown; workspace?: unknown; cwd?: unknown };
     const args = Array.isArray(raw.args) ? raw.args.map(String) : [];
     const runs = typeof raw.url === 'string' ? raw.url : typeof raw.command === 'string' ? [raw.command, ...args].join(' ') : '(neither a command nor a url)';
     const vars = [...new Set([...JSON.stringify(entry).matchAll(/\$\{([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!))];
-    return [{ name, runs, vars }];
+    // A relative command runs from its cwd: `./server` there may be no workspace file at all.
+    const grants = [
+      ...(raw.workspace === 'write' ? ['it may write the workspace'] : []),
+      ...(typeof raw.cwd === 'string' && raw.cwd !== '' ? [`it runs in ${raw.cwd}`] : []),
+    ];
+    return [{ name, runs, vars, grants }];
   });
 }
 

@@ -32,6 +32,15 @@ describe('conch trust', () => {
     expect(r.stdout).toContain('    evil\\u{1b}]0;x\\u{7}: x\n');
   });
 
+  test('says when a server may write the workspace or runs in another folder (where a relative command is looked for)', async () => {
+    const mcpServers = { writer: { command: 'node', args: ['s.mjs'], workspace: 'write' }, away: { command: './server', cwd: '/tmp/elsewhere' } };
+    await writeFile(join(harness.dirs.workspace, '.mcp.json'), JSON.stringify({ mcpServers }));
+    const r = await runConch({ dirs: harness.dirs, args: ['trust'] });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('    writer: node s.mjs; it may write the workspace\n');
+    expect(r.stdout).toContain('    away: ./server; it runs in /tmp/elsewhere\n');
+  });
+
   test('a .mcp.json with a byte-order mark (which runs read as JSON) lists its servers and pins the files they run', async () => {
     // Runs accept the mark (config/json-text.ts); had the list not, the file would start servers that
     // \`conch trust\` showed none of, a header handing $ANTHROPIC_API_KEY to a URL among them.
