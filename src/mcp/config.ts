@@ -5,8 +5,11 @@ import { Type, type TSchema } from '../core/typebox.ts';
 import { ConfigError } from '../core/errors.ts';
 import { firstProblem, keyPath } from '../config/schema.ts';
 import { projectServers } from './gate.ts';
+import { expandVars } from '../core/env-vars.ts';
 import { MAX_DURATION_MS } from '../core/duration.ts';
 import type { SecretValue } from '../core/secret-scrub.ts';
+
+export { expandVars };
 
 export const DEFAULT_STARTUP_TIMEOUT_MS = 10_000;
 export const DEFAULT_TOOL_TIMEOUT_MS = 60_000;
@@ -229,16 +232,5 @@ export function summarizeServers(text: string): ServerSummary[] {
       ...(typeof raw.cwd === 'string' && raw.cwd !== '' ? [`it runs in ${raw.cwd}`] : []),
     ];
     return [{ name, runs, vars, grants }];
-  });
-}
-
-/** `${VAR}` and `${VAR:-default}`, as Claude Code expands them; unset names without a default are collected. */
-export function expandVars(text: string, env: Record<string, string | undefined>, missing: Set<string>): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}/g, (_all, name: string, fallback: string | undefined) => {
-    const value = env[name];
-    if (value !== undefined && value !== '') return value;
-    if (fallback !== undefined) return fallback;
-    missing.add(name);
-    return '';
   });
 }

@@ -64,7 +64,7 @@ export async function configuredServers(input: SourcesInput): Promise<Sources> {
   const own: ServerSpec[] = [];
   const changed: string[] = [];
   for (const spec of parsed) {
-    const now = await hashPaths(await namedPaths((project as Record<string, unknown>)[spec.name], input.cwd, input.env.PATH));
+    const now = await hashPaths(await namedPaths((project as Record<string, unknown>)[spec.name], input.cwd, input.env));
     const path = changedPath(now, pinned);
     if (path === null) own.push(spec);
     else {

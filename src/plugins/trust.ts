@@ -179,12 +179,12 @@ export async function trustedMcpFiles(configDir: string, cwd: string): Promise<P
 }
 
 /** What each stdio server in a .mcp.json text names in the workspace, hashed now (none for text that is no such file). */
-export async function mcpServerFiles(text: string | null, workspace: string, path: string | undefined): Promise<PinnedFiles> {
+export async function mcpServerFiles(text: string | null, workspace: string, env: Record<string, string | undefined>): Promise<PinnedFiles> {
   // Parsed as a run parses it (mcp/gate.ts projectServers, a layer above): a byte-order mark accepted.
   const parsed = text === null ? null : parseJsonText(text);
   const servers = parsed?.ok ? (parsed.value as { mcpServers?: unknown } | null)?.mcpServers : null;
   if (!servers || typeof servers !== 'object') return {};
-  const paths = (await Promise.all(Object.values(servers).map((entry) => namedPaths(entry, workspace, path)))).flat();
+  const paths = (await Promise.all(Object.values(servers).map((entry) => namedPaths(entry, workspace, env)))).flat();
   return hashPaths(paths);
 }
 
@@ -229,7 +229,7 @@ export async function trustWorkspace(configDir: string, cwd: string): Promise<Tr
   }
   const mcp = await readMcpFile(workspace);
   const config = await readProjectConfig(workspace);
-  const mcpFiles = await mcpServerFiles(mcp, workspace, process.env.PATH);
+  const mcpFiles = await mcpServerFiles(mcp, workspace, process.env);
   file.data.workspaces[workspace] = { hash, mcp: contentHash(mcp), mcpFiles, config: contentHash(config), trustedAt: new Date().toISOString() };
   // Write then rename: a crash mid-write must not leave a truncated trust file behind.
   const target = trustFilePath(configDir);

@@ -7,9 +7,10 @@
 // whose files is not as trusted is not started. What those files load in turn (imports, a package
 // directory given as `.`) is not pinned: README says so.
 import { constants } from 'node:fs';
-import { open, realpath } from 'node:fs/promises';
+import { lstat, open, realpath } from 'node:fs/promises';
 import { isAbsolute, resolve } from 'node:path';
 import { isWithin } from '../core/paths.ts';
+import { expandVars } from '../core/env-vars.ts';
 
 /** Read into a file's hash at most this much; what lies beyond only counts by the file's size. */
 const MAX_HASHED_BYTES = 256 * 1024 * 1024;
@@ -18,11 +19,13 @@ const MAX_HASHED_BYTES = 256 * 1024 * 1024;
 export type PinnedFiles = Record<string, string>;
 
 /**
- * The paths a project's stdio server names that lie in `workspace`, from its entry as written (no
- * ${VAR} is expanded: an argument with one is left out, as are flags). A bare command counts when
- * PATH finds it in the workspace (a PATH with ./node_modules/.bin).
+ * The paths a project's stdio server names that lie in `workspace`, from its entry as written (flags
+ * left out). An argument with a ${VAR} counts as `env` expands it (`${CLAUDE_PROJECT_DIR:-.}/server.js`
+ * is a workspace script like any other), and only where that names a file that is there: a value such
+ * as a token names none, and so never lands in the trust record. A bare command counts when PATH
+ * finds it in the workspace (a PATH with ./node_modules/.bin).
  */
-export async function namedPaths(entry: unknown, workspace: string, path: string | undefined): Promise<string[]> {
+export async function namedPaths(entry: unknown, workspace: string, env: Record<string, string | undefined>): Promise<string[]> {
   if (!entry || typeof entry !== 'object' || Array.isArray(entry)) return [];
   const raw = entry as { command?: unknown; args?: unknown; cwd?: unknown; url?: unknown };
   if (typeof raw.command !== 'string' || raw.url !== undefined) return [];
@@ -30,13 +33,20 @@ export async function namedPaths(entry: unknown, workspace: string, path: string
   const candidates: string[] = [];
   if (raw.command.includes('/')) candidates.push(resolve(cwd, raw.command));
   else {
-    const found = Bun.which(raw.command, { PATH: path ?? '', cwd });
+    const found = Bun.which(raw.command, { PATH: env.PATH ?? '', cwd });
     if (found) candidates.push(isAbsolute(found) ? found : resolve(cwd, found));
   }
+  /** Args with a ${VAR}, as the run expands them, counted only where they name a file that is there. */
+  const expanded: string[] = [];
   for (const arg of Array.isArray(raw.args) ? raw.args : []) {
-    if (typeof arg !== 'string' || arg === '' || arg.startsWith('-') || arg.includes('${')) continue;
-    candidates.push(resolve(cwd, arg));
+    if (typeof arg !== 'string' || arg === '' || arg.startsWith('-')) continue;
+    if (!arg.includes('${')) candidates.push(resolve(cwd, arg));
+    else {
+      const value = expandVars(arg, env, new Set());
+      if (value !== '' && !value.startsWith('-')) expanded.push(resolve(cwd, value));
+    }
   }
+  for (const candidate of expanded) if (await exists(candidate)) candidates.push(candidate);
   const inside: string[] = [];
   for (const candidate of candidates) {
     const real = await realpath(candidate).catch(() => null);
@@ -86,4 +96,8 @@ async function hashPath(path: string): Promise<string> {
 /** The first of `now`'s paths whose hash is not the trusted one (a path never recorded was missing), or null. */
 export function changedPath(now: PinnedFiles, trusted: PinnedFiles): string | null {
   return Object.keys(now).find((path) => now[path] !== (trusted[path] ?? '')) ?? null;
+}
+
+async function exists(path: string): Promise<boolean> {
+  return lstat(path).then(() => true, () => false);
 }

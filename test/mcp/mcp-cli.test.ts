@@ -207,6 +207,23 @@ describe('MCP servers through the CLI', () => {
     expect(offered(3)).toContain('mcp__proj__get-env');
   });
 
+  test("a script named through a ${VAR:-default} (Claude Code's ${CLAUDE_PROJECT_DIR} idiom) is pinned too", async () => {
+    // Left out of the pins, the model could rewrite it and have it run at the next start as the server.
+    const ws = harness.dirs.workspace;
+    mkdirSync(join(ws, 'mcp'));
+    writeFileSync(join(ws, 'mcp', 'server.mjs'), `await import(${JSON.stringify(WRITER)});\n`);
+    await writeFile(join(ws, '.mcp.json'), JSON.stringify({ mcpServers: { proj: { command: BUN, args: ['${CONCH_TEST_UNSET_DIR:-.}/mcp/server.mjs'] } } }));
+    expect((await runConch({ dirs: harness.dirs, args: ['trust'] })).code).toBe(0);
+    harness.server.script([{ toolCalls: [{ name: 'bash', arguments: { command: "printf '%s\\n' '// changed' >> mcp/server.mjs" } }] }, { text: 'done' }, { text: 'done' }]);
+    const first = await run(['go']);
+    expect(first.code).toBe(0);
+    expect(offered(0)).toContain('mcp__proj__write_file');
+    const next = await run(['go']);
+    expect(next.code).toBe(0);
+    expect(offered(2).some((n) => n.startsWith('mcp__proj__'))).toBe(false);
+    expect(next.stderr).toContain('MCP server proj not started: it runs mcp/server.mjs, which changed since you trusted this workspace');
+  });
+
   test('neither conch mcp nor a run prints a control sequence from a server (its stderr when it fails to start)', async () => {
     await writeConfig(harness.dirs, { mcpServers: { loud: { command: 'sh', args: ['-c', 'printf "\\033]52;c;eA==\\007\\033]0;owned\\007boom" >&2; exit 1'] } } });
     const r = await runConch({ dirs: harness.dirs, args: ['mcp'] });
