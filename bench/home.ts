@@ -36,7 +36,7 @@ function makeHome(name: string): string {
 
 async function executor(name: string, withGlobs: boolean) {
   const home = makeHome(name);
-  const globs = withGlobs ? homeGuard(home, home, { allowHomeWrites: true })!.globs : [];
+  const globs = withGlobs ? homeGuard(home, home, { allowHomeWrites: true })!.sandboxGlobs : [];
   const settings: SandboxSettings = { profile: 'workspace-write', network: true, writableRoots: [], protectedGlobs: globs };
   const scope = new PlaceholderScope();
   const tmp = join(root, `${name}-tmp`);

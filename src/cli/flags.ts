@@ -24,7 +24,7 @@ const GLOBAL: FlagSpec[] = [
   { usage: '--no-shell', description: 'No bash tool; plugins cannot run commands' },
   { usage: '--no-filesystem', description: 'No read, write or edit tools' },
   { usage: '--read-only', description: 'No write or edit; shell commands run under the read-only sandbox profile' },
-  { usage: '--allow-home-writes', description: 'Let a run in (or above) your home directory write; ~/.ssh, shell start-up files stay protected' },
+  { usage: '--allow-home-writes', description: 'Let a run in (or above) your home directory write; ~/.ssh, start-up files, ~/.local/bin stay protected' },
   { usage: '--tools <list>', description: 'Exactly these tools, comma-separated' },
   { usage: '--no-plugins', description: 'Load no plugins' },
   { usage: '--no-mcp', description: 'Start no MCP servers (config.json mcpServers, .mcp.json)' },

@@ -2,32 +2,93 @@
 // restricted run could write ~/.ssh/authorized_keys or append to ~/.profile, and so act outside
 // every later run's sandbox. Such a run is read-only unless the user opts in (--allow-home-writes),
 // and even then the files that log a user in or run at each shell start stay protected like .git.
-import { relative } from 'node:path';
+import { lstatSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { canonical, isWithin } from '../core/paths.ts';
 import { effectiveProfile } from '../sandbox/effective-profile.ts';
 import { escapeGlob } from '../sandbox/protected-paths.ts';
 import type { MergedPolicy } from './layers.ts';
 
 /**
- * Home-relative paths a run in the home directory never writes: keys, what shells run at start,
- * git's own config (core.pager, core.fsmonitor, `!` aliases run programs at the next git command),
- * and the user's skills (every later run in every workspace takes them as the user's instructions).
+ * Home-relative paths a run in the home directory never writes. The rule: code that runs outside
+ * every sandbox without the user asking for it — at the next login, at a shell's start, or at the
+ * next ordinary use of a common tool — and the credentials those tools send. Absent ones are held
+ * too (placeholders in the sandbox), since each is read at its name by a program already there.
+ *
+ * In, and why:
+ * - keys and credentials: .ssh (authorized_keys, config's ProxyCommand), .gnupg, .netrc,
+ *   .git-credentials, .pypirc, .aws (credential_process runs a program), .kube (exec plugins),
+ *   .config/gh (tokens; `!` aliases run a shell), .docker/config.json (credsStore runs a helper);
+ * - login: the shells' login files, .pam_environment, .config/environment.d (systemd's user
+ *   environment: PATH, LD_PRELOAD), .config/systemd and .local/share/systemd (user units, timers),
+ *   .config/autostart (XDG autostart), .config/plasma-workspace (KDE sources env/*.sh), the X
+ *   session scripts (.xprofile, .xsession, .xsessionrc, .xinitrc, .xserverrc);
+ * - PATH: bin and .local/bin (Debian's and Ubuntu's ~/.profile put them first once they exist, so a
+ *   `git` there shadows /usr/bin/git);
+ * - shell start: the rc files, .bashrc.d (Fedora's ~/.bashrc sources each file in it),
+ *   .bash_completion and .local/share/bash-completion (bash-completion sources the one at each
+ *   interactive start, the other's files at the first Tab on a command), .config/fish;
+ * - common tools: git's config (core.pager, core.fsmonitor, `!` aliases), .npmrc (node-options,
+ *   script-shell), .yarnrc/.yarnrc.yml (yarnPath runs a file), bun's global bunfig (preload), pip's
+ *   config (.config/pip, .pip: index-url serves the next install's code), .local/lib (python's user
+ *   site: a .pth runs at every python start), .docker/cli-plugins, less (.lessfilter runs through
+ *   Debian's lesspipe for each file; lesskey's #env sets LESSOPEN; less is git's pager), tmux and
+ *   screen (run-shell, exec), gdb (.gdbinit), the editors' start-up files and plugin folders (vim,
+ *   neovim, emacs), .local/share/applications (a .desktop there replaces the system one's Exec);
+ * - conch's own: .config/conch, and the user's skills (.agents/skills: every later run follows them).
+ *
+ * Out, and why: what another file must name before it runs (nvm, pyenv, oh-my-zsh, ~/.cargo/env:
+ * a protected rc file names them) is in `installed` below, held only where it exists; tools that
+ * are not the base of a developer's machine (mutt, psql, i3/sway configs, other shells' rc files);
+ * data that a program reads but never runs (.Xresources, mimeapps.list, .curlrc, .wgetrc); caches
+ * (.cache, .npm), which a run must write to build anything.
  */
 export const HOME_PROTECTED = {
-  dirs: ['.ssh', '.gnupg', '.config/conch', '.config/fish', '.config/git', '.agents/skills'],
+  dirs: [
+    '.ssh', '.gnupg', '.aws', '.kube', '.config/gh', '.docker/cli-plugins',
+    '.config/conch', '.config/fish', '.config/git', '.agents/skills',
+    'bin', '.local/bin', '.local/lib', '.bashrc.d', '.local/share/bash-completion',
+    '.config/systemd', '.local/share/systemd', '.config/environment.d', '.config/autostart', '.config/plasma-workspace',
+    '.local/share/applications', '.config/pip', '.pip', '.config/tmux', '.vim', '.config/nvim', '.emacs.d', '.config/emacs',
+  ],
   files: [
-    '.gitconfig',
-    '.profile', '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.bash_aliases',
+    '.gitconfig', '.git-credentials', '.netrc', '.pypirc', '.docker/config.json',
+    '.profile', '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.bash_aliases', '.bash_completion',
     '.zshenv', '.zshrc', '.zprofile', '.zlogin', '.zlogout',
     '.login', '.logout', '.cshrc', '.tcshrc', '.kshrc', '.mkshrc', '.inputrc', '.pam_environment',
+    '.xprofile', '.xsession', '.xsessionrc', '.xinitrc', '.xserverrc',
+    '.npmrc', '.yarnrc', '.yarnrc.yml', '.bunfig.toml', '.config/.bunfig.toml',
+    '.lessfilter', '.lesskey', '.less', '.config/lesskey', '.tmux.conf', '.screenrc', '.gdbinit',
+    '.vimrc', '.gvimrc', '.exrc', '.emacs', '.emacs.el',
   ],
+  /**
+   * Installed tools' folders: what runs from them runs because a start-up file or PATH names it, so
+   * they matter once they exist. The sandbox holds the named entries (a folder ends in /, '' is the folder whole) of
+   * a folder there at the start, placeholders for the missing ones, and no placeholder at all
+   * where the tool is not installed (a ~/.cargo made by the run is named by nothing); the file
+   * tools refuse them always.
+   */
+  installed: {
+    '.cargo': ['bin/', 'env', 'config.toml', 'config', 'credentials.toml', 'credentials'],
+    '.bun': ['bin/', 'install/global/'],
+    '.deno': ['bin/'],
+    '.nvm': [''],
+    '.pyenv': [''],
+    '.oh-my-zsh': [''],
+    '.config/direnv': [''],
+    '.local/share/direnv': [''],
+  } as Record<string, readonly string[]>,
 } as const;
 
-const KEPT = "~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected";
+const KEPT =
+  "~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected, " +
+  'as do what runs at your next login or command (~/.local/bin, systemd units, autostart, editors\' and tools\' start-up files) and credentials';
 
 export interface HomeGuard {
-  /** Workspace-relative protected globs for the paths above. */
+  /** Workspace-relative protected globs for the paths above, for the file tools. */
   globs: string[];
+  /** Those the sandbox holds (installed tools' folders only where they are). */
+  sandboxGlobs: string[];
   /** Why the run is read-only (for the header and a warning), or null when writes are allowed. */
   readOnlyWhy: string | null;
   warning: string;
@@ -40,22 +101,43 @@ export function homeGuard(cwd: string, home: string, flags: { unrestricted?: boo
   const h = canonical(home);
   if (!isWithin(h, root)) return null;
   const rel = relative(root, h);
-  const globs = homeGlobs(rel);
+  const { files: globs, sandbox: sandboxGlobs } = homeGlobs(rel, h);
   const where = rel ? `contains your home directory ${h}` : 'is your home directory';
   if (flags.allowHomeWrites) {
-    return { globs, readOnlyWhy: null, warning: `the workspace ${where}; writes are allowed (--allow-home-writes), but ${KEPT}.` };
+    return { globs, sandboxGlobs, readOnlyWhy: null, warning: `the workspace ${where}; writes are allowed (--allow-home-writes), but ${KEPT}.` };
   }
   return {
     globs,
+    sandboxGlobs,
     readOnlyWhy: `the workspace ${where}`,
     warning: `the workspace ${where}, so this run is read-only. Pass --allow-home-writes to let it write (${KEPT}), or start conch in a project folder.`,
   };
 }
 
-/** The protected globs of HOME_PROTECTED for a home at `rel` in a tree ('' for the tree's top). */
-function homeGlobs(rel: string): string[] {
+/**
+ * The protected globs of HOME_PROTECTED for a home at `rel` in a tree ('' for the tree's top): all
+ * of them for the file tools, and for the sandbox those of `installed` only where its folder is.
+ */
+function homeGlobs(rel: string, home: string): { files: string[]; sandbox: string[] } {
   const at = (p: string) => (rel ? `${escapeGlob(rel)}/${p}` : p);
-  return [...HOME_PROTECTED.dirs.flatMap((d) => [at(d), `${at(d)}/**`]), ...HOME_PROTECTED.files.map(at)];
+  const dir = (d: string) => [at(d), `${at(d)}/**`];
+  const always = [...HOME_PROTECTED.dirs.flatMap(dir), ...HOME_PROTECTED.files.map(at)];
+  const files = [...always];
+  const sandbox = [...always];
+  for (const [folder, names] of Object.entries(HOME_PROTECTED.installed)) {
+    const globs = names.flatMap((name) => (name.endsWith('/') || !name ? dir(`${folder}/${name}`.replace(/\/+$/, '')) : [at(`${folder}/${name}`)]));
+    files.push(...globs);
+    if (isDirectory(join(home, folder))) sandbox.push(...globs);
+  }
+  return { files, sandbox };
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -69,10 +151,10 @@ export function protectHomeInRoots(policy: MergedPolicy, home: string, warnings:
   const h = canonical(home);
   for (const root of policy.workspace.writableRoots.map(canonical)) {
     if (!isWithin(h, root)) continue;
-    const globs = homeGlobs(relative(root, h));
-    for (const settings of [policy.workspace, policy.sandbox]) {
+    const globs = homeGlobs(relative(root, h), h);
+    for (const [settings, kept] of [[policy.workspace, globs.files], [policy.sandbox, globs.sandbox]] as const) {
       const list = ((settings.rootProtectedGlobs ??= {})[root] ??= []);
-      list.push(...globs.filter((g) => !list.includes(g)));
+      list.push(...kept.filter((g) => !list.includes(g)));
     }
     warnings.push(`the writable root ${root} ${root === h ? 'is' : 'contains'} your home directory; ${KEPT}.`);
   }
@@ -91,8 +173,8 @@ export function applyHomeGuard(
 ): HomeGuard | null {
   const homeRun = homeGuard(cwd, home, flags);
   if (!homeRun) return null;
-  for (const globs of [policy.workspace.protectedGlobs, policy.sandbox.protectedGlobs]) {
-    globs.push(...homeRun.globs.filter((g) => !globs.includes(g)));
+  for (const [globs, kept] of [[policy.workspace.protectedGlobs, homeRun.globs], [policy.sandbox.protectedGlobs, homeRun.sandboxGlobs]] as const) {
+    globs.push(...kept.filter((g) => !globs.includes(g)));
   }
   warnings.push(homeRun.warning);
   if (homeRun.readOnlyWhy) {

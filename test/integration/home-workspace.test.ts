@@ -1,5 +1,5 @@
 // conch started in the home directory (or above it): read-only unless --allow-home-writes, and even
-// then ~/.ssh, ~/.gnupg, the shell start-up files and ~/.config/conch stay protected, for the file
+// then ~/.ssh, ~/.gnupg, the shell start-up files, what runs at the next login or command and ~/.config/conch stay protected, for the file
 // tools and for sandboxed commands. Real CLI, real bwrap; the host is checked afterwards.
 import { describe, expect, test } from 'bun:test';
 import { existsSync, readFileSync } from 'node:fs';
@@ -86,7 +86,7 @@ describe('a workspace that is the home directory', () => {
     ]);
     const r = await run(['--allow-home-writes', 'go']);
     expect(r.code).toBe(0);
-    expect(r.stderr).toContain("writes are allowed (--allow-home-writes), but ~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected");
+    expect(r.stderr).toContain("writes are allowed (--allow-home-writes), but ~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected, as do what runs at your next login or command");
     expect(toolNames(harness.server.requests[0]!.body)).toEqual(['bash', 'edit', 'read', 'write']);
     const [notes, keys, bashProfile, bashrc, profile, zshrc, ssh, gnupg, plain] = toolResults();
     expect(notes).not.toMatch(/denied|protected|refused/i);
@@ -145,6 +145,56 @@ describe('a workspace that is the home directory', () => {
     expect(shell).not.toContain('shell rc=0');
     expect(moved).not.toContain('moved rc=0');
     expect(existsSync(ws('.agents/skills/review/SKILL.md'))).toBe(false);
+  });
+
+  test('with --allow-home-writes: what runs at the next login, shell or common command is not written, present or absent', async () => {
+    // A developer's home: .config and .local exist, so the absent names in them are held by placeholders.
+    await mkdir(ws('.config/systemd/user'), { recursive: true });
+    await writeFile(ws('.config/systemd/user/backup.service'), 'original unit\n');
+    await mkdir(ws('.local/share'), { recursive: true });
+    await mkdir(ws('.cargo/bin'), { recursive: true });
+    const shell: [string, string][] = [
+      ['localbin', 'mkdir -p .local/bin && printf "#!/bin/sh\\ntouch PWNED\\n" > .local/bin/git'],
+      ['unit', 'echo evil > .config/systemd/user/backup.service'],
+      ['unitmv', 'mv .config/systemd .config/systemd-old && mkdir -p .config/systemd/user'],
+      ['envd', 'mkdir -p .config/environment.d && echo LD_PRELOAD=/tmp/x.so > .config/environment.d/x.conf'],
+      ['autostart', 'mkdir -p .config/autostart && echo evil > .config/autostart/x.desktop'],
+      ['xprofile', 'echo evil > .xprofile'],
+      ['npmrc', 'echo node-options=--require=/tmp/x.js > .npmrc'],
+      ['vimrc', 'echo "!touch PWNED" > .vimrc'],
+      ['nvim', 'mkdir -p .config/nvim && echo evil > .config/nvim/init.lua'],
+      ['pth', 'mkdir -p .local/lib/python3.11/site-packages && echo "import os" > .local/lib/python3.11/site-packages/x.pth'],
+      ['lessfilter', 'echo evil > .lessfilter'],
+      ['bashrcd', 'mkdir -p .bashrc.d && echo evil > .bashrc.d/x.sh'],
+      ['cargo', 'echo evil > .cargo/config.toml'],
+      ['cargobin', 'echo evil > .cargo/bin/cargo'],
+      ['nvm', 'mkdir -p .nvm && echo ok > .nvm/nvm.sh'],
+    ];
+    harness.server.script([
+      {
+        toolCalls: [
+          ...['.local/bin/git', '.config/autostart/x.desktop', '.npmrc', '.config/nvim/init.lua', '.cargo/config.toml', '.nvm/nvm.sh'].map((path) => ({
+            name: 'write',
+            arguments: { path, content: 'evil\n' },
+          })),
+          ...shell.map(([label, command]) => bash(`${command}; echo "${label} rc=$?"`)),
+        ],
+      },
+      { text: 'done' },
+    ]);
+    expect((await run(['--allow-home-writes', 'go'])).code).toBe(0);
+    const results = toolResults();
+    for (const refused of results.slice(0, 6)) expect(refused).toContain("denied by policy rule 'workspace.protected'");
+    const byLabel = Object.fromEntries(shell.map(([label], i) => [label, results[6 + i]!]));
+    for (const [label] of shell.slice(0, -1)) expect(byLabel[label]).not.toContain(`${label} rc=0`);
+    // An installed tool's folder is held only where it is: no ~/.nvm placeholder, so a command may make one
+    // (nothing names it: ~/.bashrc, which would source it, is protected).
+    expect(byLabel.nvm).toContain('nvm rc=0');
+    expect(readFileSync(ws('.config/systemd/user/backup.service'), 'utf8')).toBe('original unit\n');
+    for (const absent of ['.local/bin', '.local/lib', '.config/environment.d', '.config/autostart', '.config/nvim', '.xprofile', '.npmrc', '.vimrc', '.lessfilter', '.bashrc.d', '.cargo/config.toml', '.config/systemd-old', 'PWNED']) {
+      expect(existsSync(ws(absent))).toBe(false);
+    }
+    expect(readFileSync(ws('.nvm/nvm.sh'), 'utf8')).toBe('ok\n');
   });
 
   test('with --allow-home-writes: a credential file stays hidden when a command renames the folder above it', async () => {
@@ -215,14 +265,16 @@ describe('a writable root that is or contains the home directory', () => {
             bash(`mkdir -p ${at('.config', 'git')} && echo evil > ${at('.config', 'git', 'config')}; echo "xdg rc=$?"`),
             bash(`echo evil > ${at('.aws', 'credentials')}; echo "aws rc=$?"`),
             bash(`echo ok > ${at('notes.txt')}; echo "plain rc=$?"`),
+            bash(`mkdir -p ${at('.local', 'bin')} && echo evil > ${at('.local', 'bin', 'git')}; echo "bin rc=$?"`),
           ],
         },
         { text: 'done' },
       ]);
       const r = await runWith(root, home);
       expect(r.code).toBe(0);
-      expect(r.stderr).toContain(`the writable root ${root} ${shape} your home directory; ~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected`);
-      const [keys, gitconfig, awsWrite, bashrc, ssh, xdg, aws, plain] = toolResults();
+      expect(r.stderr).toContain(`the writable root ${root} ${shape} your home directory; ~/.ssh, ~/.gnupg, the shell start-up files, git's config, your skills and ~/.config/conch stay protected, as do what runs at your next login or command`);
+      const [keys, gitconfig, awsWrite, bashrc, ssh, xdg, aws, plain, bin] = toolResults();
+      expect(bin).not.toContain('bin rc=0');
       for (const refused of [keys, gitconfig]) expect(refused).toContain("denied by policy rule 'workspace.protected'");
       expect(awsWrite).toContain('Error');
       expect(bashrc).not.toContain('bashrc rc=0');
@@ -233,7 +285,7 @@ describe('a writable root that is or contains the home directory', () => {
       expect(readFileSync(at('.bashrc'), 'utf8')).toBe('original bashrc\n');
       expect(readFileSync(at('.aws', 'credentials'), 'utf8')).toBe('AWS-SECRET\n');
       expect(readFileSync(at('notes.txt'), 'utf8')).toBe('ok\n');
-      for (const absent of ['.ssh', '.gitconfig', '.config/git']) expect(existsSync(at(absent))).toBe(false);
+      for (const absent of ['.ssh', '.gitconfig', '.config/git', '.local/bin']) expect(existsSync(at(absent))).toBe(false);
     });
   }
 });
