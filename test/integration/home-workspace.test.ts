@@ -197,6 +197,27 @@ describe('a workspace that is the home directory', () => {
     expect(readFileSync(ws('.nvm/nvm.sh'), 'utf8')).toBe('ok\n');
   });
 
+  test('with --allow-home-writes: credential files, now protected as well, stay hidden from commands and unchanged', async () => {
+    // Held read-only and hidden both: the read-only hold must not bring the hidden file back into view.
+    await mkdir(ws('.aws'));
+    await mkdir(ws('.kube'));
+    const secrets: Record<string, string> = { '.aws/credentials': 'AWS-SECRET', '.kube/config': 'KUBE-SECRET', '.netrc': 'NETRC-SECRET', '.pypirc': 'PYPI-SECRET', '.git-credentials': 'GITCRED-SECRET' };
+    for (const [path, secret] of Object.entries(secrets)) await writeFile(ws(path), `${secret}\n`);
+    const paths = Object.keys(secrets).join(' ');
+    harness.server.script([
+      { toolCalls: [bash(`cat ${paths}; for f in ${paths}; do echo evil > $f && echo "wrote $f"; done; echo tried`)] },
+      { text: 'done' },
+    ]);
+    expect((await run(['--allow-home-writes', 'go'])).code).toBe(0);
+    const [result] = toolResults();
+    expect(result).toContain('tried');
+    expect(result).not.toContain('wrote');
+    for (const [path, secret] of Object.entries(secrets)) {
+      expect(result).not.toContain(secret);
+      expect(readFileSync(ws(path), 'utf8')).toBe(`${secret}\n`);
+    }
+  });
+
   test('with --allow-home-writes: a credential file stays hidden when a command renames the folder above it', async () => {
     await mkdir(ws('.docker'));
     await writeFile(ws('.docker/config.json'), '{"auths":{"r":{"auth":"DOCKER-TOKEN"}}}');
