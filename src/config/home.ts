@@ -22,7 +22,9 @@ import type { MergedPolicy } from './layers.ts';
  * - login: the shells' login files, .pam_environment, .config/environment.d (systemd's user
  *   environment: PATH, LD_PRELOAD), .config/systemd and .local/share/systemd (user units, timers),
  *   .config/autostart (XDG autostart), .config/plasma-workspace (KDE sources env/*.sh), the X
- *   session scripts (.xprofile, .xsession, .xsessionrc, .xinitrc, .xserverrc);
+ *   session scripts (.xprofile, .xsession, .xsessionrc, .xinitrc, .xserverrc), user-tmpfiles.d (at
+ *   login it may replace ~/.bashrc by a link), .local/share/dbus-1 (a session service's Exec runs
+ *   when a program first asks for its name), .forward (`|program` runs at the next mail);
  * - PATH: bin and .local/bin (Debian's and Ubuntu's ~/.profile put them first once they exist, so a
  *   `git` there shadows /usr/bin/git);
  * - shell start: the rc files, .bashrc.d (Fedora's ~/.bashrc sources each file in it),
@@ -34,13 +36,15 @@ import type { MergedPolicy } from './layers.ts';
  *   site: a .pth runs at every python start), .docker/cli-plugins, less (.lessfilter runs through
  *   Debian's lesspipe for each file; lesskey's #env sets LESSOPEN; less is git's pager), tmux and
  *   screen (run-shell, exec), gdb (.gdbinit), the editors' start-up files and plugin folders (vim,
- *   neovim, emacs), .local/share/applications (a .desktop there replaces the system one's Exec);
+ *   neovim, emacs), .local/share/applications (a .desktop there replaces the system one's Exec),
+ *   and where installed, VS Code's extensions and user settings (.vscode, .config/Code/User);
  * - conch's own: .config/conch, and the user's skills (.agents/skills: every later run follows them).
  *
  * Out, and why: what another file must name before it runs (nvm, pyenv, oh-my-zsh, ~/.cargo/env:
  * a protected rc file names them) is in `installed` below, held only where it exists; tools that
- * are not the base of a developer's machine (mutt, psql, i3/sway configs, other shells' rc files);
- * data that a program reads but never runs (.Xresources, mimeapps.list, .curlrc, .wgetrc); caches
+ * are not the base of a developer's machine (mutt, psql, JetBrains IDEs, i3/sway/openbox configs,
+ * other shells' rc files); data that a program reads but never runs (.Xresources, mimeapps.list,
+ * which names only .desktop entries, held above, .curlrc, .wgetrc, fontconfig); caches
  * (.cache, .npm), which a run must write to build anything.
  */
 export const HOME_PROTECTED = {
@@ -49,6 +53,7 @@ export const HOME_PROTECTED = {
     '.config/conch', '.config/fish', '.config/git', '.agents/skills',
     'bin', '.local/bin', '.local/lib', '.bashrc.d', '.local/share/bash-completion',
     '.config/systemd', '.local/share/systemd', '.config/environment.d', '.config/autostart', '.config/plasma-workspace',
+    '.config/user-tmpfiles.d', '.local/share/user-tmpfiles.d', '.local/share/dbus-1',
     '.local/share/applications', '.config/pip', '.pip', '.config/tmux', '.vim', '.config/nvim', '.emacs.d', '.config/emacs',
   ],
   files: [
@@ -56,7 +61,7 @@ export const HOME_PROTECTED = {
     '.profile', '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.bash_aliases', '.bash_completion',
     '.zshenv', '.zshrc', '.zprofile', '.zlogin', '.zlogout',
     '.login', '.logout', '.cshrc', '.tcshrc', '.kshrc', '.mkshrc', '.inputrc', '.pam_environment',
-    '.xprofile', '.xsession', '.xsessionrc', '.xinitrc', '.xserverrc',
+    '.xprofile', '.xsession', '.xsessionrc', '.xinitrc', '.xserverrc', '.forward',
     '.npmrc', '.yarnrc', '.yarnrc.yml', '.bunfig.toml', '.config/.bunfig.toml',
     '.lessfilter', '.lesskey', '.less', '.config/lesskey', '.tmux.conf', '.screenrc', '.gdbinit',
     '.vimrc', '.gvimrc', '.exrc', '.emacs', '.emacs.el',
@@ -77,6 +82,8 @@ export const HOME_PROTECTED = {
     '.oh-my-zsh': [''],
     '.config/direnv': [''],
     '.local/share/direnv': [''],
+    '.vscode': [''],
+    '.config/Code': ['User/'],
   } as Record<string, readonly string[]>,
 } as const;
 

@@ -153,6 +153,7 @@ describe('a workspace that is the home directory', () => {
     await writeFile(ws('.config/systemd/user/backup.service'), 'original unit\n');
     await mkdir(ws('.local/share'), { recursive: true });
     await mkdir(ws('.cargo/bin'), { recursive: true });
+    await mkdir(ws('.vscode/extensions'), { recursive: true });
     const shell: [string, string][] = [
       ['localbin', 'mkdir -p .local/bin && printf "#!/bin/sh\\ntouch PWNED\\n" > .local/bin/git'],
       ['unit', 'echo evil > .config/systemd/user/backup.service'],
@@ -168,6 +169,10 @@ describe('a workspace that is the home directory', () => {
       ['bashrcd', 'mkdir -p .bashrc.d && echo evil > .bashrc.d/x.sh'],
       ['cargo', 'echo evil > .cargo/config.toml'],
       ['cargobin', 'echo evil > .cargo/bin/cargo'],
+      ['tmpfiles', 'mkdir -p .config/user-tmpfiles.d && echo "L+ %h/.bashrc - - - - /tmp/x" > .config/user-tmpfiles.d/x.conf'],
+      ['dbus', 'mkdir -p .local/share/dbus-1/services && echo Exec=/tmp/x > .local/share/dbus-1/services/x.service'],
+      ['forward', 'echo "|/tmp/x" > .forward'],
+      ['vscode', 'echo evil > .vscode/extensions/x.js'],
       ['nvm', 'mkdir -p .nvm && echo ok > .nvm/nvm.sh'],
     ];
     harness.server.script([
@@ -191,7 +196,7 @@ describe('a workspace that is the home directory', () => {
     // (nothing names it: ~/.bashrc, which would source it, is protected).
     expect(byLabel.nvm).toContain('nvm rc=0');
     expect(readFileSync(ws('.config/systemd/user/backup.service'), 'utf8')).toBe('original unit\n');
-    for (const absent of ['.local/bin', '.local/lib', '.config/environment.d', '.config/autostart', '.config/nvim', '.xprofile', '.npmrc', '.vimrc', '.lessfilter', '.bashrc.d', '.cargo/config.toml', '.config/systemd-old', 'PWNED']) {
+    for (const absent of ['.local/bin', '.local/lib', '.config/environment.d', '.config/autostart', '.config/nvim', '.xprofile', '.npmrc', '.vimrc', '.lessfilter', '.bashrc.d', '.cargo/config.toml', '.config/systemd-old', '.config/user-tmpfiles.d', '.local/share/dbus-1', '.forward', '.vscode/extensions/x.js', 'PWNED']) {
       expect(existsSync(ws(absent))).toBe(false);
     }
     expect(readFileSync(ws('.nvm/nvm.sh'), 'utf8')).toBe('ok\n');
