@@ -4,17 +4,19 @@
 // sandboxed command's own time in conch, for an answer that is the same until an entry of the root
 // is created, removed or renamed, which changes the root's ctime.
 //
-// Only the root is stamped, so only patterns that name an entry of the root are planned this way
-// (the defaults are; a configured glob with a `/` makes every command plan afresh), plus each
-// placeholderUnless file (its content decides, not the root) and the root's .git (whether the root
-// is itself a git dir: core/git-dir.ts). A stamp whose times are not safely in
+// The root is stamped, and each directory between it and a nested literal pattern (.config for
+// .config/systemd: a name made, removed or renamed in it changes its times as the root's do), so
+// patterns of literal names are planned this way (the defaults, a home run's .config/git …); one
+// with a glob segment below the root makes every command plan afresh. So are each placeholderUnless
+// file (its content decides, not the root) and the root's .git (whether the root is itself a git
+// dir: core/git-dir.ts). A stamp whose times are not safely in
 // the past is not kept: a file system's clock ticks coarsely (a jiffy; a second or two on some file
 // systems), and a change within the same tick as the last one would leave the times as they were
 // (the racy-timestamp problem git's index has).
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PlaceholderScope, PlaceholderTarget } from './placeholders.ts';
-import { planProtected, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
+import { literalSegment, planProtected, type ProtectedPattern, type ProtectedPlan } from './protected-paths.ts';
 import { WORK_TREE_GIT } from '../core/git-dir.ts';
 
 /** Times newer than this (ms) may still share their tick with a change to come. */
@@ -62,10 +64,10 @@ export function holdProtected(
   wanted: (path: string) => boolean,
   check: (plan: ProtectedPlan) => void,
 ): HeldProtection {
-  const key = memoKey(root, patterns);
-  const before = key === null ? null : stamp(root, patterns);
+  const dirs = stampedDirs(patterns);
+  const before = dirs === null ? null : stamp(root, patterns, dirs);
   const memo = memos.get(scope);
-  if (before && memo && memo.key === key && memo.patterns === patterns && sameStamp(memo.stamp, before.value) && memo.releases === scope.releases) {
+  if (before && memo && memo.key === root && memo.patterns === patterns && sameStamp(memo.stamp, before.value) && memo.releases === scope.releases) {
     // The same function (the run's layout is kept: command-template.ts) chooses the same targets.
     if (wanted === memo.wantedBy || chosen(memo.plan, wanted) === memo.wanted) {
       check(memo.plan);
@@ -78,9 +80,9 @@ export function holdProtected(
   const held = scope.hold(targets).map((t) => t.path);
   // Kept only when nothing changed while planning and holding (a placeholder made now changes the
   // root: the next command plans again, and keeps that).
-  const after = key !== null && before && !before.racy ? stamp(root, patterns) : null;
-  if (key !== null && before && after && sameStamp(after.value, before.value)) {
-    memos.set(scope, { key, patterns, stamp: before.value, releases: scope.releases, plan, wantedBy: wanted, wanted: chosen(plan, wanted), held });
+  const after = dirs !== null && before && !before.racy ? stamp(root, patterns, dirs) : null;
+  if (before && after && sameStamp(after.value, before.value)) {
+    memos.set(scope, { key: root, patterns, stamp: before.value, releases: scope.releases, plan, wantedBy: wanted, wanted: chosen(plan, wanted), held });
   }
   return { plan, held };
 }
@@ -98,17 +100,32 @@ function sameStamp(a: number[], b: number[]): boolean {
   return true;
 }
 
-const rootOnly = new WeakMap<ProtectedPattern[], boolean>();
+const dirsByPatterns = new WeakMap<ProtectedPattern[], string[] | null>();
 
-function memoKey(root: string, patterns: ProtectedPattern[]): string | null {
-  let only = rootOnly.get(patterns);
-  if (only === undefined) rootOnly.set(patterns, (only = !patterns.some((p) => p.pattern.includes('/') || p.pattern === '' || p.pattern === '**')));
-  return only ? root : null;
+/** The directories between the root and the nested literal patterns, or null when a pattern's plan reads a folder below the root through a glob. */
+function stampedDirs(patterns: ProtectedPattern[]): string[] | null {
+  let found = dirsByPatterns.get(patterns);
+  if (found === undefined) dirsByPatterns.set(patterns, (found = dirsToStamp(patterns)));
+  return found;
+}
+
+function dirsToStamp(patterns: ProtectedPattern[]): string[] | null {
+  const dirs = new Set<string>();
+  for (const { pattern } of patterns) {
+    if (pattern === '' || pattern === '**') return null;
+    const segments = pattern.split('/').filter((s) => s !== '' && s !== '.');
+    // A glob at the root reads the root alone, which is stamped; one below would read a folder in it.
+    const names = segments.slice(0, -1).map(literalSegment);
+    if (names.some((name) => name === null)) return null;
+    if (segments.length > 1 && literalSegment(segments.at(-1)!) === null) return null;
+    for (let i = 1; i < segments.length; i++) dirs.add(names.slice(0, i).join('/'));
+  }
+  return [...dirs].sort();
 }
 
 // Numbers, not text: this runs before every command, and turning a dozen times into text cost more
 // than the lstat calls.
-function stamp(root: string, patterns: ProtectedPattern[]): { value: number[]; racy: boolean } | null {
+function stamp(root: string, patterns: ProtectedPattern[], dirs: string[]): { value: number[]; racy: boolean } | null {
   const now = Date.now();
   let racy = false;
   const value: number[] = [];
@@ -128,6 +145,7 @@ function stamp(root: string, patterns: ProtectedPattern[]): { value: number[]; r
     return true;
   };
   if (!add(root)) return null;
+  for (const rel of dirs) add(join(root, rel));
   for (const pattern of patterns) for (const rel of pattern.placeholderUnless ?? []) add(join(root, rel));
   for (const rel of WORK_TREE_GIT) add(join(root, rel));
   return { value, racy };

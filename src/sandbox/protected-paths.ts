@@ -62,7 +62,7 @@ export function escapeGlob(path: string): string {
 }
 
 /** A segment whose glob characters are all escaped names one file: that name; null for a real glob. */
-function literalSegment(segment: string): string | null {
+export function literalSegment(segment: string): string | null {
   let name = '';
   for (let i = 0; i < segment.length; i++) {
     const c = segment[i]!;

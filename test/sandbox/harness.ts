@@ -133,11 +133,11 @@ export async function executed(fx: Fixture, command: string, options: RunOptions
 }
 
 /** The bash tool's executor over the fixture (network off), run by run: `placeholders` makes it one run's. */
-export async function bashExecutor(fx: Fixture, placeholders?: PlaceholderScope): Promise<(command: string) => Promise<ExecResult>> {
+export async function bashExecutor(fx: Fixture, placeholders?: PlaceholderScope, protectedGlobs: string[] = []): Promise<(command: string) => Promise<ExecResult>> {
   const exec = createExecutor({
     workspace: await Workspace.open({ root: fx.ws, unrestricted: false }),
     unrestricted: false,
-    sandbox: { profile: 'workspace-write', network: false, writableRoots: [], protectedGlobs: [] },
+    sandbox: { profile: 'workspace-write', network: false, writableRoots: [], protectedGlobs },
     limits: DEFAULT_LIMITS,
     env: {},
     shellEnabled: true,

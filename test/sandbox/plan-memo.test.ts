@@ -10,7 +10,7 @@ import { bashExecutor, canRun, useFixtureScope } from './harness.ts';
 
 const current = useFixtureScope();
 
-const runExecutor = () => bashExecutor(current.fx, current.scope);
+const runExecutor = (protectedGlobs: string[] = []) => bashExecutor(current.fx, current.scope, protectedGlobs);
 
 /** Commands until the plan is kept: the root's times must be older than the racy window. */
 async function settle(run: (command: string) => Promise<unknown>) {
@@ -62,5 +62,19 @@ describe.skipIf(!canRun || process.platform !== 'linux')('the protected plan of 
     const result = await run('true');
     expect(result.exitCode).toBeNull();
     expect(result.output).toContain('protected path ".env" is a symbolic link');
+  });
+
+  test('a nested protected folder (a home run\'s .config/systemd) replaced by a link inside its parent is refused, the root unchanged', async () => {
+    const { mkdirSync, renameSync, statSync, symlinkSync } = await import('node:fs');
+    mkdirSync(join(current.fx.ws, '.config', 'systemd'), { recursive: true });
+    const run = await runExecutor(['.config/systemd/**']);
+    await settle(run);
+    const root = statSync(current.fx.ws);
+    renameSync(join(current.fx.ws, '.config', 'systemd'), join(current.fx.ws, '.config', 'systemd-old'));
+    symlinkSync(current.fx.outside, join(current.fx.ws, '.config', 'systemd'));
+    expect(statSync(current.fx.ws).mtimeMs).toBe(root.mtimeMs);
+    const result = await run('true');
+    expect(result.exitCode).toBeNull();
+    expect(result.output).toContain('protected path ".config/systemd" is a symbolic link');
   });
 });
