@@ -10,6 +10,7 @@ import type { ContextFactory } from '../agent/dispatch.ts';
 import { loadGuidance, systemPrompt } from '../agent/prompt.ts';
 import type { PluginReport } from '../plugins/load.ts';
 import { PlaceholderScope } from '../sandbox/index.ts';
+import { escapeGlob } from '../sandbox/protected-paths.ts';
 import { userStateDir } from '../sandbox/user-dir.ts';
 import { createExecutor, type Executor } from '../shell/exec.ts';
 import { networkProxy } from './network.ts';
@@ -74,14 +75,16 @@ export interface Session extends RunLane {
   dispose(): Promise<void>;
 }
 
+// Paths made globs (read.deny is picomatch), escaped: a state folder named state(x) or st{a,b} would
+// otherwise match only its look-alikes, and `read` would open the store itself.
 function sessionStoreGlobs(dir: string): string[] {
-  const store = canonical(dir);
+  const store = escapeGlob(canonical(dir));
   return [store, `${store}/**`];
 }
 
 /** The history and a trim's copy of it, which holds the same records. */
 function historyGlobs(file: string): string[] {
-  const history = canonical(file);
+  const history = escapeGlob(canonical(file));
   return [history, historyTempGlob(history)];
 }
 

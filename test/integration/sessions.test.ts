@@ -410,6 +410,33 @@ describe('where sessions live', () => {
     }
   });
 
+  test('a state folder whose name holds glob characters (state[1], state(x), st{a,b}) still keeps the store and the history from the read tool', async () => {
+    for (const name of ['state[1]', 'state(x)', 'st{a,b}']) {
+      const state = join(harness.dirs.home, name);
+      const env = { XDG_STATE_HOME: state };
+      harness.server.script([{ text: 'private conversation 5150' }]);
+      const one = await jsonRun(['remember 5150'], { env });
+      const file = join(state, 'conch', 'sessions', `${one.doc.sessionId}.jsonl`);
+      const history = join(state, 'conch', 'history');
+      const temp = join(state, 'conch', 'history.4242.tmp');
+      await Bun.write(history, '"typed token 5150"\n');
+      await Bun.write(temp, '"typed token 5150"\n');
+      harness.server.script([
+        { toolCalls: [{ name: 'read', arguments: { path: file } }] },
+        { toolCalls: [{ name: 'read', arguments: { path: history } }] },
+        { toolCalls: [{ name: 'read', arguments: { path: temp } }] },
+        { text: 'done' },
+      ]);
+      const r = await jsonRun(['--ephemeral', 'read them'], { env });
+      expect(r.code).toBe(0);
+      for (const back of [3, 2, 1]) {
+        const after = sent(harness.server.requests.length - back);
+        expect(after).not.toContain('5150');
+        expect(after).toContain('read deny');
+      }
+    }
+  });
+
   test('the read tool cannot open the session store outside the workspace: another project\'s conversations', async () => {
     const state = join(harness.dirs.home, 'state-elsewhere');
     const env = { XDG_STATE_HOME: state };
