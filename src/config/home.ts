@@ -148,22 +148,52 @@ function isDirectory(path: string): boolean {
 }
 
 /**
+ * The protected globs, relative to `tree`, of the HOME_PROTECTED paths strictly inside a tree that
+ * lies in the home (a run started in ~/.config holds ~/.config/git and ~/.config/fish there, whose
+ * config git and fish obey unsandboxed at their next start). Names escaped.
+ */
+function homePathGlobs(tree: string, home: string): { files: string[]; sandbox: string[] } {
+  const files: string[] = [];
+  const sandbox: string[] = [];
+  // `held`: asked only for a path in the tree (a project folder holds none: no lstat at its start).
+  const add = (name: string, dir: boolean, held: () => boolean) => {
+    const path = join(home, name);
+    if (path === tree || !isWithin(path, tree)) return;
+    const rel = escapeGlob(relative(tree, path));
+    const globs = dir ? [rel, `${rel}/**`] : [rel];
+    files.push(...globs);
+    if (held()) sandbox.push(...globs);
+  };
+  const always = () => true;
+  for (const name of HOME_PROTECTED.dirs) add(name, true, always);
+  for (const name of HOME_PROTECTED.files) add(name, false, always);
+  for (const [folder, names] of Object.entries(HOME_PROTECTED.installed)) {
+    const present = () => isDirectory(join(home, folder));
+    for (const name of names) add(`${folder}/${name}`.replace(/\/+$/, ''), name.endsWith('/') || !name, present);
+  }
+  return { files, sandbox };
+}
+
+function addGlobs(list: string[], globs: string[]): void {
+  list.push(...globs.filter((g) => !list.includes(g)));
+}
+
+/**
  * A writable root (--allow-write) that is or contains the home directory: outside the workspace the
  * home is read-only for the run, and in such a root it would be writable as a whole, ~/.bashrc and
  * ~/.ssh/authorized_keys included. The same paths as in a home run stay protected there (the root's
- * own globs, for the file tools and commands), and the run says so.
+ * own globs, for the file tools and commands), and the run says so. A root inside the home holds
+ * those of them that lie in it (~/.config: ~/.config/git).
  */
 export function protectHomeInRoots(policy: MergedPolicy, home: string, warnings: string[]): void {
   if (!home) return;
   const h = canonical(home);
   for (const root of policy.workspace.writableRoots.map(canonical)) {
-    if (!isWithin(h, root)) continue;
-    const globs = homeGlobs(relative(root, h), h);
-    for (const [settings, kept] of [[policy.workspace, globs.files], [policy.sandbox, globs.sandbox]] as const) {
-      const list = ((settings.rootProtectedGlobs ??= {})[root] ??= []);
-      list.push(...kept.filter((g) => !list.includes(g)));
-    }
-    warnings.push(`the writable root ${root} ${root === h ? 'is' : 'contains'} your home directory; ${KEPT}.`);
+    const contains = isWithin(h, root);
+    const globs = contains ? homeGlobs(relative(root, h), h) : homePathGlobs(root, h);
+    if (globs.files.length === 0) continue;
+    for (const [settings, kept] of [[policy.workspace, globs.files], [policy.sandbox, globs.sandbox]] as const) addGlobs(((settings.rootProtectedGlobs ??= {})[root] ??= []), kept);
+    if (contains) warnings.push(`the writable root ${root} ${root === h ? 'is' : 'contains'} your home directory; ${KEPT}.`);
   }
 }
 
@@ -179,7 +209,13 @@ export function applyHomeGuard(
   warnings: string[],
 ): HomeGuard | null {
   const homeRun = homeGuard(cwd, home, flags);
-  if (!homeRun) return null;
+  if (!homeRun) {
+    // A workspace inside the home holding some of those paths (started in ~/.config) holds them too.
+    if (flags.unrestricted || !home) return null;
+    const globs = homePathGlobs(canonical(cwd), canonical(home));
+    for (const [list, kept] of [[policy.workspace.protectedGlobs, globs.files], [policy.sandbox.protectedGlobs, globs.sandbox]] as const) addGlobs(list, kept);
+    return null;
+  }
   for (const [globs, kept] of [[policy.workspace.protectedGlobs, homeRun.globs], [policy.sandbox.protectedGlobs, homeRun.sandboxGlobs]] as const) {
     globs.push(...kept.filter((g) => !globs.includes(g)));
   }

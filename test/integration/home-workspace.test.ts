@@ -317,6 +317,42 @@ describe('a writable root that is or contains the home directory', () => {
 });
 
 describe('a workspace inside the home directory', () => {
+  for (const shape of ['workspace', 'writable root'] as const) {
+    test(`a ${shape} that holds some of the protected paths (~/.config: git's and fish's config) keeps them protected, the rest writable`, async () => {
+      const home = join(dirname(harness.dirs.workspace), 'me');
+      const tree = join(home, '.config');
+      await mkdir(join(tree, 'git'), { recursive: true });
+      await writeFile(join(tree, 'git', 'config'), '[user]\n\tname = me\n');
+      const dirs = shape === 'workspace' ? { ...harness.dirs, workspace: tree } : harness.dirs;
+      harness.server.script([
+        {
+          toolCalls: [
+            { name: 'write', arguments: { path: join(tree, 'git', 'ignore'), content: '*\n' } },
+            bash(`echo '[core] fsmonitor = touch PWNED' >> ${join(tree, 'git', 'config')}; echo "git rc=$?"`),
+            bash(`mkdir -p ${join(tree, 'fish')} && echo 'touch PWNED' > ${join(tree, 'fish', 'config.fish')}; echo "fish rc=$?"`),
+            bash(`mkdir -p ${join(tree, 'nvim')} && echo ok > ${join(tree, 'nvim', 'init.vim')}; echo "plain rc=$?"`),
+          ],
+        },
+        { text: 'done' },
+      ]);
+      const r = await runConch({
+        dirs,
+        args: ['--model', 'openai/test-model', ...(shape === 'writable root' ? ['--allow-write', tree] : []), 'go'],
+        env: { ...openaiEnv(harness.server.openaiBaseUrl), HOME: home },
+      });
+      expect(r.code).toBe(0);
+      const [write, git, fish, plain] = toolResults();
+      expect(write).toContain("denied by policy rule 'workspace.protected'");
+      expect(git).not.toContain('git rc=0');
+      expect(fish).not.toContain('fish rc=0');
+      expect(plain).toContain('plain rc=0');
+      expect(readFileSync(join(tree, 'git', 'config'), 'utf8')).toBe('[user]\n\tname = me\n');
+      expect(existsSync(join(tree, 'git', 'ignore'))).toBe(false);
+      expect(existsSync(join(tree, 'fish'))).toBe(false);
+      expect(readFileSync(join(tree, 'nvim', 'init.vim'), 'utf8')).toBe('ok\n');
+    });
+  }
+
   test('is not affected', async () => {
     harness.server.script([{ text: 'fine' }]);
     const r = await run(['go'], dirname(harness.dirs.workspace));
