@@ -48,6 +48,11 @@ function quote(text: string): string {
   return `'${text.replaceAll("'", `'\\''`)}'`;
 }
 
+/** A path as /proc/self/mountinfo shows it: space, tab, newline and backslash in octal. */
+function mountinfoPath(path: string): string {
+  return path.replace(/[ \t\n\\]/g, (c) => `\\${c.charCodeAt(0).toString(8).padStart(3, '0')}`);
+}
+
 function line(dir: CheckedDirectory): string {
   return `conch: the ${dir.what} ${dir.path} is no longer the directory it was at this session's first command (workspace.moved); nothing was run.`;
 }
@@ -60,12 +65,22 @@ export function movedCheck(dirs: CheckedDirectory[], readOnly: string[]): MovedC
   const fd = (i: number) => 4 + i;
   const refuse = (dir: CheckedDirectory) => `{ printf '%s\\n' ${quote(line(dir))} >&2; exit ${MOVED_EXIT}; }; `;
   const same = dirs.map((dir, i) => `[ /proc/self/fd/${fd(i)} -ef ${quote(dir.real)} ] || ${refuse(dir)}`);
+  const points: string[] = [];
   const held = readOnly.flatMap((path) => {
     // The deepest directory it lies in: a writable root inside the workspace is a tree of its own.
     const dir = dirs.filter((d) => isWithin(path, d.real)).sort((a, b) => b.real.length - a.real.length)[0];
-    return dir ? [`[ -w ${quote(path)} ] && ${refuse(dir)}`] : [];
+    if (!dir) return [];
+    points.push(`case $__conch_m in *${quote(` ${mountinfoPath(path)} `)}*) ;; *) ${refuse(dir)};; esac; `);
+    return [`[ -w ${quote(path)} ] && ${refuse(dir)}`];
   });
-  const checks = [...same, ...held].join('');
+  // A placeholder (0444, the user's own) is no more writable with its mount than without: -w says
+  // nothing, yet without the mount a command could remove it and make a .git there. Each protected
+  // path must also be a mount point (the kernel's table, read with builtins: no process). The table
+  // escapes spaces in its paths, so a space ends each one, and the command's first line stays one line.
+  const table = points.length
+    ? `__conch_m=' '; while read -r __conch_x __conch_x __conch_x __conch_x __conch_p __conch_x; do __conch_m="$__conch_m$__conch_p "; done </proc/self/mountinfo; ${points.join('')}unset __conch_m __conch_p __conch_x; `
+    : '';
+  const checks = [...same, ...held, table].join('');
   const closing = (from: number) => dirs.slice(from).map((_, i) => ` ${fd(from + i)}<&-`).join('');
   return {
     script: `${checks}exec${closing(0)}; `,

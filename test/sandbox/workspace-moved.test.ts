@@ -128,6 +128,36 @@ describe.skipIf(!canRun)('a workspace or writable root moved between the checks 
     }
   });
 
+  // A placeholder file is the user's own, 0444: without its mount a command cannot write it but can
+  // remove it and make another in its place (a pre-commit hook held by name at a core.hooksPath `.`
+  // top, an .env file), and `-w` says nothing either way for a user other than root. It must be a
+  // mount point.
+  test('a placeholder file whose mount is not in force runs nothing: no file is made in its place', async () => {
+    const { ws, request } = nestedWorkspace();
+    const held = join(ws, 'pre-commit');
+    const prepared = await prepareSandboxed({ ...request, protectedGlobs: ['pre-commit'], command: 'rm -f pre-commit && echo evil > pre-commit; echo RAN' });
+    try {
+      const at = prepared.argv.findIndex((arg, i) => arg === '--ro-bind' && prepared.argv[i + 1] === held && prepared.argv[i + 2] === held);
+      expect(at).toBeGreaterThan(0);
+      const result = await spawnPrepared({ ...prepared, argv: prepared.argv.toSpliced(at, 3) }, fx.root);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/^conch: the workspace .*org\/proj is no longer the directory it was/);
+    } finally {
+      await prepared.release();
+    }
+    // The placeholder itself (the run's scope keeps it until the run ends), empty: nothing written there.
+    expect(existsSync(held) ? readFileSync(held, 'utf8') : '').toBe('');
+  });
+
+  test('a protected path whose name holds a space or a backslash is found in the mount table: its command runs', async () => {
+    const { ws, request } = nestedWorkspace();
+    // Escaped in the globs as the config's paths are (a backslash escapes the next character).
+    const result = await sandboxed(fx, 'ls -A', { ...request, protectedGlobs: ['my dir', 'back\\\\slash', 'tab\there'] });
+    expect(result.code).toBe(0);
+    expect(result.stdout.split('\n')).toEqual(expect.arrayContaining(['my dir', 'back\\slash', 'tab\there']));
+    expect(existsSync(join(ws, 'back\\slash'))).toBe(true);
+  });
+
   test("the bash tool's command is refused as workspace.moved (a policy denial), naming what to do", async () => {
     const { top, ws, gone, hook, request } = nestedWorkspace();
     let first = true;
