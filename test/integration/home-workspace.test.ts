@@ -330,7 +330,7 @@ describe('a workspace inside the home directory', () => {
             { name: 'write', arguments: { path: join(tree, 'git', 'ignore'), content: '*\n' } },
             bash(`echo '[core] fsmonitor = touch PWNED' >> ${join(tree, 'git', 'config')}; echo "git rc=$?"`),
             bash(`mkdir -p ${join(tree, 'fish')} && echo 'touch PWNED' > ${join(tree, 'fish', 'config.fish')}; echo "fish rc=$?"`),
-            bash(`mkdir -p ${join(tree, 'nvim')} && echo ok > ${join(tree, 'nvim', 'init.vim')}; echo "plain rc=$?"`),
+            bash(`mkdir -p ${join(tree, 'someapp')} && echo ok > ${join(tree, 'someapp', 'settings.ini')}; echo "plain rc=$?"`),
           ],
         },
         { text: 'done' },
@@ -349,7 +349,7 @@ describe('a workspace inside the home directory', () => {
       expect(readFileSync(join(tree, 'git', 'config'), 'utf8')).toBe('[user]\n\tname = me\n');
       expect(existsSync(join(tree, 'git', 'ignore'))).toBe(false);
       expect(existsSync(join(tree, 'fish'))).toBe(false);
-      expect(readFileSync(join(tree, 'nvim', 'init.vim'), 'utf8')).toBe('ok\n');
+      expect(readFileSync(join(tree, 'someapp', 'settings.ini'), 'utf8')).toBe('ok\n');
     });
   }
 
