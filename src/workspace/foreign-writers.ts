@@ -2,7 +2,7 @@
 // its place. `conch trust` lets a folder's plugins, MCP servers, model and skills run: a folder that
 // another user can write (a world-writable one such as /tmp/x, one they own, or one below a folder
 // they can rename entries in) would let them plant exactly that, and conch would obey it.
-import { statSync } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 
 const STICKY = 0o1000;
@@ -24,14 +24,9 @@ export function foreignWriter(dir: string, holdsOnlyYours = false): string | nul
   if (uid === undefined) return null;
   const gid = process.getgid?.();
   for (let path = dir; ; path = dirname(path)) {
-    let info;
-    try {
-      info = statSync(path);
-    } catch (error) {
-      return `${path} cannot be examined (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}), so who may write it is unknown`;
-    }
-    const mode = (info.mode & 0o7777).toString(8).padStart(4, '0');
-    if (info.uid !== uid && info.uid !== 0) return `${path} is owned by another user (uid ${info.uid})`;
+    const info = examine(path, uid);
+    if (typeof info === 'string') return info;
+    const mode = modeText(info);
     const othersWrite = (info.mode & OTHERS_WRITE) !== 0;
     if (othersWrite && path === dir && !holdsOnlyYours) return `${path} is writable by every user (mode ${mode})`;
     if (othersWrite && (info.mode & STICKY) === 0) return `${path}, a folder above it, is writable by every user without the sticky bit (mode ${mode})`;
@@ -49,15 +44,23 @@ export function foreignWriter(dir: string, holdsOnlyYours = false): string | nul
 export function foreignFile(path: string): string | null {
   const uid = process.getuid?.();
   if (uid === undefined) return null;
+  const info = examine(path, uid);
+  if (typeof info === 'string') return info;
+  const mode = modeText(info);
+  if ((info.mode & OTHERS_WRITE) !== 0) return `${path} is writable by every user (mode ${mode})`;
+  if ((info.mode & GROUP_WRITE) !== 0 && info.gid !== process.getgid?.() && info.gid !== 0) return `${path} is writable by the members of group ${info.gid} (mode ${mode})`;
+  return foreignWriter(dirname(path), true);
+}
+
+/** The path's stat when this user or root owns it; otherwise why not, as a sentence. */
+function examine(path: string, uid: number): Stats | string {
   let info;
   try {
     info = statSync(path);
   } catch (error) {
     return `${path} cannot be examined (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}), so who may write it is unknown`;
   }
-  const mode = (info.mode & 0o7777).toString(8).padStart(4, '0');
-  if (info.uid !== uid && info.uid !== 0) return `${path} is owned by another user (uid ${info.uid})`;
-  if ((info.mode & OTHERS_WRITE) !== 0) return `${path} is writable by every user (mode ${mode})`;
-  if ((info.mode & GROUP_WRITE) !== 0 && info.gid !== process.getgid?.() && info.gid !== 0) return `${path} is writable by the members of group ${info.gid} (mode ${mode})`;
-  return foreignWriter(dirname(path), true);
+  return info.uid !== uid && info.uid !== 0 ? `${path} is owned by another user (uid ${info.uid})` : info;
 }
+
+const modeText = (info: Stats) => (info.mode & 0o7777).toString(8).padStart(4, '0');
